@@ -1,0 +1,78 @@
+package watermark
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// DefaultLateness is the allowed lateness used when [Config.Lateness] is zero:
+// the seed's 120 s, so that a 5-minute window is written about 7 minutes after it opens.
+const DefaultLateness = 120 * time.Second
+
+// DefaultIdleTimeout is the idle timeout used when [Config.IdleTimeout] is zero.
+const DefaultIdleTimeout = 30 * time.Second
+
+// Errors returned for misuse. They are wrapped with details; test with [errors.Is].
+var (
+	// ErrInvalidConfig reports a [Config] field out of range.
+	ErrInvalidConfig = errors.New("watermark: invalid config")
+	// ErrNotFresh reports a [Partition.Restore] of a partition that has already
+	// observed a message or has already been restored.
+	ErrNotFresh = errors.New("watermark: restore of a partition that is not fresh")
+	// ErrInvalidPosition reports a consume position or high watermark that cannot
+	// be right: negative, or a position above the high watermark.
+	ErrInvalidPosition = errors.New("watermark: invalid position")
+	// ErrAssigned reports a [Set.Assign] of a key that is already assigned.
+	ErrAssigned = errors.New("watermark: partition already assigned")
+)
+
+// Clock tells the time. It is consulted only by [Partition.Tick], [Set.Tick],
+// [Partition.Restore] and when a partition is created, never per event.
+type Clock interface {
+	Now() time.Time
+}
+
+// ClockFunc adapts a function such as time.Now to [Clock].
+type ClockFunc func() time.Time
+
+// Now returns f().
+func (f ClockFunc) Now() time.Time { return f() }
+
+// Config configures a [Partition] or a [Set]. The zero value is ready to use:
+// 120 s lateness, 30 s idle timeout, the system clock.
+type Config struct {
+	// Lateness is the allowed lateness: wm(P) trails the maximum event time
+	// seen in P by this much. Zero means [DefaultLateness]; negative is an error.
+	Lateness time.Duration
+
+	// IdleTimeout is how long a caught-up partition must go without a message
+	// before it is idle. Zero means [DefaultIdleTimeout]; negative is an error.
+	// A partition whose caller never reports it caught up (see
+	// [Partition.SetPosition]) never becomes idle, whatever the timeout.
+	IdleTimeout time.Duration
+
+	// Clock measures idleness. Nil means the system clock (time.Now).
+	// Arrival times passed to [Partition.Observe] must come from the same clock.
+	Clock Clock
+}
+
+// resolve validates c and fills in defaults.
+func (c Config) resolve() (Config, error) {
+	if c.Lateness < 0 {
+		return Config{}, fmt.Errorf("%w: Lateness must be >= 0, got %v", ErrInvalidConfig, c.Lateness)
+	}
+	if c.IdleTimeout < 0 {
+		return Config{}, fmt.Errorf("%w: IdleTimeout must be >= 0, got %v", ErrInvalidConfig, c.IdleTimeout)
+	}
+	if c.Lateness == 0 {
+		c.Lateness = DefaultLateness
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.Clock == nil {
+		c.Clock = ClockFunc(time.Now)
+	}
+	return c, nil
+}

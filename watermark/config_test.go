@@ -1,0 +1,67 @@
+package watermark_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamledger/streamledger/watermark"
+)
+
+func TestConfigDefaults(t *testing.T) {
+	p, err := watermark.NewPartition(watermark.Config{})
+	require.NoError(t, err)
+	cfg := p.Config()
+	assert.Equal(t, 120*time.Second, cfg.Lateness)
+	assert.Equal(t, watermark.DefaultLateness, cfg.Lateness)
+	assert.Equal(t, watermark.DefaultIdleTimeout, cfg.IdleTimeout)
+	require.NotNil(t, cfg.Clock, "nil Clock must become the system clock")
+
+	s, err := watermark.NewSet[string](watermark.Config{})
+	require.NoError(t, err)
+	assert.Equal(t, watermark.DefaultLateness, s.Config().Lateness)
+	assert.Equal(t, watermark.DefaultIdleTimeout, s.Config().IdleTimeout)
+	require.NotNil(t, s.Config().Clock)
+}
+
+func TestConfigKeepsExplicitValues(t *testing.T) {
+	clock := newFakeClock(t0)
+	p, err := watermark.NewPartition(watermark.Config{Lateness: time.Second, IdleTimeout: time.Minute, Clock: clock})
+	require.NoError(t, err)
+	assert.Equal(t, time.Second, p.Config().Lateness)
+	assert.Equal(t, time.Minute, p.Config().IdleTimeout)
+	assert.Same(t, clock, p.Config().Clock)
+
+	p.Observe(at(10*time.Second), t0)
+	assert.Equal(t, at(9*time.Second), wmOf(t, p), "lateness of 1 s applies")
+}
+
+func TestConfigInvalid(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  watermark.Config
+		msg  string
+	}{
+		{"negative lateness", watermark.Config{Lateness: -time.Second}, "Lateness must be >= 0, got -1s"},
+		{"negative idle timeout", watermark.Config{IdleTimeout: -1}, "IdleTimeout must be >= 0, got -1ns"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := watermark.NewPartition(tt.cfg)
+			require.ErrorIs(t, err, watermark.ErrInvalidConfig)
+			assert.ErrorContains(t, err, tt.msg)
+			assert.Nil(t, p)
+
+			s, err := watermark.NewSet[int](tt.cfg)
+			require.ErrorIs(t, err, watermark.ErrInvalidConfig)
+			assert.Nil(t, s)
+		})
+	}
+}
+
+func TestClockFunc(t *testing.T) {
+	var c watermark.Clock = watermark.ClockFunc(func() time.Time { return t0 })
+	assert.Equal(t, t0, c.Now())
+}
