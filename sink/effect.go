@@ -1,0 +1,63 @@
+package sink
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+)
+
+// Operation identifies one effect that is not naturally idempotent (a balance credit). ID is
+// stable across redeliveries of the same business operation; Payload is its canonical
+// content, whose hash is stored with the marker so that a different operation reusing the
+// ID is detected.
+type Operation struct {
+	ID      string
+	Payload []byte
+}
+
+// Hash returns the SHA-256 of the payload, as stored in the marker.
+func (o Operation) Hash() [sha256.Size]byte { return sha256.Sum256(o.Payload) }
+
+// Outcome is the result of an effect write that succeeded.
+type Outcome int
+
+const (
+	// Applied: the marker was accepted and the effect committed with it, by this call.
+	Applied Outcome = iota + 1
+	// Duplicate: a marker with the same ID and payload hash was already committed; the
+	// effect was not applied again.
+	Duplicate
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Applied:
+		return "applied"
+	case Duplicate:
+		return "duplicate"
+	default:
+		return fmt.Sprintf("Outcome(%d)", int(o))
+	}
+}
+
+// ConflictError reports an operation whose ID has a committed marker with a different
+// payload hash: a different operation under a reused ID. Nothing was applied; the message
+// belongs in a dead-letter topic.
+type ConflictError struct {
+	ID         string
+	StoredHash []byte
+	GivenHash  []byte
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("sink: operation %q conflicts with its stored marker: payload hash %x, stored %x", e.ID, e.GivenHash, e.StoredHash)
+}
+
+// ErrNoEffect is wrapped when an effect touched no row: the operation was rolled back and no
+// marker was stored, so the operation is not recorded as done.
+var ErrNoEffect = errors.New("sink: effect touched no row")
+
+// ErrHorizon is wrapped when a marker retention horizon is shorter than the retention of
+// the source that can redeliver: an operation could be replayed after its marker is gone and
+// applied twice.
+var ErrHorizon = errors.New("sink: marker horizon shorter than the source's retention")

@@ -1,0 +1,54 @@
+package sink
+
+import (
+	"context"
+	"time"
+)
+
+// WindowWriter writes the closes of one source partition.
+type WindowWriter interface {
+	// WriteClose writes b atomically: the partials, the recomputed merged rows they touch and
+	// the partition's closed_through commit together or not at all. A nil error means the
+	// batch is durable; any error means it may not be, and the caller must not commit
+	// offsets that depend on it.
+	WriteClose(ctx context.Context, b CloseBatch) error
+}
+
+// StateWriter writes last-write-wins state.
+type StateWriter interface {
+	// UpsertLatest writes rows into the state table named table. The batch is first
+	// collapsed to the newest row per key (ties: the later row in rows), and a stored row
+	// is replaced only by a row whose ObservedAt is not older. A nil error means every row
+	// is durable.
+	UpsertLatest(ctx context.Context, table string, rows []StateRow) error
+}
+
+// ProgressReader reads what a restart needs.
+type ProgressReader interface {
+	// ClosedThrough returns the stored closed_through of each partition in tps that has one.
+	// A partition missing from the map never wrote a batch.
+	ClosedThrough(ctx context.Context, tps ...TopicPartition) (map[TopicPartition]time.Time, error)
+}
+
+// Sink is what a processor writes through.
+type Sink interface {
+	WindowWriter
+	StateWriter
+	ProgressReader
+}
+
+// Reader reads back what a [Sink] stored. Dashboards and tests use it; a processor does not
+// need it.
+type Reader interface {
+	// Aggregate returns the merged row of k, with [Aggregate.Complete] set.
+	Aggregate(ctx context.Context, k Key) (Aggregate, bool, error)
+	// Aggregates returns the merged rows of the window starting at windowStart, ordered by
+	// (dimension, dimension_id), with [Aggregate.Complete] set.
+	Aggregates(ctx context.Context, windowStart time.Time) ([]Aggregate, error)
+	// Latest returns the stored row of a state table for the given key values.
+	Latest(ctx context.Context, table string, key ...any) (StateRow, bool, error)
+	// CompleteThrough returns the minimum closed_through over every known partition of the
+	// given topics: a merged row fed by these topics is complete when its window ends at or
+	// before it. ok is false when no partition of the topics is known.
+	CompleteThrough(ctx context.Context, topics ...string) (t time.Time, ok bool, err error)
+}

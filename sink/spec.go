@@ -1,0 +1,166 @@
+package sink
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// DefaultQuantile is the quantile a merged row carries when [AggregateSpec.Quantile] is zero:
+// the P90 of the design.
+const DefaultQuantile = 0.9
+
+// AggregateColumns names the columns of the merged table. An empty field takes the default
+// shown in brackets. The OV example maps Count to event_count, Mean to mean_delay_s,
+// Quantile to p90_delay_s, Max to max_delay_s and Min to min_delay_s.
+type AggregateColumns struct {
+	WindowStart string // [window_start]
+	WindowEnd   string // [window_end]
+	Dimension   string // [dimension]
+	DimensionID string // [dimension_id]
+	Count       string // [event_count]
+	Mean        string // [mean_value]
+	Quantile    string // [quantile_value]
+	Max         string // [max_value]
+	Min         string // [min_value]
+	ComputedAt  string // [computed_at]
+}
+
+// AggregateSpec describes the merged table a [WindowWriter] maintains.
+type AggregateSpec struct {
+	// Table is the merged table's name [window_aggregates].
+	Table string
+	// Columns names its columns.
+	Columns AggregateColumns
+	// Attributes names the optional text attributes a key carries (the seed's "operator").
+	// Each is a column of the merged table, merged as COALESCE(new, stored).
+	Attributes []string
+	// Quantile is the quantile the merged row carries, in (0, 1] [DefaultQuantile].
+	Quantile float64
+}
+
+// WithDefaults returns s with every empty field set to its default.
+func (s AggregateSpec) WithDefaults() AggregateSpec {
+	def := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+	}
+	def(&s.Table, "window_aggregates")
+	c := &s.Columns
+	def(&c.WindowStart, "window_start")
+	def(&c.WindowEnd, "window_end")
+	def(&c.Dimension, "dimension")
+	def(&c.DimensionID, "dimension_id")
+	def(&c.Count, "event_count")
+	def(&c.Mean, "mean_value")
+	def(&c.Quantile, "quantile_value")
+	def(&c.Max, "max_value")
+	def(&c.Min, "min_value")
+	def(&c.ComputedAt, "computed_at")
+	if s.Quantile == 0 {
+		s.Quantile = DefaultQuantile
+	}
+	return s
+}
+
+// ColumnNames returns the merged table's columns in table order: window start, window end,
+// dimension, dimension id, the attributes, count, mean, quantile, max, min, computed at.
+// Call it on a spec with defaults applied.
+func (s AggregateSpec) ColumnNames() []string {
+	c := s.Columns
+	out := []string{c.WindowStart, c.WindowEnd, c.Dimension, c.DimensionID}
+	out = append(out, s.Attributes...)
+	return append(out, c.Count, c.Mean, c.Quantile, c.Max, c.Min, c.ComputedAt)
+}
+
+// Validate reports whether s, after [AggregateSpec.WithDefaults], is usable: a quantile in
+// (0, 1] and distinct, non-empty column names.
+func (s AggregateSpec) Validate() error {
+	s = s.WithDefaults()
+	if math.IsNaN(s.Quantile) || s.Quantile <= 0 || s.Quantile > 1 {
+		return fmt.Errorf("%w: aggregate quantile must be in (0, 1], found %v", ErrInvalid, s.Quantile)
+	}
+	return distinct("aggregate table "+s.Table, s.ColumnNames())
+}
+
+// Column is one column of a state table. Type is the SQL type used when an implementation
+// creates the table (for example "text", "double precision", "timestamptz"); leave it empty
+// when the table is created elsewhere.
+type Column struct {
+	Name string
+	Type string
+}
+
+// StateSpec describes one last-write-wins state table, such as the seed's vehicle_latest
+// keyed by vehicle_id.
+type StateSpec struct {
+	Table      string
+	Key        []Column // at least one
+	ObservedAt Column   // the guard column: a row replaces the stored one only if not older
+	Values     []Column
+	// UpdatedAt, if set, names a column set to the writer's clock on every accepted write
+	// (the seed's updated_at = now()). Its type is timestamptz when the table is created.
+	UpdatedAt string
+}
+
+// ColumnNames returns the columns an upsert writes, in order: key, observed-at, values, and
+// UpdatedAt when set.
+func (s StateSpec) ColumnNames() []string {
+	out := make([]string, 0, len(s.Key)+len(s.Values)+2)
+	for _, c := range s.Key {
+		out = append(out, c.Name)
+	}
+	out = append(out, s.ObservedAt.Name)
+	for _, c := range s.Values {
+		out = append(out, c.Name)
+	}
+	if s.UpdatedAt != "" {
+		out = append(out, s.UpdatedAt)
+	}
+	return out
+}
+
+// Typed reports whether every column has a type, so the table can be created from the spec.
+func (s StateSpec) Typed() bool {
+	if s.ObservedAt.Type == "" {
+		return false
+	}
+	for _, cs := range [][]Column{s.Key, s.Values} {
+		for _, c := range cs {
+			if c.Type == "" {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Validate reports whether s names a table, at least one key column, the observed-at column
+// and distinct, non-empty column names.
+func (s StateSpec) Validate() error {
+	if s.Table == "" {
+		return fmt.Errorf("%w: state spec without a table name", ErrInvalid)
+	}
+	if len(s.Key) == 0 {
+		return fmt.Errorf("%w: state table %q needs at least one key column, found none", ErrInvalid, s.Table)
+	}
+	if s.ObservedAt.Name == "" {
+		return fmt.Errorf("%w: state table %q needs an observed-at column", ErrInvalid, s.Table)
+	}
+	return distinct("state table "+s.Table, s.ColumnNames())
+}
+
+func distinct(what string, names []string) error {
+	seen := make(map[string]bool, len(names))
+	for _, n := range names {
+		if strings.TrimSpace(n) == "" {
+			return fmt.Errorf("%w: %s has an empty column name in %q", ErrInvalid, what, names)
+		}
+		if seen[n] {
+			return fmt.Errorf("%w: %s names column %q twice", ErrInvalid, what, n)
+		}
+		seen[n] = true
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package sink
+
+import (
+	"time"
+
+	"github.com/streamledger/streamledger/ledger"
+)
+
+// TopicPartition names one source partition. It is the ledger's type, so a processor passes
+// the partition it owns without conversion.
+type TopicPartition = ledger.TopicPartition
+
+// Key identifies one merged row: a window (by its start) and one value of one dimension,
+// the seed's (window_start, dimension, dimension_id).
+type Key struct {
+	WindowStart time.Time
+	Dimension   string
+	DimensionID string
+}
+
+// Partial is what one source partition aggregated for one [Key] when its window closed.
+type Partial struct {
+	Key
+	// WindowEnd is the exclusive end of the window; it must be after WindowStart and at or
+	// before the batch's ClosedThrough.
+	WindowEnd time.Time
+	// Attrs holds the optional attributes carried by the key (the seed's operator), by
+	// attribute name. A missing name means "unknown here": it never erases a value that a
+	// partial of the same key already stored.
+	Attrs map[string]string
+	// Stats is a serialized window.Stats (its MarshalBinary), holding at least one value.
+	Stats []byte
+}
+
+// CloseBatch is one atomic write for one source partition: the partials of the windows it
+// closed and its new closed_through. An implementation writes all of it or none of it, and
+// recomputes in the same transaction every merged row a partial touches.
+type CloseBatch struct {
+	Source TopicPartition
+	// ClosedThrough is the partition watermark the batch reflects: every partial of Source
+	// that ends at or before it is in this batch or in an earlier one. Progress never goes
+	// back: a smaller value than the stored one leaves the stored one in place.
+	ClosedThrough time.Time
+	// Partials may be empty: a batch then only records progress (an idle partition's
+	// advance, or the registration of a newly assigned partition). Two partials with the same
+	// key are collapsed to the later one.
+	Partials []Partial
+}
+
+// Summary holds the merged statistics of one key: count, min and max exact, Mean = sum /
+// count, Quantile from window.Merge of the partials in (topic, partition) order.
+type Summary struct {
+	Count    int64
+	Mean     float64
+	Quantile float64
+	Max      float64
+	Min      float64
+}
+
+// Aggregate is one merged row: a pure function of the partials stored for its key (and, for
+// attributes, of the values stored before).
+type Aggregate struct {
+	Key
+	WindowEnd time.Time
+	// Attrs holds, per attribute, the first value found in (topic, partition) order among the
+	// partials of the key, or the value stored before when none of them has one.
+	Attrs map[string]string
+	Summary
+	// ComputedAt is the time of the last recomputation, from the implementation's clock.
+	ComputedAt time.Time
+	// Complete is set by readers: every known partition of every topic that contributed a
+	// partial to the row has closed_through >= WindowEnd, so no further partial can change
+	// it. A row that is not complete is still filling.
+	Complete bool
+}
+
+// StateRow is one row of a last-write-wins state table (the seed's vehicle_latest).
+type StateRow struct {
+	// Key holds the values of the spec's key columns, in order.
+	Key []any
+	// ObservedAt is the event time of the row. A row replaces the stored one only when it is
+	// not older: the guard is observed_at >= the stored observed_at.
+	ObservedAt time.Time
+	// Values holds the values of the spec's value columns, in order.
+	Values []any
+}
+
+// Progress is the stored closed_through of one source partition.
+type Progress struct {
+	TopicPartition
+	ClosedThrough time.Time
+}
