@@ -1,0 +1,42 @@
+package dlq
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrNotDeadLetter means a message carries no [HeaderVersion]: it was not written by this
+	// package.
+	ErrNotDeadLetter = errors.New("dlq: not a dead letter")
+	// ErrBadHeader is wrapped by every [*HeaderError].
+	ErrBadHeader = errors.New("dlq: malformed dead-letter header")
+	// ErrInvalid means a value passed to this package cannot be used as it is (an empty topic, a
+	// negative partition, an out-of-range setting).
+	ErrInvalid = errors.New("dlq: invalid argument")
+)
+
+// HeaderError describes a reserved header that is missing, repeated or malformed.
+type HeaderError struct {
+	Header string // the header's name
+	Value  []byte // the value found; nil when the header is missing
+	Reason string // what was expected
+}
+
+// maxQuoted bounds how much of a bad header value an error message repeats.
+const maxQuoted = 64
+
+func (e *HeaderError) Error() string {
+	if e.Value == nil && e.Reason == "missing" {
+		return fmt.Sprintf("dlq: header %s is missing", e.Header)
+	}
+	v := e.Value
+	suffix := ""
+	if len(v) > maxQuoted {
+		v, suffix = v[:maxQuoted], "..."
+	}
+	return fmt.Sprintf("dlq: header %s: %s, found %q%s", e.Header, e.Reason, v, suffix)
+}
+
+// Unwrap returns [ErrBadHeader].
+func (e *HeaderError) Unwrap() error { return ErrBadHeader }

@@ -1,0 +1,106 @@
+package dlq
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// DefaultMaxReplays is the replay limit of a [Policy] whose MaxReplays is zero.
+const DefaultMaxReplays = 3
+
+// Decision is what a replay does with one dead letter.
+type Decision uint8
+
+const (
+	// Replay republishes the letter.
+	Replay Decision = iota + 1
+	// Skip leaves the letter out: a filter of the [Policy] does not select it.
+	Skip
+	// Refuse leaves the letter out because it has been replayed MaxReplays times already: it
+	// failed after each replay, so another one would only loop.
+	Refuse
+	// Stop ends the replay before this letter: Limit letters have been replayed.
+	Stop
+)
+
+var decisionNames = [...]string{Replay: "replay", Skip: "skip", Refuse: "refuse", Stop: "stop"}
+
+func (d Decision) String() string {
+	if int(d) < len(decisionNames) && decisionNames[d] != "" {
+		return decisionNames[d]
+	}
+	return fmt.Sprintf("Decision(%d)", uint8(d))
+}
+
+// Policy decides which dead letters a replay republishes. The zero Policy replays every letter
+// that has been replayed fewer than [DefaultMaxReplays] times.
+type Policy struct {
+	// MaxReplays refuses a letter whose ReplayCount is MaxReplays or more. Zero means
+	// [DefaultMaxReplays]; negative is invalid: a replay without a limit can loop forever on a
+	// message that always fails.
+	MaxReplays int
+	// FailedFrom selects letters with FailedAt at or after it; zero means no lower bound.
+	FailedFrom time.Time
+	// FailedBefore selects letters with FailedAt before it; zero means no upper bound. With
+	// either bound set, a letter without FailedAt is skipped.
+	FailedBefore time.Time
+	// Classes selects letters whose ErrorClass is one of these; empty means every class.
+	Classes []string
+	// Limit stops a replay once this many letters have been replayed; zero means no limit.
+	Limit int
+}
+
+// Validate reports a setting that cannot be used, wrapping [ErrInvalid].
+func (p Policy) Validate() error {
+	switch {
+	case p.MaxReplays < 0:
+		return fmt.Errorf("%w: MaxReplays: expected >= 0 (0 for the default %d), found %d", ErrInvalid, DefaultMaxReplays, p.MaxReplays)
+	case p.Limit < 0:
+		return fmt.Errorf("%w: Limit: expected >= 0 (0 for no limit), found %d", ErrInvalid, p.Limit)
+	case !p.FailedFrom.IsZero() && !p.FailedBefore.IsZero() && !p.FailedFrom.Before(p.FailedBefore):
+		return fmt.Errorf("%w: expected FailedFrom (%s) before FailedBefore (%s)", ErrInvalid,
+			p.FailedFrom.UTC().Format(time.RFC3339Nano), p.FailedBefore.UTC().Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// MaxReplaysOrDefault returns MaxReplays, or [DefaultMaxReplays] when it is zero.
+func (p Policy) MaxReplaysOrDefault() int {
+	if p.MaxReplays == 0 {
+		return DefaultMaxReplays
+	}
+	return p.MaxReplays
+}
+
+// Decide returns what to do with d when replayed letters have been replayed so far. Its order:
+// [Stop] once the Limit is reached, then [Skip] for a letter the filters do not select, then
+// [Refuse] for a letter over the replay limit, else [Replay]. It is a pure function of its
+// arguments.
+func (p Policy) Decide(d DeadLetter, replayed int) Decision {
+	if p.Limit > 0 && replayed >= p.Limit {
+		return Stop
+	}
+	if !p.selects(d) {
+		return Skip
+	}
+	if d.ReplayCount >= p.MaxReplaysOrDefault() {
+		return Refuse
+	}
+	return Replay
+}
+
+func (p Policy) selects(d DeadLetter) bool {
+	if !p.FailedFrom.IsZero() || !p.FailedBefore.IsZero() {
+		if d.FailedAt.IsZero() {
+			return false
+		}
+		if !p.FailedFrom.IsZero() && d.FailedAt.Before(p.FailedFrom) {
+			return false
+		}
+		if !p.FailedBefore.IsZero() && !d.FailedAt.Before(p.FailedBefore) {
+			return false
+		}
+	}
+	return len(p.Classes) == 0 || slices.Contains(p.Classes, d.ErrorClass)
+}
