@@ -1,0 +1,172 @@
+package window
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/caio/go-tdigest/v4"
+)
+
+// Layout of the go-tdigest v4 "small encoding", which this package uses both in memory
+// and on the wire for digest-mode Stats: big-endian int32 encoding (2), float64
+// compression, int32 centroid count n, n float32 deltas between consecutive centroid
+// means (the first from 0), then n uvarint centroid weights.
+const (
+	tdEncoding  = 2
+	tdHeaderLen = 16
+	// digestSeed seeds the local random source of every tdigest.TDigest built here, so
+	// that no library call can ever draw from a shared source.
+	digestSeed = 1
+)
+
+// digest is the digest-mode state of a Stats: the centroids, kept in their canonical
+// serialized form. A centroid mean is exactly what tdigest's decoder computes from the
+// stored float32 deltas, so a Stats and its decoded copy hold bit-identical digests.
+type digest struct {
+	enc []byte           // tdigest small encoding of the centroids
+	td  *tdigest.TDigest // lazily decoded view of enc for quantile queries; nil when not built
+}
+
+func (d *digest) centroids() int { return int(binary.BigEndian.Uint32(d.enc[12:16])) }
+
+// view returns enc decoded by go-tdigest, or nil if the library rejects it, which the
+// checks in this package make unreachable.
+func (d *digest) view() *tdigest.TDigest {
+	if d.td != nil {
+		return d.td
+	}
+	td, err := tdigest.New(tdigest.Compression(Compression), tdigest.LocalRandomNumberGenerator(digestSeed))
+	if err != nil || td.FromBytes(d.enc) != nil {
+		return nil
+	}
+	d.td = td
+	return td
+}
+
+// centroidReader walks the centroids of a small encoding in ascending mean order.
+type centroidReader struct {
+	enc  []byte
+	n    int
+	i    int
+	dpos int // next delta
+	cpos int // next uvarint weight
+	x    float64
+}
+
+func newCentroidReader(enc []byte) centroidReader {
+	if len(enc) < tdHeaderLen {
+		return centroidReader{}
+	}
+	n := int(binary.BigEndian.Uint32(enc[12:16]))
+	return centroidReader{enc: enc, n: n, dpos: tdHeaderLen, cpos: tdHeaderLen + 4*n}
+}
+
+func (r *centroidReader) next() (mean float64, weight uint64, ok bool) {
+	if r.i >= r.n {
+		return 0, 0, false
+	}
+	r.x += float64(math.Float32frombits(binary.BigEndian.Uint32(r.enc[r.dpos:])))
+	r.dpos += 4
+	w, k := binary.Uvarint(r.enc[r.cpos:])
+	r.cpos += k
+	r.i++
+	return r.x, w, true
+}
+
+// clusterer is one pass of a merging t-digest: it takes weighted points in ascending
+// order of mean and greedily merges neighbours while the merged centroid's weight stays
+// within go-tdigest's own size bound, 4·N·q·(1-q)/δ, where q is the centroid's centre
+// rank. It needs no random source, so the result is a pure function of its input.
+type clusterer struct {
+	scale float64 // 4·N/δ
+	total float64 // N
+	cum   float64 // weight of the centroids already emitted
+	w     uint64  // weight of the open centroid; 0 if none
+	sum   float64 // Σ mean·weight of the open centroid
+	lo    float64 // smallest mean merged into the open centroid
+	hi    float64 // largest mean merged into the open centroid
+	prev  float64 // decoded mean of the last emitted centroid
+	buf   *scratch
+}
+
+type scratch struct {
+	deltas []float32
+	counts []uint64
+	items  []point
+}
+
+type point struct {
+	mean   float64
+	weight uint64
+}
+
+func (c *clusterer) reset(total int64, buf *scratch) {
+	*c = clusterer{
+		total: float64(total),
+		scale: 4 * float64(total) / Compression,
+		buf:   buf,
+	}
+	buf.deltas = buf.deltas[:0]
+	buf.counts = buf.counts[:0]
+}
+
+func (c *clusterer) push(mean float64, weight uint64) {
+	if c.w > 0 {
+		p := float64(c.w + weight)
+		q := (c.cum + p/2) / c.total
+		if p <= c.scale*q*(1-q) {
+			c.w += weight
+			c.sum += mean * float64(weight)
+			c.hi = mean
+			return
+		}
+		c.emit()
+	}
+	c.w = weight
+	c.sum = mean * float64(weight)
+	c.lo, c.hi = mean, mean
+}
+
+// emit closes the open centroid. Its mean is stored as a float32 delta from the previous
+// decoded mean (the first from 0), with the rounding error fed forward, and after the first
+// never negative, so that decoded means stay ascending and within float32 precision of the true centroid means.
+func (c *clusterer) emit() {
+	m := c.sum / float64(c.w)
+	m = math.Max(c.lo, math.Min(m, c.hi))
+	d := float32(m - c.prev)
+	if d < 0 && len(c.buf.deltas) > 0 {
+		d = 0
+	}
+	c.prev += float64(d)
+	c.buf.deltas = append(c.buf.deltas, d)
+	c.buf.counts = append(c.buf.counts, c.w)
+	c.cum += float64(c.w)
+	c.w = 0
+}
+
+// finish emits the open centroid and appends the small encoding to dst.
+func (c *clusterer) finish(dst []byte) []byte {
+	if c.w > 0 {
+		c.emit()
+	}
+	return appendSmallEncoding(dst, c.buf.deltas, c.buf.counts)
+}
+
+func appendSmallEncoding(dst []byte, deltas []float32, counts []uint64) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, tdEncoding)
+	dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(Compression))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(deltas)))
+	for _, d := range deltas {
+		dst = binary.BigEndian.AppendUint32(dst, math.Float32bits(d))
+	}
+	for _, w := range counts {
+		dst = binary.AppendUvarint(dst, w)
+	}
+	return dst
+}
+
+// lessPoint orders points by mean, then weight, so that equal inputs in any order
+// cluster identically.
+func lessPoint(a, b point) bool {
+	return a.mean < b.mean || (a.mean == b.mean && a.weight < b.weight)
+}
