@@ -13,9 +13,14 @@ import (
 //
 // A Set is not safe for concurrent use: the consumer loop owns it.
 type Set[K comparable] struct {
-	cfg   Config
-	keys  []K
-	parts map[K]*Partition
+	cfg     Config
+	entries []entry[K] // assignment order; iterated without map lookups
+	parts   map[K]*Partition
+}
+
+type entry[K comparable] struct {
+	key K
+	p   *Partition
 }
 
 // NewSet returns an empty set whose partitions all use cfg.
@@ -42,7 +47,7 @@ func (s *Set[K]) Assign(key K, from RestorePoint) (*Partition, error) {
 		return nil, err // unreachable: a new partition is fresh
 	}
 	s.parts[key] = p
-	s.keys = append(s.keys, key)
+	s.entries = append(s.entries, entry[K]{key, p})
 	return p, nil
 }
 
@@ -52,7 +57,7 @@ func (s *Set[K]) Revoke(key K) bool {
 		return false
 	}
 	delete(s.parts, key)
-	s.keys = slices.DeleteFunc(s.keys, func(k K) bool { return k == key })
+	s.entries = slices.DeleteFunc(s.entries, func(e entry[K]) bool { return e.key == key })
 	return true
 }
 
@@ -63,13 +68,13 @@ func (s *Set[K]) Partition(key K) (*Partition, bool) {
 }
 
 // Len returns the number of assigned partitions.
-func (s *Set[K]) Len() int { return len(s.keys) }
+func (s *Set[K]) Len() int { return len(s.entries) }
 
 // All yields the assigned partitions in assignment order.
 func (s *Set[K]) All() iter.Seq2[K, *Partition] {
 	return func(yield func(K, *Partition) bool) {
-		for _, k := range s.keys {
-			if !yield(k, s.parts[k]) {
+		for _, e := range s.entries {
+			if !yield(e.key, e.p) {
 				return
 			}
 		}
@@ -83,9 +88,9 @@ func (s *Set[K]) All() iter.Seq2[K, *Partition] {
 func (s *Set[K]) Tick() []K {
 	now := s.cfg.Clock.Now()
 	var advanced []K
-	for _, k := range s.keys {
-		if s.parts[k].tick(now) {
-			advanced = append(advanced, k)
+	for _, e := range s.entries {
+		if e.p.tick(now) {
+			advanced = append(advanced, e.key)
 		}
 	}
 	return advanced
@@ -111,8 +116,8 @@ func (s *Set[K]) Min() (time.Time, bool) {
 		minActive, minAll time.Time
 		anyActive, anyAll bool
 	)
-	for _, k := range s.keys {
-		p := s.parts[k]
+	for _, e := range s.entries {
+		p := e.p
 		if !p.idle {
 			if !p.wmKnown {
 				return time.Time{}, false
