@@ -40,10 +40,12 @@ type ClockFunc func() time.Time
 func (f ClockFunc) Now() time.Time { return f() }
 
 // Config configures a [Partition] or a [Set]. The zero value is ready to use:
-// 120 s lateness, 30 s idle timeout, the system clock.
+// 120 s lateness, 30 s idle timeout, the system clock. [NewPartition] and
+// [NewSet] validate it; a zero Partition or Set uses the zero Config.
 type Config struct {
 	// Lateness is the allowed lateness: wm(P) trails the maximum event time
 	// seen in P by this much. Zero means [DefaultLateness]; negative is an error.
+	// (For practically no lateness, use a nanosecond.)
 	Lateness time.Duration
 
 	// IdleTimeout is how long a caught-up partition must go without a message
@@ -75,4 +77,37 @@ func (c Config) resolve() (Config, error) {
 		c.Clock = ClockFunc(time.Now)
 	}
 	return c, nil
+}
+
+// The accessors below apply the defaults, so that a zero Partition or Set
+// behaves as one made from the zero Config.
+
+func (c *Config) lateness() time.Duration {
+	if c.Lateness == 0 {
+		return DefaultLateness
+	}
+	return c.Lateness
+}
+
+func (c *Config) idleTimeout() time.Duration {
+	if c.IdleTimeout == 0 {
+		return DefaultIdleTimeout
+	}
+	return c.IdleTimeout
+}
+
+func (c *Config) now() time.Time {
+	if c.Clock == nil {
+		return time.Now()
+	}
+	return c.Clock.Now()
+}
+
+// resolved returns c with the defaults filled in, for reading back.
+func (c *Config) resolved() Config {
+	r := Config{Lateness: c.lateness(), IdleTimeout: c.idleTimeout(), Clock: c.Clock}
+	if r.Clock == nil {
+		r.Clock = ClockFunc(time.Now)
+	}
+	return r
 }

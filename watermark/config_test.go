@@ -2,6 +2,7 @@ package watermark_test
 
 import (
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -64,4 +65,53 @@ func TestConfigInvalid(t *testing.T) {
 func TestClockFunc(t *testing.T) {
 	var c watermark.Clock = watermark.ClockFunc(func() time.Time { return t0 })
 	assert.Equal(t, t0, c.Now())
+}
+
+// A zero Partition or Set behaves as one made from the zero Config, and
+// never panics. Under synctest, the system clock is deterministic.
+func TestZeroValues(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var p watermark.Partition
+		assert.Equal(t, watermark.DefaultLateness, p.Config().Lateness)
+		assert.Equal(t, watermark.DefaultIdleTimeout, p.Config().IdleTimeout)
+		require.NotNil(t, p.Config().Clock)
+
+		p.SetCaughtUp(true)
+		assert.False(t, p.Tick(), "the first tick starts the quiet time")
+		time.Sleep(watermark.DefaultIdleTimeout - 1)
+		p.Tick()
+		assert.False(t, p.Idle())
+		time.Sleep(1)
+		p.Tick()
+		assert.True(t, p.Idle(), "no data, caught up, quiet for the default timeout")
+
+		p.Observe(at(7*time.Minute), time.Now())
+		assert.Equal(t, at(5*time.Minute), wmOf(t, &p), "default lateness")
+		p.SetCaughtUp(true)
+		time.Sleep(time.Minute)
+		require.True(t, p.Tick())
+		assert.Equal(t, at(6*time.Minute), wmOf(t, &p))
+
+		var r watermark.Partition
+		require.NoError(t, r.Restore(watermark.RestorePoint{ClosedThrough: at(5 * time.Minute)}))
+		r.SetCaughtUp(true)
+		time.Sleep(watermark.DefaultIdleTimeout)
+		require.True(t, r.Tick(), "quiet time counts from the restore")
+		assert.Equal(t, at(5*time.Minute+watermark.DefaultIdleTimeout), wmOf(t, &r))
+
+		var s watermark.Set[string]
+		assert.Equal(t, watermark.DefaultLateness, s.Config().Lateness)
+		_, ok := s.Min()
+		assert.False(t, ok)
+		assert.Nil(t, s.Tick())
+		assert.False(t, s.Revoke("x"))
+		q, err := s.Assign("x", watermark.RestorePoint{Metadata: at(time.Minute)})
+		require.NoError(t, err)
+		got, ok := s.Min()
+		require.True(t, ok)
+		assert.Equal(t, at(time.Minute), got)
+		q.SetCaughtUp(true)
+		time.Sleep(watermark.DefaultIdleTimeout)
+		assert.Equal(t, []string{"x"}, s.Tick())
+	})
 }

@@ -17,8 +17,9 @@ type RestorePoint struct {
 	ClosedThrough time.Time
 }
 
-// Partition is the watermark of one source partition. The zero value is not
-// usable; create one with [NewPartition] or [Set.Assign].
+// Partition is the watermark of one source partition. Create one with
+// [NewPartition] or [Set.Assign]; the zero value is a fresh partition with the
+// zero [Config] that starts measuring quiet time at its first Tick.
 //
 // A Partition is not safe for concurrent use: the goroutine that consumes the
 // partition owns it.
@@ -58,11 +59,11 @@ func NewPartition(cfg Config) (*Partition, error) {
 }
 
 func newPartition(c Config) *Partition {
-	return &Partition{cfg: c, since: c.Clock.Now()}
+	return &Partition{cfg: c, since: c.now()}
 }
 
 // Config returns the configuration in effect, defaults filled in.
-func (p *Partition) Config() Config { return p.cfg }
+func (p *Partition) Config() Config { return p.cfg.resolved() }
 
 // Observe records one message of P with an event time: it raises the maximum
 // event time and wm(P) with it, and ends idleness (the partition rejoins).
@@ -82,7 +83,7 @@ func (p *Partition) Observe(eventTime, arrival time.Time) {
 	}
 	p.maxEvent = eventTime.UTC()
 	p.hasMax = true
-	p.raise(p.maxEvent.Add(-p.cfg.Lateness))
+	p.raise(p.maxEvent.Add(-p.cfg.lateness()))
 }
 
 // Touch records a message of P that carries no event time (one that failed to
@@ -136,8 +137,11 @@ func (p *Partition) IsLate(windowEnd time.Time) bool {
 // the restored wm at wall-clock pace, never counting the time the partition
 // had no owner.
 func (p *Partition) Restore(from RestorePoint) error {
-	if p.observed || p.restored {
-		return fmt.Errorf("%w: observed a message: %t, already restored: %t", ErrNotFresh, p.observed, p.restored)
+	if p.observed {
+		return fmt.Errorf("%w: want no message observed before the restore, found one", ErrNotFresh)
+	}
+	if p.restored {
+		return fmt.Errorf("%w: want a single restore, found a second", ErrNotFresh)
 	}
 	w := from.Metadata
 	if from.ClosedThrough.After(w) || w.IsZero() {
@@ -146,12 +150,12 @@ func (p *Partition) Restore(from RestorePoint) error {
 	p.restored = true
 	p.idle = false
 	p.advanced = false
-	p.since = p.cfg.Clock.Now()
+	p.since = p.cfg.now()
 	if w.IsZero() {
 		return nil
 	}
 	p.raise(w)
-	p.maxEvent = p.wm.Add(p.cfg.Lateness)
+	p.maxEvent = p.wm.Add(p.cfg.lateness())
 	p.hasMax = true
 	return nil
 }
@@ -184,7 +188,8 @@ func (p *Partition) SetCaughtUp(caughtUp bool) {
 // false when a message has been observed since.
 func (p *Partition) CaughtUp() bool { return p.caughtUp }
 
-// Tick reads the clock once and updates idleness. The partition becomes idle
+// Tick reads the clock once and updates idleness ([Set.Tick] reads it once
+// for all its partitions). The partition becomes idle
 // when it is caught up and no message has arrived for the idle timeout; while
 // idle, each Tick applies the idle advance
 //
@@ -194,7 +199,7 @@ func (p *Partition) CaughtUp() bool { return p.caughtUp }
 // [Partition.IdleAdvanced]). When it did, write the new watermark to P's
 // progress before deciding any later message of P, so that a replay decides
 // as this run did.
-func (p *Partition) Tick() bool { return p.tick(p.cfg.Clock.Now()) }
+func (p *Partition) Tick() bool { return p.tick(p.cfg.now()) }
 
 func (p *Partition) tick(now time.Time) bool {
 	p.advanced = false
@@ -202,15 +207,18 @@ func (p *Partition) tick(now time.Time) bool {
 		p.idle = false
 		return false
 	}
+	if p.since.IsZero() { // a zero Partition: quiet from now on
+		p.since = now
+	}
 	quiet := now.Sub(p.since)
-	if !p.idle && quiet < p.cfg.IdleTimeout {
+	if !p.idle && quiet < p.cfg.idleTimeout() {
 		return false
 	}
 	p.idle = true
 	if !p.hasMax {
 		return false
 	}
-	p.advanced = p.raise(p.maxEvent.Add(quiet - p.cfg.Lateness))
+	p.advanced = p.raise(p.maxEvent.Add(quiet - p.cfg.lateness()))
 	return p.advanced
 }
 

@@ -130,3 +130,16 @@ func TestDecisionsDependOnlyOnOwnSequence(t *testing.T) {
 	assert.Equal(t, want, decide(a))
 	assert.Equal(t, want, decide(b))
 }
+
+// The per-event path must not allocate (the benchmarks report the same).
+func TestPerEventPathDoesNotAllocate(t *testing.T) {
+	p := newPartition(t, newFakeClock(t0), 0, 0)
+	arrival := time.Now()
+	e := t0
+	allocs := testing.AllocsPerRun(1000, func() {
+		e = e.Add(time.Second)
+		_ = p.IsLate(e.Truncate(5 * time.Minute).Add(5 * time.Minute))
+		p.Observe(e, arrival)
+	})
+	assert.Zero(t, allocs)
+}

@@ -76,15 +76,15 @@ func TestRestoreMisuse(t *testing.T) {
 		msg     string
 	}{
 		{"after an event", func(p *watermark.Partition) { p.Observe(at(7*time.Minute), t0) },
-			"observed a message: true, already restored: false"},
+			"want no message observed before the restore, found one"},
 		{"after a message without event time", func(p *watermark.Partition) { p.Touch(t0) },
-			"observed a message: true, already restored: false"},
+			"want no message observed before the restore, found one"},
 		{"twice", func(p *watermark.Partition) {
 			require.NoError(t, p.Restore(watermark.RestorePoint{ClosedThrough: at(7 * time.Minute)}))
-		}, "observed a message: false, already restored: true"},
+		}, "want a single restore, found a second"},
 		{"twice, the first from nothing", func(p *watermark.Partition) {
 			require.NoError(t, p.Restore(watermark.RestorePoint{}))
-		}, "observed a message: false, already restored: true"},
+		}, "want a single restore, found a second"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

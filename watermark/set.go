@@ -11,7 +11,8 @@ import (
 // pair, for example), and computes the global watermark [Set.Min]. Iteration
 // and [Set.Tick] follow assignment order, so they are deterministic.
 //
-// A Set is not safe for concurrent use: the consumer loop owns it.
+// The zero value is an empty set with the zero [Config]. A Set is not safe for
+// concurrent use: the consumer loop owns it.
 type Set[K comparable] struct {
 	cfg     Config
 	entries []entry[K] // assignment order; iterated without map lookups
@@ -33,14 +34,18 @@ func NewSet[K comparable](cfg Config) (*Set[K], error) {
 }
 
 // Config returns the configuration in effect, defaults filled in.
-func (s *Set[K]) Config() Config { return s.cfg }
+func (s *Set[K]) Config() Config { return s.cfg.resolved() }
 
-// Assign adds the partition key, restored from `from` (see
-// [Partition.Restore]; a zero RestorePoint is a fresh partition). It returns
-// an error wrapping [ErrAssigned] if key is already in the set.
+// Assign adds the partition key and restores its watermark from what
+// survived the previous owner (see [Partition.Restore]; a zero RestorePoint
+// is a fresh partition). It returns an error wrapping [ErrAssigned] if key is
+// already in the set. It reads the clock once.
 func (s *Set[K]) Assign(key K, from RestorePoint) (*Partition, error) {
 	if _, ok := s.parts[key]; ok {
 		return nil, fmt.Errorf("%w: %v", ErrAssigned, key)
+	}
+	if s.parts == nil {
+		s.parts = make(map[K]*Partition)
 	}
 	p := newPartition(s.cfg)
 	if err := p.Restore(from); err != nil {
@@ -86,7 +91,7 @@ func (s *Set[K]) All() iter.Seq2[K, *Partition] {
 // watermark an idle advance raised, nil if none: write their progress before
 // deciding any later message of theirs.
 func (s *Set[K]) Tick() []K {
-	now := s.cfg.Clock.Now()
+	now := s.cfg.now()
 	var advanced []K
 	for _, e := range s.entries {
 		if e.p.tick(now) {
