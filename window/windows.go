@@ -1,0 +1,215 @@
+package window
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Config configures a [Windows]. The zero value is valid.
+type Config struct {
+	// Size is the length of every window. Zero means DefaultSize (5 minutes); it must
+	// not be negative.
+	Size time.Duration
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Size < 0 {
+		return c, fmt.Errorf("%w: Size is %v, want a positive duration or zero for the default %v", ErrConfig, c.Size, DefaultSize)
+	}
+	if c.Size == 0 {
+		c.Size = DefaultSize
+	}
+	return c, nil
+}
+
+// Partial is the aggregate of one key in one closed window of one source partition.
+type Partial[K comparable] struct {
+	Start, End time.Time // the window [Start, End), UTC
+	Key        K
+	Stats      *Stats
+}
+
+// Windows holds the open windows of ONE source partition: per window, one [Stats] per key.
+//
+// Keep one Windows per source partition, fed with that partition's events in offset
+// order. Revoking or losing the partition drops its state: discard the Windows (or call
+// [Windows.Reset] to reuse it). The next owner replays the partition from its committed
+// offset into a fresh Windows, after restoring how far it was closed with
+// [Windows.Close] (which on an empty Windows only records the watermark), and so
+// rebuilds the same partials.
+//
+// A Windows is not safe for concurrent use; partitions are independent, so each can
+// be driven by its own goroutine.
+type Windows[K comparable] struct {
+	size   int64 // window size in nanoseconds
+	closed int64 // watermark closed through, ns; math.MinInt64 before the first Close
+	open   []*openWindow[K]
+	last   *openWindow[K] // the window of the previous Add, the usual next target
+	buf    scratch
+}
+
+type openWindow[K comparable] struct {
+	start int64
+	index map[K]int32 // key -> position in keys and stats
+	keys  []K         // first-Add order: the order partials are returned in
+	stats []Stats
+}
+
+// New returns an empty Windows for one source partition.
+func New[K comparable](cfg Config) (*Windows[K], error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Windows[K]{size: int64(cfg.Size), closed: math.MinInt64}, nil
+}
+
+// Size returns the window size.
+func (w *Windows[K]) Size() time.Duration { return time.Duration(w.size) }
+
+// Add adds v under key to the window containing eventTime. It returns an error, and
+// changes nothing, if v is invalid ([ErrInvalidValue]), eventTime is out of range
+// ([ErrOutOfRange]) or the window was already closed: its end is at or before the
+// watermark of a previous [Windows.Close] (a [*LateError], which matches [ErrLate]).
+func (w *Windows[K]) Add(eventTime time.Time, key K, v float64) error {
+	if !validValue(v) {
+		return invalidValue(v)
+	}
+	win, err := w.window(eventTime)
+	if err != nil {
+		return err
+	}
+	win.add(key, v, &w.buf)
+	return nil
+}
+
+// AddKeys adds v once under each of keys (for example the line, station, operator and
+// network of one event) to the window containing eventTime, computing the window once.
+// Errors are those of [Windows.Add], and on error no key is changed. A key listed twice
+// gets the value twice.
+func (w *Windows[K]) AddKeys(eventTime time.Time, v float64, keys ...K) error {
+	if !validValue(v) {
+		return invalidValue(v)
+	}
+	win, err := w.window(eventTime)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		win.add(k, v, &w.buf)
+	}
+	return nil
+}
+
+// window returns the open window containing t, opening it if needed.
+func (w *Windows[K]) window(t time.Time) (*openWindow[K], error) {
+	ns, ok := unixNano(t)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrOutOfRange, t.Format(time.RFC3339Nano))
+	}
+	start := floorStart(ns, w.size)
+	if l := w.last; l != nil && l.start == start {
+		return l, nil
+	}
+	if start > math.MaxInt64-w.size {
+		return nil, fmt.Errorf("%w: window of %s ends after 2262", ErrOutOfRange, t.Format(time.RFC3339Nano))
+	}
+	if end := start + w.size; end <= w.closed {
+		return nil, &LateError{EventTime: t, WindowEnd: fromNano(end), ClosedThrough: fromNano(w.closed)}
+	}
+	i := 0
+	for i < len(w.open) && w.open[i].start < start {
+		i++
+	}
+	if i == len(w.open) || w.open[i].start != start {
+		nw := &openWindow[K]{start: start, index: make(map[K]int32)}
+		w.open = append(w.open, nil)
+		copy(w.open[i+1:], w.open[i:])
+		w.open[i] = nw
+	}
+	w.last = w.open[i]
+	return w.last, nil
+}
+
+func (o *openWindow[K]) add(key K, v float64, buf *scratch) {
+	i, ok := o.index[key]
+	if !ok {
+		i = int32(len(o.stats))
+		o.index[key] = i
+		o.keys = append(o.keys, key)
+		o.stats = append(o.stats, Stats{})
+	}
+	o.stats[i].add(v, buf)
+}
+
+// Close closes every open window whose end is at or before watermark and returns their
+// partials: windows in end order, and within a window keys in the order of their first
+// Add, so that the same event sequence always gives the same partials in the same
+// order. Afterwards any Add into a window ending at or before the highest watermark
+// passed to Close fails with [ErrLate]. A watermark below a previous one closes nothing
+// and does not move the closed-through point back. The partials' Stats are sealed
+// (buffered values folded), ready for [Stats.MarshalBinary].
+func (w *Windows[K]) Close(watermark time.Time) []Partial[K] {
+	wm := saturatingNano(watermark)
+	if wm > w.closed {
+		w.closed = wm
+	}
+	n, keys := 0, 0
+	for _, o := range w.open {
+		if o.start+w.size > w.closed {
+			break
+		}
+		n++
+		keys += len(o.keys)
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]Partial[K], 0, keys)
+	for _, o := range w.open[:n] {
+		start, end := fromNano(o.start), fromNano(o.start+w.size)
+		for i := range o.stats {
+			s := &o.stats[i]
+			s.seal()
+			out = append(out, Partial[K]{Start: start, End: end, Key: o.keys[i], Stats: s})
+		}
+		if o == w.last {
+			w.last = nil
+		}
+	}
+	m := copy(w.open, w.open[n:])
+	clear(w.open[m:])
+	w.open = w.open[:m]
+	return out
+}
+
+// ClosedThrough returns the highest watermark passed to [Windows.Close], and false if
+// Close has not been called since New or Reset.
+func (w *Windows[K]) ClosedThrough() (time.Time, bool) {
+	if w.closed == math.MinInt64 {
+		return time.Time{}, false
+	}
+	return fromNano(w.closed), true
+}
+
+// Reset drops every open window and forgets the closed-through watermark, leaving the
+// Windows as New returned it, for example to reuse it for a newly assigned partition.
+func (w *Windows[K]) Reset() {
+	clear(w.open)
+	w.open = w.open[:0]
+	w.last = nil
+	w.closed = math.MinInt64
+}
+
+// OpenWindows returns the number of open windows.
+func (w *Windows[K]) OpenWindows() int { return len(w.open) }
+
+// OpenKeys returns the number of open (window, key) aggregates.
+func (w *Windows[K]) OpenKeys() int {
+	n := 0
+	for _, o := range w.open {
+		n += len(o.keys)
+	}
+	return n
+}

@@ -1,0 +1,266 @@
+package window
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var t0 = time.Date(2024, 5, 1, 8, 0, 0, 0, time.UTC)
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+func newWindows(t testing.TB, size time.Duration) *Windows[string] {
+	t.Helper()
+	w, err := New[string](Config{Size: size})
+	require.NoError(t, err)
+	return w
+}
+
+type event struct {
+	at  time.Duration
+	key string
+	v   float64
+}
+
+type closed struct {
+	start, end time.Duration
+	key        string
+	count      int64
+	sum        float64
+}
+
+func summarize(ps []Partial[string]) []closed {
+	out := make([]closed, len(ps))
+	for i, p := range ps {
+		out[i] = closed{p.Start.Sub(t0), p.End.Sub(t0), p.Key, p.Stats.Count(), p.Stats.Sum()}
+	}
+	return out
+}
+
+func TestConfig(t *testing.T) {
+	w, err := New[string](Config{})
+	require.NoError(t, err)
+	assert.Equal(t, DefaultSize, w.Size())
+	_, err = New[string](Config{Size: -time.Second})
+	require.ErrorIs(t, err, ErrConfig)
+}
+
+func TestWindowsCloseOrder(t *testing.T) {
+	const m = time.Minute
+	tests := []struct {
+		name   string
+		events []event
+		wm     time.Duration
+		want   []closed
+		open   int
+	}{
+		{
+			name:   "nothing closes before the end",
+			events: []event{{1 * m, "a", 1}},
+			wm:     5*m - time.Nanosecond,
+			want:   []closed{},
+			open:   1,
+		},
+		{
+			name:   "end equal to watermark closes",
+			events: []event{{1 * m, "a", 1}, {2 * m, "a", 2}},
+			wm:     5 * m,
+			want:   []closed{{0, 5 * m, "a", 2, 3}},
+		},
+		{
+			name: "windows in end order, keys in first-add order",
+			events: []event{
+				{11 * m, "z", 1}, {1 * m, "b", 1}, {6 * m, "y", 5}, {2 * m, "a", 2},
+				{3 * m, "b", 3}, {7 * m, "x", 1}, {16 * m, "late-open", 1},
+			},
+			wm: 15 * m,
+			want: []closed{
+				{0, 5 * m, "b", 2, 4}, {0, 5 * m, "a", 1, 2},
+				{5 * m, 10 * m, "y", 1, 5}, {5 * m, 10 * m, "x", 1, 1},
+				{10 * m, 15 * m, "z", 1, 1},
+			},
+			open: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWindows(t, 5*m)
+			for _, e := range tt.events {
+				require.NoError(t, w.Add(at(e.at), e.key, e.v))
+			}
+			got := summarize(w.Close(at(tt.wm)))
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.open, w.OpenWindows())
+		})
+	}
+}
+
+func TestWindowsLate(t *testing.T) {
+	const m = time.Minute
+	w := newWindows(t, 5*m)
+	require.NoError(t, w.Add(at(1*m), "a", 1))
+	require.NoError(t, w.Add(at(6*m), "a", 1))
+	require.Len(t, w.Close(at(7*m)), 1)
+
+	tests := []struct {
+		name    string
+		at      time.Duration
+		wantErr bool
+	}{
+		{"closed window", 4 * m, true},
+		{"start of closed window", 0, true},
+		{"long ago", -100 * m, true},
+		{"open window", 5 * m, false},
+		{"future window", 20 * m, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := w.OpenKeys()
+			err := w.Add(at(tt.at), "late", 1)
+			errKeys := w.AddKeys(at(tt.at), 1, "late2", "late3")
+			if !tt.wantErr {
+				require.NoError(t, err)
+				require.NoError(t, errKeys)
+				return
+			}
+			require.ErrorIs(t, err, ErrLate)
+			require.ErrorIs(t, errKeys, ErrLate)
+			var le *LateError
+			require.True(t, errors.As(err, &le))
+			assert.Equal(t, at(7*m), le.ClosedThrough)
+			_, end := Bounds(at(tt.at), 5*m)
+			assert.Equal(t, end, le.WindowEnd)
+			assert.Equal(t, at(tt.at), le.EventTime)
+			assert.Equal(t, before, w.OpenKeys(), "a late event must change nothing")
+		})
+	}
+
+	// A window whose end equals the closed-through watermark is late too.
+	w2 := newWindows(t, 5*m)
+	w2.Close(at(5 * m))
+	require.ErrorIs(t, w2.Add(at(4*m), "a", 1), ErrLate)
+	require.NoError(t, w2.Add(at(5*m), "a", 1))
+	assert.Empty(t, w2.Close(at(9*m)), "nothing ends by 9m")
+	assert.Equal(t, 1, w2.OpenKeys())
+}
+
+func TestWindowsWatermarkNeverGoesBack(t *testing.T) {
+	w := newWindows(t, time.Minute)
+	_, ok := w.ClosedThrough()
+	assert.False(t, ok)
+	w.Close(at(10 * time.Minute))
+	w.Close(at(2 * time.Minute))
+	ct, ok := w.ClosedThrough()
+	require.True(t, ok)
+	assert.Equal(t, at(10*time.Minute), ct)
+	require.ErrorIs(t, w.Add(at(5*time.Minute), "a", 1), ErrLate)
+	// The zero time is below every window: it closes nothing.
+	w3 := newWindows(t, time.Minute)
+	require.NoError(t, w3.Add(at(0), "a", 1))
+	assert.Empty(t, w3.Close(time.Time{}))
+	require.NoError(t, w3.Add(at(0), "a", 1))
+}
+
+func TestWindowsInvalid(t *testing.T) {
+	w := newWindows(t, time.Minute)
+	require.ErrorIs(t, w.Add(at(0), "a", math.NaN()), ErrInvalidValue)
+	require.ErrorIs(t, w.AddKeys(at(0), math.Inf(1), "a", "b"), ErrInvalidValue)
+	require.ErrorIs(t, w.Add(time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC), "a", 1), ErrOutOfRange)
+	require.ErrorIs(t, w.Add(time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC), "a", 1), ErrOutOfRange)
+	assert.Zero(t, w.OpenKeys())
+}
+
+func TestWindowsAddKeys(t *testing.T) {
+	w := newWindows(t, time.Minute)
+	require.NoError(t, w.AddKeys(at(0), 2, "line:1", "stop:9", "op:ARR"))
+	require.NoError(t, w.AddKeys(at(time.Second), 4, "line:1", "op:ARR"))
+	require.NoError(t, w.AddKeys(at(2*time.Second), 1))
+	got := summarize(w.Close(at(time.Minute)))
+	assert.Equal(t, []closed{
+		{0, time.Minute, "line:1", 2, 6},
+		{0, time.Minute, "stop:9", 1, 2},
+		{0, time.Minute, "op:ARR", 2, 6},
+	}, got)
+}
+
+// TestWindowsRevoke shows the revoke contract: dropping (or resetting) a partition's
+// Windows drops its state, and a replay from the committed offset into a fresh Windows,
+// restored to the same closed-through watermark, rebuilds the same partials.
+func TestWindowsRevoke(t *testing.T) {
+	const m = time.Minute
+	events := []event{{1 * m, "a", 1}, {2 * m, "b", 2}, {6 * m, "a", 3}, {7 * m, "b", 4}, {12 * m, "a", 5}}
+	feed := func(w *Windows[string], evs []event) {
+		for _, e := range evs {
+			require.NoError(t, w.Add(at(e.at), e.key, e.v))
+		}
+	}
+	w := newWindows(t, 5*m)
+	feed(w, events[:2])
+	first := summarize(w.Close(at(5 * m))) // written to the sink with closed_through = 5m
+	feed(w, events[2:4])
+	require.Equal(t, 2, w.OpenKeys())
+
+	// Revoked: the state after the durable prefix is dropped.
+	w.Reset()
+	assert.Zero(t, w.OpenKeys())
+	assert.Zero(t, w.OpenWindows())
+	_, ok := w.ClosedThrough()
+	assert.False(t, ok)
+
+	// New owner: restore closed_through, replay from the committed offset (events[2:]).
+	owner := newWindows(t, 5*m)
+	assert.Empty(t, owner.Close(at(5*m)))
+	require.ErrorIs(t, owner.Add(at(1*m), "a", 1), ErrLate, "windows already written are never rebuilt")
+	feed(owner, events[2:])
+	second := summarize(owner.Close(at(15 * m)))
+
+	// Reference: one uninterrupted run.
+	ref := newWindows(t, 5*m)
+	feed(ref, events)
+	all := summarize(ref.Close(at(15 * m)))
+	assert.Equal(t, all, append(first, second...))
+}
+
+// TestWindowsDeterministic feeds the same partition sequence twice and requires
+// byte-identical partials, in the same order.
+func TestWindowsDeterministic(t *testing.T) {
+	run := func() []string {
+		w, err := New[int](Config{Size: time.Minute})
+		require.NoError(t, err)
+		var out []string
+		seed := uint64(1)
+		for i := range 60000 {
+			seed = seed*6364136223846793005 + 1442695040888963407
+			key := int(seed>>33) % 40
+			if i%5 == 0 {
+				key = 1000 + int(seed>>40)%2 // two hot keys reach digest mode
+			}
+			v := float64(seed>>50) / 16
+			require.NoError(t, w.AddKeys(at(time.Duration(i)*10*time.Millisecond), v, key, -key))
+			if i%3000 == 0 {
+				for _, p := range w.Close(at(time.Duration(i) * 10 * time.Millisecond)) {
+					b, err := p.Stats.MarshalBinary()
+					require.NoError(t, err)
+					out = append(out, fmt.Sprintf("%v %v %x", p.End, p.Key, b))
+				}
+			}
+		}
+		return out
+	}
+	a, b := run(), run()
+	require.NotEmpty(t, a)
+	assert.Equal(t, a, b)
+	digests := 0
+	for _, s := range a {
+		if len(s) > 1000 {
+			digests++
+		}
+	}
+	assert.Positive(t, digests, "the test must cover digest mode")
+}
