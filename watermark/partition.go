@@ -36,8 +36,8 @@ type Partition struct {
 	hasMax   bool
 
 	// since is when P's last message arrived, or, before any message, when the
-	// partition was created or restored. Quiet time and the idle advance are
-	// measured from it.
+	// partition was created or restored; zero until the next Tick if unknown.
+	// Quiet time and the idle advance are measured from it.
 	since time.Time
 
 	observed bool // a message was observed (Observe or Touch)
@@ -68,7 +68,8 @@ func (p *Partition) Config() Config { return p.cfg.resolved() }
 // Observe records one message of P with an event time: it raises the maximum
 // event time and wm(P) with it, and ends idleness (the partition rejoins).
 // arrival is when the message was consumed, read from the configured clock
-// (once per poll batch is enough).
+// (once per poll batch is enough); a zero arrival is unknown, and quiet time
+// then starts at the next Tick.
 //
 // Decide lateness with [Partition.IsLate] before observing the event: the
 // test is against wm(P) before the event is applied. Observe late events too;
@@ -112,9 +113,9 @@ func (p *Partition) raise(w time.Time) bool {
 // partition that has seen no event and was restored from nothing).
 func (p *Partition) Watermark() (time.Time, bool) { return p.wm, p.wmKnown }
 
-// MaxEventTime returns the maximum event time seen in P, in UTC. After a
-// restore, before any later event, it is the restored watermark plus the
-// lateness; false means unknown.
+// MaxEventTime returns the maximum event time seen in P, in UTC; false means
+// unknown. After a restore it counts the restored watermark plus the lateness
+// as seen (see [Partition.Restore]).
 func (p *Partition) MaxEventTime() (time.Time, bool) { return p.maxEvent, p.hasMax }
 
 // IsLate reports whether an event of the window ending at windowEnd is late:
@@ -131,11 +132,13 @@ func (p *Partition) IsLate(windowEnd time.Time) bool {
 // error wrapping [ErrNotFresh] and changes nothing.
 //
 // The maximum event time before the restore is not known; Restore takes it to
-// be wm + lateness, the smallest value consistent with wm, so the watermark
-// formula stays monotone. The arrival of the last message is taken to be the
-// moment of the restore (the clock is read once): an idle advance resumes from
-// the restored wm at wall-clock pace, never counting the time the partition
-// had no owner.
+// be wm + lateness, the largest value consistent with wm (wm >= maxEventTime -
+// lateness). The watermark formula stays monotone, and every later event
+// moves wm exactly as it would have without the restart, whatever the true
+// maximum was: max(wm, e - lateness) ignores the difference. The arrival of
+// the last message is taken to be the moment of the restore (the clock is
+// read once), so an idle advance resumes from the restored wm at wall-clock
+// pace, never counting the time the partition had no owner.
 func (p *Partition) Restore(from RestorePoint) error {
 	if p.observed {
 		return fmt.Errorf("%w: want no message observed before the restore, found one", ErrNotFresh)
@@ -189,9 +192,9 @@ func (p *Partition) SetCaughtUp(caughtUp bool) {
 func (p *Partition) CaughtUp() bool { return p.caughtUp }
 
 // Tick reads the clock once and updates idleness ([Set.Tick] reads it once
-// for all its partitions). The partition becomes idle
-// when it is caught up and no message has arrived for the idle timeout; while
-// idle, each Tick applies the idle advance
+// for all its partitions). The partition becomes idle when it is caught up
+// and no message has arrived for the idle timeout; while idle, each Tick
+// applies the idle advance
 //
 //	wm(P) = max(wm(P), maxEventTime(P) + (now - arrival of P's last message) - lateness)
 //
