@@ -34,7 +34,8 @@
 // missing metadata falls back to closed_through(P); with neither, P is fresh.
 // Events of windows already written are then late on replay, so a window is
 // never rebuilt from a fragment. The maximum event time before the restore is
-// taken to be wm(P) + lateness, and the restore instant stands in for the
+// taken to be wm(P) + lateness (later events then move wm(P) as they would
+// have without the restart), and the restore instant stands in for the
 // arrival of the last message.
 //
 // # Idle partitions
