@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/streamledger/streamledger/window"
 )
 
 // PrepareClose validates b against spec and returns the batch an implementation writes:
@@ -36,8 +38,13 @@ func PrepareClose(spec AggregateSpec, b CloseBatch) (CloseBatch, error) {
 			return CloseBatch{}, fmt.Errorf("%w: partial %d of %s ends at %s, after the batch's closed_through %s",
 				ErrInvalid, i, b.Source, p.WindowEnd.Format(time.RFC3339Nano), out.ClosedThrough.Format(time.RFC3339Nano))
 		}
-		if len(p.Stats) == 0 {
-			return CloseBatch{}, fmt.Errorf("%w: partial %d of %s (%s/%s) has no stats bytes", ErrInvalid, i, b.Source, p.Dimension, p.DimensionID)
+		var st window.Stats
+		if err := st.UnmarshalBinary(p.Stats); err != nil {
+			return CloseBatch{}, fmt.Errorf("%w: partial %d of %s (%s/%s): stats: %w", ErrInvalid, i, b.Source, p.Dimension, p.DimensionID, err)
+		}
+		if st.Count() == 0 {
+			return CloseBatch{}, fmt.Errorf("%w: partial %d of %s (%s/%s) holds no value; a closed window yields partials only for keys that saw one",
+				ErrInvalid, i, b.Source, p.Dimension, p.DimensionID)
 		}
 		for name := range p.Attrs {
 			if !attrs[name] {

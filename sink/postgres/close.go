@@ -1,0 +1,168 @@
+package postgres
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/streamledger/streamledger/sink"
+)
+
+const (
+	opWriteClose   = "write close"
+	opUpsertLatest = "upsert latest"
+	opRead         = "read"
+)
+
+// WriteClose writes b in one transaction: advisory locks on the buckets of b's keys (in
+// ascending order, so writers cannot deadlock), the partials, the merged rows of b's keys
+// recomputed from every stored partial of those keys, and b's closed_through. Transient
+// failures are retried per the configured policy; a nil error means the transaction
+// committed.
+func (s *Sink) WriteClose(ctx context.Context, b sink.CloseBatch) error {
+	b, err := sink.PrepareClose(s.cfg.Aggregates, b)
+	if err != nil {
+		return err
+	}
+	return s.cfg.Retry.Do(ctx, opWriteClose, IsTransient, func(ctx context.Context, n int) error {
+		return attemptTx(ctx, s.pool, s.cfg.Hooks, Attempt{Op: opWriteClose, N: n}, func(ctx context.Context, tx pgx.Tx) error {
+			return s.writeClose(ctx, tx, b)
+		})
+	})
+}
+
+func (s *Sink) writeClose(ctx context.Context, tx pgx.Tx, b sink.CloseBatch) error {
+	now := s.cfg.Clock().UTC()
+	if len(b.Partials) > 0 {
+		if _, err := tx.Exec(ctx, s.lock, s.lockClass, s.lockBuckets(b.Partials)); err != nil {
+			return fmt.Errorf("lock %d keys: %w", len(b.Partials), err)
+		}
+		if err := writeRows(ctx, tx, s.partials, &partialRows{b: b, attrs: s.cfg.Aggregates.Attributes, now: now}, s.cfg.Strategy); err != nil {
+			return err
+		}
+		stored, err := s.readStored(ctx, tx, b)
+		if err != nil {
+			return err
+		}
+		merged, err := s.merge(b, stored, now)
+		if err != nil {
+			return err
+		}
+		if err := writeRows(ctx, tx, s.merged, merged, s.cfg.Strategy); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.Exec(ctx, s.progress, b.Source.Topic, b.Source.Partition, b.ClosedThrough, now); err != nil {
+		return fmt.Errorf("write progress of %s: %w", b.Source, err)
+	}
+	return nil
+}
+
+// lockBuckets returns the sorted, distinct lock buckets of the partials' keys.
+func (s *Sink) lockBuckets(ps []sink.Partial) []int32 {
+	out := make([]int32, 0, min(len(ps), s.cfg.LockBuckets))
+	seen := make(map[int32]bool, cap(out))
+	var ts [8]byte
+	for _, p := range ps {
+		h := fnv.New64a()
+		binary.BigEndian.PutUint64(ts[:], uint64(p.WindowStart.UnixNano()))
+		_, _ = h.Write(ts[:])
+		_, _ = h.Write([]byte(p.Dimension))
+		_, _ = h.Write([]byte{0})
+		_, _ = h.Write([]byte(p.DimensionID))
+		bucket := int32(h.Sum64() % uint64(s.cfg.LockBuckets))
+		if !seen[bucket] {
+			seen[bucket] = true
+			out = append(out, bucket)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// storedPartial is a stored partial read back for a merge; stats is nil for the batch's own.
+type storedPartial struct {
+	source sink.TopicPartition
+	stats  []byte
+	attrs  []*string
+}
+
+// readStored returns the stored partials of b's keys, after b's own were upserted.
+func (s *Sink) readStored(ctx context.Context, tx pgx.Tx, b sink.CloseBatch) (map[sink.Key][]storedPartial, error) {
+	n := len(b.Partials)
+	starts := make([]time.Time, n)
+	dims := make([]string, n)
+	ids := make([]string, n)
+	for i, p := range b.Partials {
+		starts[i], dims[i], ids[i] = p.WindowStart, p.Dimension, p.DimensionID
+	}
+	rows, err := tx.Query(ctx, s.others, starts, dims, ids, b.Source.Topic, b.Source.Partition)
+	if err != nil {
+		return nil, fmt.Errorf("read stored partials: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[sink.Key][]storedPartial)
+	na := len(s.cfg.Aggregates.Attributes)
+	for rows.Next() {
+		var k sink.Key
+		var sp storedPartial
+		sp.attrs = make([]*string, na)
+		dst := []any{&k.WindowStart, &k.Dimension, &k.DimensionID, &sp.source.Topic, &sp.source.Partition, &sp.stats}
+		for i := range sp.attrs {
+			dst = append(dst, &sp.attrs[i])
+		}
+		if err := rows.Scan(dst...); err != nil {
+			return nil, fmt.Errorf("read stored partials: %w", err)
+		}
+		k.WindowStart = k.WindowStart.UTC()
+		out[k] = append(out[k], sp)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read stored partials: %w", err)
+	}
+	return out, nil
+}
+
+// merge recomputes the merged row of every key of b from the stored partials of the key,
+// with b's own stats.
+func (s *Sink) merge(b sink.CloseBatch, stored map[sink.Key][]storedPartial, now time.Time) (*mergedRows, error) {
+	a := s.cfg.Aggregates
+	out := &mergedRows{attrs: len(a.Attributes), now: now}
+	out.grow(len(b.Partials))
+	var parts []storedPartial
+	var stats [][]byte
+	for _, p := range b.Partials {
+		parts = append(parts[:0], stored[p.Key]...)
+		own := slices.IndexFunc(parts, func(sp storedPartial) bool { return sp.source == b.Source })
+		if own < 0 {
+			return nil, fmt.Errorf("partial %s/%s at %s of %s not found after its upsert",
+				p.Dimension, p.DimensionID, p.WindowStart.Format(time.RFC3339), b.Source)
+		}
+		parts[own].stats = p.Stats
+		slices.SortFunc(parts, func(x, y storedPartial) int { return sink.CompareSources(x.source, y.source) })
+		stats = stats[:0]
+		for _, sp := range parts {
+			stats = append(stats, sp.stats)
+		}
+		sum, err := sink.Merge(a.Quantile, stats...)
+		if err != nil {
+			return nil, fmt.Errorf("merge %s/%s at %s: %w", p.Dimension, p.DimensionID, p.WindowStart.Format(time.RFC3339), err)
+		}
+		attrs := make([]*string, len(a.Attributes))
+		for i := range attrs {
+			for _, sp := range parts {
+				if sp.attrs[i] != nil {
+					attrs[i] = sp.attrs[i]
+					break
+				}
+			}
+		}
+		out.add(p.Key, p.WindowEnd, attrs, sum)
+	}
+	return out, nil
+}

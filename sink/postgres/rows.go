@@ -1,0 +1,171 @@
+package postgres
+
+import (
+	"time"
+
+	"github.com/streamledger/streamledger/sink"
+)
+
+// partialRows are the partials of one close batch, in the partials table's column order.
+type partialRows struct {
+	b     sink.CloseBatch
+	attrs []string
+	now   time.Time
+	row   []any
+}
+
+func (r *partialRows) Len() int { return len(r.b.Partials) }
+
+func (r *partialRows) Row(i int) []any {
+	p := r.b.Partials[i]
+	r.row = append(r.row[:0], p.WindowStart, p.Dimension, p.DimensionID, r.b.Source.Topic, r.b.Source.Partition, p.WindowEnd, p.Stats)
+	for _, name := range r.attrs {
+		if v, ok := p.Attrs[name]; ok {
+			r.row = append(r.row, v)
+		} else {
+			r.row = append(r.row, nil)
+		}
+	}
+	return append(r.row, r.now)
+}
+
+func (r *partialRows) Columns() []any {
+	n := len(r.b.Partials)
+	starts, ends := make([]time.Time, n), make([]time.Time, n)
+	dims, ids := make([]string, n), make([]string, n)
+	topics, parts := make([]string, n), make([]int32, n)
+	stats := make([][]byte, n)
+	written := make([]time.Time, n)
+	attrs := make([][]*string, len(r.attrs))
+	for j := range attrs {
+		attrs[j] = make([]*string, n)
+	}
+	for i, p := range r.b.Partials {
+		starts[i], ends[i], dims[i], ids[i] = p.WindowStart, p.WindowEnd, p.Dimension, p.DimensionID
+		topics[i], parts[i], stats[i], written[i] = r.b.Source.Topic, r.b.Source.Partition, p.Stats, r.now
+		for j, name := range r.attrs {
+			if v, ok := p.Attrs[name]; ok {
+				attrs[j][i] = &v
+			}
+		}
+	}
+	out := []any{starts, dims, ids, topics, parts, ends, stats}
+	for _, a := range attrs {
+		out = append(out, a)
+	}
+	return append(out, written)
+}
+
+// mergedRows are recomputed merged rows, column by column in the merged table's order.
+type mergedRows struct {
+	attrs int
+	now   time.Time
+
+	starts, ends []time.Time
+	dims, ids    []string
+	attrVals     [][]*string
+	counts       []int64
+	means, qs    []float64
+	maxs, mins   []float64
+	row          []any
+}
+
+func (m *mergedRows) grow(n int) {
+	m.starts, m.ends = make([]time.Time, 0, n), make([]time.Time, 0, n)
+	m.dims, m.ids = make([]string, 0, n), make([]string, 0, n)
+	m.attrVals = make([][]*string, m.attrs)
+	for i := range m.attrVals {
+		m.attrVals[i] = make([]*string, 0, n)
+	}
+	m.counts = make([]int64, 0, n)
+	m.means, m.qs = make([]float64, 0, n), make([]float64, 0, n)
+	m.maxs, m.mins = make([]float64, 0, n), make([]float64, 0, n)
+}
+
+func (m *mergedRows) add(k sink.Key, end time.Time, attrs []*string, s sink.Summary) {
+	m.starts, m.ends = append(m.starts, k.WindowStart), append(m.ends, end)
+	m.dims, m.ids = append(m.dims, k.Dimension), append(m.ids, k.DimensionID)
+	for i, a := range attrs {
+		m.attrVals[i] = append(m.attrVals[i], a)
+	}
+	m.counts = append(m.counts, s.Count)
+	m.means, m.qs = append(m.means, s.Mean), append(m.qs, s.Quantile)
+	m.maxs, m.mins = append(m.maxs, s.Max), append(m.mins, s.Min)
+}
+
+func (m *mergedRows) Len() int { return len(m.starts) }
+
+func (m *mergedRows) Row(i int) []any {
+	m.row = append(m.row[:0], m.starts[i], m.ends[i], m.dims[i], m.ids[i])
+	for _, a := range m.attrVals {
+		if a[i] == nil {
+			m.row = append(m.row, nil)
+		} else {
+			m.row = append(m.row, *a[i])
+		}
+	}
+	return append(m.row, m.counts[i], m.means[i], m.qs[i], m.maxs[i], m.mins[i], m.now)
+}
+
+func (m *mergedRows) Columns() []any {
+	out := []any{m.starts, m.ends, m.dims, m.ids}
+	for _, a := range m.attrVals {
+		out = append(out, a)
+	}
+	computed := make([]time.Time, len(m.starts))
+	for i := range computed {
+		computed[i] = m.now
+	}
+	return append(out, m.counts, m.means, m.qs, m.maxs, m.mins, computed)
+}
+
+// stateRows are prepared state rows, in the state table's column order.
+type stateRows struct {
+	rows      []sink.StateRow
+	updatedAt bool
+	now       time.Time
+	row       []any
+}
+
+func (r *stateRows) Len() int { return len(r.rows) }
+
+func (r *stateRows) Row(i int) []any {
+	x := r.rows[i]
+	r.row = append(append(append(r.row[:0], x.Key...), x.ObservedAt), x.Values...)
+	if r.updatedAt {
+		r.row = append(r.row, r.now)
+	}
+	return r.row
+}
+
+func (r *stateRows) Columns() []any {
+	if len(r.rows) == 0 {
+		return nil
+	}
+	nk, nv := len(r.rows[0].Key), len(r.rows[0].Values)
+	ncol := nk + 1 + nv
+	if r.updatedAt {
+		ncol++
+	}
+	cols := make([][]any, ncol)
+	for j := range cols {
+		cols[j] = make([]any, len(r.rows))
+	}
+	for i, x := range r.rows {
+		for j, v := range x.Key {
+			cols[j][i] = v
+		}
+		cols[nk][i] = x.ObservedAt
+		for j, v := range x.Values {
+			cols[nk+1+j][i] = v
+		}
+		if r.updatedAt {
+			cols[ncol-1][i] = r.now
+		}
+	}
+	out := make([]any, ncol)
+	for j, c := range cols {
+		out[j] = c
+	}
+	return out
+}

@@ -1,0 +1,181 @@
+package postgres
+
+import (
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/streamledger/streamledger/sink"
+)
+
+// Sink is the Postgres implementation of [sink.Sink] and [sink.Reader]. It is safe for
+// concurrent use, also by several processes on the same tables.
+type Sink struct {
+	pool *pgxpool.Pool
+	cfg  Config
+
+	lockClass int32 // first key of every advisory lock: the aggregates table's identity
+
+	partials *upsert
+	merged   *upsert
+	progress string
+	lock     string
+	others   string
+
+	readProgress  string
+	readAgg       string
+	readAggWindow string
+	completeThru  string
+	view          string // quoted name of the readiness view
+
+	states map[string]*stateTable
+}
+
+type stateTable struct {
+	spec sink.StateSpec
+	u    *upsert
+	read string
+	mu   sync.Mutex // guards u's column types, discovered for StrategyUnnest
+}
+
+// New returns a sink writing through pool with cfg. It does not touch the database; call
+// [Sink.Migrate] to create the tables. The pool stays the caller's to close.
+func New(pool *pgxpool.Pool, cfg Config) (*Sink, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("%w: nil pool", sink.ErrInvalid)
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &Sink{pool: pool, cfg: cfg, states: make(map[string]*stateTable, len(cfg.States))}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(cfg.Schema + "\x00" + cfg.Aggregates.Table))
+	s.lockClass = int32(h.Sum32())
+	s.buildAggregateSQL()
+	for _, st := range cfg.States {
+		s.states[st.Table] = s.newStateTable(st)
+	}
+	return s, nil
+}
+
+func (s *Sink) buildAggregateSQL() {
+	cfg := s.cfg
+	a := cfg.Aggregates
+	c := a.Columns
+	schema := cfg.Schema
+
+	// Partials: one row per (key, source partition); a rewrite replaces it.
+	pcols := append([]string{"window_start", "dimension", "dimension_id", "topic", "partition", "window_end", "stats"}, a.Attributes...)
+	pcols = append(pcols, "written_at")
+	ptypes := []string{"timestamptz", "text", "text", "text", "int4", "timestamptz", "bytea"}
+	for range a.Attributes {
+		ptypes = append(ptypes, "text")
+	}
+	ptypes = append(ptypes, "timestamptz")
+	pset := append(replace("window_end", "stats"), coalesce(cfg.PartialsTable, a.Attributes...)...)
+	pset = append(pset, replace("written_at")...)
+	s.partials = newUpsert(schema, cfg.PartialsTable, pcols, ptypes,
+		[]string{"window_start", "dimension", "dimension_id", "topic", "partition"}, pset, "")
+
+	// Merged rows: recomputed whole from the partials, so every column is replaced.
+	mcols := a.ColumnNames()
+	mtypes := []string{"timestamptz", "timestamptz", "text", "text"}
+	for range a.Attributes {
+		mtypes = append(mtypes, "text")
+	}
+	mtypes = append(mtypes, "int8", "float8", "float8", "float8", "float8", "timestamptz")
+	mset := replace(c.WindowEnd)
+	mset = append(mset, coalesce(a.Table, a.Attributes...)...)
+	mset = append(mset, replace(c.Count, c.Mean, c.Quantile, c.Max, c.Min, c.ComputedAt)...)
+	s.merged = newUpsert(schema, a.Table, mcols, mtypes, []string{c.WindowStart, c.Dimension, c.DimensionID}, mset, "")
+
+	prog := ident(schema, cfg.ProgressTable)
+	s.progress = fmt.Sprintf(`INSERT INTO %s ("topic", "partition", "closed_through", "updated_at") VALUES ($1, $2, $3, $4) `+
+		`ON CONFLICT ("topic", "partition") DO UPDATE SET "closed_through" = GREATEST(%s."closed_through", EXCLUDED."closed_through"), "updated_at" = EXCLUDED."updated_at"`,
+		prog, ident(cfg.ProgressTable))
+	// The locks are taken in the order of the array, which the caller sorts.
+	s.lock = `SELECT count(pg_advisory_xact_lock($1::int4, b)) FROM unnest($2::int4[]) AS u(b)`
+
+	attrSel := quoteAll("p.", a.Attributes)
+	if attrSel != "" {
+		attrSel = ", " + attrSel
+	}
+	// Every stored partial of the batch's keys; the batch's own come without their stats
+	// (the writer has them) but with their stored attributes, which COALESCE may have kept.
+	s.others = fmt.Sprintf(`SELECT p."window_start", p."dimension", p."dimension_id", p."topic", p."partition", `+
+		`CASE WHEN p."topic" = $4::text AND p."partition" = $5::int4 THEN NULL ELSE p."stats" END%s FROM %s AS p `+
+		`JOIN unnest($1::timestamptz[], $2::text[], $3::text[]) AS k(ws, d, di) ON p."window_start" = k.ws AND p."dimension" = k.d AND p."dimension_id" = k.di`,
+		attrSel, ident(schema, cfg.PartialsTable))
+
+	s.readProgress = fmt.Sprintf(`SELECT p."topic", p."partition", p."closed_through" FROM %s AS p `+
+		`JOIN unnest($1::text[], $2::int4[]) AS k(t, n) ON p."topic" = k.t AND p."partition" = k.n`, prog)
+	s.completeThru = fmt.Sprintf(`SELECT min("closed_through"), count(*) FROM %s WHERE "topic" = ANY($1::text[])`, prog)
+
+	s.view = ident(schema, a.Table+"_status")
+	sel := fmt.Sprintf("SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, %s",
+		ident(c.WindowStart), ident(c.WindowEnd), ident(c.Dimension), ident(c.DimensionID),
+		ident(c.Count), ident(c.Mean), ident(c.Quantile), ident(c.Max), ident(c.Min), ident(c.ComputedAt))
+	if len(a.Attributes) > 0 {
+		sel += ", " + quoteAll("", a.Attributes)
+	}
+	sel += `, "complete" FROM ` + s.view
+	s.readAgg = fmt.Sprintf("%s WHERE %s = $1 AND %s = $2 AND %s = $3", sel, ident(c.WindowStart), ident(c.Dimension), ident(c.DimensionID))
+	s.readAggWindow = fmt.Sprintf("%s WHERE %s = $1 ORDER BY %s, %s", sel, ident(c.WindowStart), ident(c.Dimension), ident(c.DimensionID))
+}
+
+func (s *Sink) newStateTable(spec sink.StateSpec) *stateTable {
+	cols := spec.ColumnNames()
+	var set []string
+	for _, c := range spec.Values {
+		set = append(set, replace(c.Name)...)
+	}
+	set = append(set, replace(spec.ObservedAt.Name)...)
+	if spec.UpdatedAt != "" {
+		set = append(set, replace(spec.UpdatedAt)...)
+	}
+	keys := make([]string, len(spec.Key))
+	for i, k := range spec.Key {
+		keys[i] = k.Name
+	}
+	obs := ident(spec.ObservedAt.Name)
+	guard := fmt.Sprintf("EXCLUDED.%s >= %s.%s", obs, ident(spec.Table), obs)
+	st := &stateTable{spec: spec, u: newUpsert(s.cfg.Schema, spec.Table, cols, nil, keys, set, guard)}
+	vals := make([]string, 0, len(spec.Values)+1)
+	vals = append(vals, spec.ObservedAt.Name)
+	for _, c := range spec.Values {
+		vals = append(vals, c.Name)
+	}
+	where := make([]string, len(keys))
+	for i, k := range keys {
+		where[i] = fmt.Sprintf("%s = $%d", ident(k), i+1)
+	}
+	st.read = fmt.Sprintf("SELECT %s FROM %s WHERE %s", quoteAll("", vals), ident(s.cfg.Schema, spec.Table), strings.Join(where, " AND "))
+	return st
+}
+
+// Statements returns every SQL statement the sink generates for its configuration, for
+// review and for tests: the upserts in each strategy's form, the lock, progress and read
+// statements. The unnest form of a state table appears once its column types are known
+// (after its first write with [StrategyUnnest]).
+func (s *Sink) Statements() []string {
+	out := append(s.partials.statements(), s.merged.statements()...)
+	out = append(out, s.progress, s.lock, s.others, s.readProgress, s.readAgg, s.readAggWindow, s.completeThru)
+	names := make([]string, 0, len(s.states))
+	for n := range s.states {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		st := s.states[n]
+		st.mu.Lock()
+		out = append(out, st.u.statements()...)
+		st.mu.Unlock()
+		out = append(out, st.read)
+	}
+	return append(out, s.migrationStatements()...)
+}

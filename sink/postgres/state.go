@@ -1,0 +1,122 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/streamledger/streamledger/sink"
+)
+
+// UpsertLatest writes rows into the state table named table, declared in [Config.States]:
+// collapsed to the newest row per key, sent in key order (so that concurrent writers lock
+// rows in the same order), and guarded by WHERE EXCLUDED.observed_at >= stored observed_at.
+func (s *Sink) UpsertLatest(ctx context.Context, table string, rows []sink.StateRow) error {
+	st, ok := s.states[table]
+	if !ok {
+		return fmt.Errorf("%w: state table %q is not in the sink's configuration", sink.ErrInvalid, table)
+	}
+	rows, err := sink.PrepareLatest(st.spec, rows)
+	if err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	slices.SortFunc(rows, func(a, b sink.StateRow) int { return compareTuples(a.Key, b.Key) })
+	return s.cfg.Retry.Do(ctx, opUpsertLatest, IsTransient, func(ctx context.Context, n int) error {
+		return attemptTx(ctx, s.pool, s.cfg.Hooks, Attempt{Op: opUpsertLatest, N: n}, func(ctx context.Context, tx pgx.Tx) error {
+			if s.cfg.Strategy == StrategyUnnest {
+				if err := st.discoverTypes(ctx, tx, s.cfg.Schema); err != nil {
+					return err
+				}
+			}
+			rs := &stateRows{rows: rows, updatedAt: st.spec.UpdatedAt != "", now: s.cfg.Clock().UTC()}
+			return writeRows(ctx, tx, st.u, rs, s.cfg.Strategy)
+		})
+	})
+}
+
+// discoverTypes reads the column types of the state table from the catalog, once, for the
+// unnest form of its upsert.
+func (st *stateTable) discoverTypes(ctx context.Context, tx pgx.Tx, schema string) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.u.unnest != "" {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a `+
+		`WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped`, ident(schema, st.spec.Table))
+	if err != nil {
+		return fmt.Errorf("read column types of %s: %w", ident(schema, st.spec.Table), err)
+	}
+	types := make(map[string]string)
+	for rows.Next() {
+		var name, typ string
+		if err := rows.Scan(&name, &typ); err != nil {
+			rows.Close()
+			return fmt.Errorf("read column types of %s: %w", ident(schema, st.spec.Table), err)
+		}
+		types[name] = typ
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read column types of %s: %w", ident(schema, st.spec.Table), err)
+	}
+	out := make([]string, len(st.u.cols))
+	for i, c := range st.u.cols {
+		t, ok := types[c]
+		if !ok {
+			return fmt.Errorf("%w: state table %s has no column %q", sink.ErrInvalid, ident(schema, st.spec.Table), c)
+		}
+		out[i] = t
+	}
+	st.u.setTypes(out)
+	return nil
+}
+
+// compareTuples orders key tuples: values of the same basic type by value, anything else by
+// type name and then by its printed form. Only consistency matters: every writer sends
+// rows in the same order.
+func compareTuples(a, b []any) int {
+	for i := range min(len(a), len(b)) {
+		if c := compareValues(a[i], b[i]); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+func compareValues(a, b any) int {
+	switch x := a.(type) {
+	case string:
+		if y, ok := b.(string); ok {
+			return cmp.Compare(x, y)
+		}
+	case int64:
+		if y, ok := b.(int64); ok {
+			return cmp.Compare(x, y)
+		}
+	case int:
+		if y, ok := b.(int); ok {
+			return cmp.Compare(x, y)
+		}
+	case int32:
+		if y, ok := b.(int32); ok {
+			return cmp.Compare(x, y)
+		}
+	case time.Time:
+		if y, ok := b.(time.Time); ok {
+			return x.Compare(y)
+		}
+	}
+	ta, tb := fmt.Sprintf("%T", a), fmt.Sprintf("%T", b)
+	if c := cmp.Compare(ta, tb); c != 0 {
+		return c
+	}
+	return cmp.Compare(fmt.Sprint(a), fmt.Sprint(b))
+}

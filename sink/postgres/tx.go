@@ -1,0 +1,55 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// attemptTx runs one attempt of op: fn inside a READ COMMITTED transaction on a connection
+// of pool, with the hooks called at their points. READ COMMITTED is set explicitly because
+// the close path depends on it: each statement after the advisory locks must see what the
+// writer that held them committed, whatever the server's default isolation is.
+func attemptTx(ctx context.Context, pool *pgxpool.Pool, hooks Hooks, a Attempt, fn func(ctx context.Context, tx pgx.Tx) error) (err error) {
+	if err := hooks.call(ctx, BeforeBegin, a); err != nil {
+		return err
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	a.PID = conn.Conn().PgConn().PID()
+	defer func() {
+		// A closed connection means the failure was the connection's, whatever error
+		// surfaced first; the pool discards it on release.
+		if err != nil && conn.Conn().IsClosed() {
+			err = &connLostError{err: err}
+		}
+	}()
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			// Rollback after a failure; with a lost connection this is a no-op and the
+			// server has rolled back already.
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := fn(ctx, tx); err != nil {
+		return err
+	}
+	if err := hooks.call(ctx, BeforeCommit, a); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	committed = true
+	return hooks.call(ctx, AfterCommit, a)
+}
