@@ -1,0 +1,45 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamledger/streamledger/internal/pgtest"
+	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/postgres"
+	"github.com/streamledger/streamledger/sink/sinktest"
+)
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// fastRetry keeps retry tests quick while still backing off.
+var fastRetry = sink.RetryPolicy{MaxAttempts: 5, InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond}
+
+// newSink returns a migrated sink on a private schema, configured like the conformance
+// suite's setup, with adjust applied to its config.
+func newSink(t testing.TB, adjust func(*postgres.Config)) (*postgres.Sink, *pgtest.DB) {
+	t.Helper()
+	db := pgtest.New(t)
+	s := newSinkOn(t, db, adjust)
+	return s, db
+}
+
+func newSinkOn(t testing.TB, db *pgtest.DB, adjust func(*postgres.Config)) *postgres.Sink {
+	t.Helper()
+	setup := sinktest.DefaultSetup()
+	cfg := postgres.Config{Schema: db.Schema, Aggregates: setup.Aggregates, States: setup.States, Clock: setup.Clock, Retry: fastRetry}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	s, err := postgres.New(db.Pool, cfg)
+	require.NoError(t, err)
+	require.NoError(t, s.Migrate(testCtx(t)))
+	return s
+}
