@@ -1,0 +1,82 @@
+// Package postgres implements [sink.Sink] and [sink.Reader] on Postgres with pgx v5, and
+// [Effects], the effect sink of seed 004.
+//
+// # Tables
+//
+// [Sink.Migrate] creates, in [Config.Schema], idempotently and safely from several processes
+// at once (one transaction under an advisory lock, a version per object set in
+// streamledger_migrations):
+//
+//   - the merged table ([sink.AggregateSpec]: names configurable, the OV example's
+//     delay_aggregates maps one to one), keyed by (window_start, dimension, dimension_id);
+//   - the partials table, keyed by (window_start, dimension, dimension_id, topic, partition),
+//     holding each partition's serialized window.Stats;
+//   - the progress table, closed_through per (topic, partition);
+//   - the readiness view <merged table>_status: the merged rows plus complete_through and
+//     complete (see below);
+//   - the state tables whose [sink.StateSpec] carries column types.
+//
+// Every name is a quoted identifier and every value a parameter; [Sink.Statements] lists
+// every statement the sink generates.
+//
+// # Close batches
+//
+// [Sink.WriteClose] runs one READ COMMITTED transaction: it takes transaction-scoped advisory
+// locks on the buckets of the batch's keys (hash of the key modulo [Config.LockBuckets]) in
+// ascending order, upserts the partials, reads back every stored partial of those keys,
+// merges them in Go with window.Merge in (topic, partition) order, upserts the merged rows
+// and raises closed_through with GREATEST, so that it never goes back. Two writers that
+// share a key serialize on its bucket, and the later one reads the earlier one's committed
+// partial, so neither skips the other's; the fixed lock order rules out deadlocks between
+// writers. Every upsert replaces (col = EXCLUDED.col; attributes COALESCE(EXCLUDED.a,
+// stored)); no statement adds after DO UPDATE.
+//
+// # Last-write-wins state
+//
+// [Sink.UpsertLatest] collapses a batch to the newest row per key, sends it in key order
+// (so concurrent writers lock rows in one order) and guards the update with
+// WHERE EXCLUDED.observed_at >= table.observed_at.
+//
+// # Strategies
+//
+// A batch of rows reaches its upsert as one INSERT ... SELECT FROM unnest of one array
+// parameter per column ([StrategyUnnest], the default), through COPY into a temporary table
+// and one INSERT ... SELECT ([StrategyCopy]), or as one statement per row pipelined in a
+// pgx.Batch ([StrategyBatch]). [StrategyRowByRow] is the naive baseline. The default was
+// chosen by the benchmarks of this package (go test -bench . ./sink/postgres), which report
+// rows/s for every strategy side by side.
+//
+// # Readiness
+//
+// A merged row is complete when window_end <= the minimum closed_through over every known
+// partition of the topics that contributed a partial to it. Read it through [Sink.Aggregate],
+// [Sink.Aggregates] and [Sink.CompleteThrough], or in SQL from the <merged table>_status
+// view's complete column. Register each assigned partition with a close batch without
+// partials, so that a partition that has not closed anything yet holds rows back.
+//
+// # Time
+//
+// computed_at, written_at and updated_at come from [Config.Clock] (time.Now by default),
+// sent as parameters, never from the server's now(): with an injected clock every stored
+// column is deterministic.
+//
+// # Failures
+//
+// Each write is retried per [Config.Retry] when it fails transiently ([IsTransient]: a lost
+// connection, admin or crash shutdown, serialization failure, deadlock, lock timeout);
+// backoff honours the context. A commit whose acknowledgement is lost is retried too, which
+// is safe because every write replaces. Anything else is returned at once as a
+// [*sink.WriteError] that is not transient. A nil error is returned only after COMMIT
+// succeeded. [Hooks] inject faults at fixed points of an attempt for tests.
+//
+// # Effects
+//
+// [Effects.Apply] inserts the marker (operation ID, payload hash) with ON CONFLICT DO
+// NOTHING RETURNING and runs the caller's [Effect] in the same transaction only if the marker
+// was accepted. Same ID and payload again: [sink.Duplicate], no effect. Same ID, another
+// payload: [*sink.ConflictError], no effect. An effect that fails or touches no row: rolled
+// back, no marker ([sink.ErrNoEffect]). Markers are kept for [EffectConfig.Horizon] and
+// [Effects.Prune] deletes only older ones; [NewEffects] refuses a horizon shorter than the
+// source's declared retention ([sink.ErrHorizon]). The guarantee holds within this database
+// and while markers are retained.
+package postgres
