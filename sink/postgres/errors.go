@@ -30,6 +30,18 @@ var transientStates = map[string]bool{
 	"58030": true, // io_error
 }
 
+// connFailure reports whether err says that the session itself failed, as opposed to one
+// statement.
+func connFailure(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03" || (len(pgErr.Code) == 5 && pgErr.Code[:2] == "08")
+	}
+	var lost *connLostError
+	var netErr net.Error
+	return errors.As(err, &lost) || errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
+}
+
 // IsTransient reports whether err is a failure that the same write may overcome later: a
 // lost or refused connection, a server shutdown, a serialization failure, a deadlock or a
 // lock timeout. Context cancellation is not transient: the caller gave up.

@@ -25,8 +25,15 @@ func attemptTx(ctx context.Context, pool *pgxpool.Pool, hooks Hooks, a Attempt, 
 	defer func() {
 		// A closed connection means the failure was the connection's, whatever error
 		// surfaced first; the pool discards it on release.
-		if err != nil && conn.Conn().IsClosed() {
+		if err == nil {
+			return
+		}
+		if conn.Conn().IsClosed() {
 			err = &connLostError{err: err}
+		} else if connFailure(err) {
+			// The server said the session is going away; don't hand the connection out
+			// again for the retry to trip on.
+			_ = conn.Conn().Close(context.WithoutCancel(ctx))
 		}
 	}()
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
