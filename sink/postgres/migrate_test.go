@@ -1,0 +1,126 @@
+package postgres_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamledger/streamledger/internal/pgtest"
+	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/postgres"
+	"github.com/streamledger/streamledger/sink/sinktest"
+)
+
+func TestMigrateConcurrentlyAndIdempotently(t *testing.T) {
+	ctx := testCtx(t)
+	db := pgtest.New(t)
+	setup := sinktest.DefaultSetup()
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		pool := db.NewPool(t, nil)
+		s, err := postgres.New(pool, postgres.Config{Schema: db.Schema, Aggregates: setup.Aggregates, States: setup.States})
+		require.NoError(t, err)
+		e, err := postgres.NewEffects(pool, postgres.EffectConfig{Schema: db.Schema})
+		require.NoError(t, err)
+		wg.Go(func() {
+			if errs[i] = s.Migrate(ctx); errs[i] == nil {
+				errs[i] = e.Migrate(ctx)
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "process %d", i)
+	}
+	s := newSinkOn(t, db, nil) // and once more, serially
+	require.NoError(t, s.Migrate(ctx))
+
+	rows, err := db.Pool.Query(ctx, "SELECT object, version FROM streamledger_migrations ORDER BY object")
+	require.NoError(t, err)
+	got := map[string]int{}
+	for rows.Next() {
+		var o string
+		var v int
+		require.NoError(t, rows.Scan(&o, &v))
+		got[o] = v
+	}
+	require.NoError(t, rows.Err())
+	assert.Equal(t, map[string]int{
+		"aggregates:delay_aggregates": 1, "markers:streamledger_markers": 1,
+		"progress:streamledger_progress": 1, "state:vehicle_latest": 1,
+	}, got)
+}
+
+func TestMigrateRefusesNewerSchema(t *testing.T) {
+	ctx := testCtx(t)
+	s, db := newSink(t, nil)
+	_, err := db.Pool.Exec(ctx, "UPDATE streamledger_migrations SET version = 99 WHERE object = 'progress:streamledger_progress'")
+	require.NoError(t, err)
+	require.ErrorIs(t, s.Migrate(ctx), postgres.ErrSchemaTooNew)
+}
+
+// An attribute added to the configuration later is added to the tables and the view.
+func TestMigrateAddsAttributes(t *testing.T) {
+	ctx := testCtx(t)
+	db := pgtest.New(t)
+	plain := newSinkOn(t, db, func(c *postgres.Config) { c.Aggregates.Attributes = nil })
+	b := closeBatch(t, 0, 1, 2)
+	require.NoError(t, plain.WriteClose(ctx, b))
+
+	withAttr := newSinkOn(t, db, nil) // the suite's spec: operator
+	b.Partials[0].Attrs = map[string]string{"operator": "QBUZZ"}
+	require.NoError(t, withAttr.WriteClose(ctx, b))
+	got, ok, err := withAttr.Aggregate(ctx, b.Partials[0].Key)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, map[string]string{"operator": "QBUZZ"}, got.Attrs)
+	assert.Equal(t, int64(2), got.Count)
+
+	// Dropping it again replaces the view rather than failing.
+	require.NoError(t, plain.Migrate(ctx))
+	got, ok, err = plain.Aggregate(ctx, b.Partials[0].Key)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Nil(t, got.Attrs)
+}
+
+// Readers in SQL see completeness in the view.
+func TestReadinessView(t *testing.T) {
+	ctx := testCtx(t)
+	s, db := newSink(t, nil)
+	tp := func(p int32) sink.TopicPartition { return sink.TopicPartition{Topic: sinktest.Topic, Partition: p} }
+	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: tp(1)})) // registered, nothing closed
+	b := closeBatch(t, 0, 5)
+	require.NoError(t, s.WriteClose(ctx, b))
+	complete := func() bool {
+		var c bool
+		require.NoError(t, db.Pool.QueryRow(ctx, "SELECT complete FROM delay_aggregates_status WHERE window_start = $1 AND dimension = 'line' AND dimension_id = '1'", sinktest.T0).Scan(&c))
+		return c
+	}
+	assert.False(t, complete(), "partition 1 has not closed the window")
+	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: tp(1), ClosedThrough: sinktest.T0.Add(time.Hour)}))
+	assert.True(t, complete())
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	db := pgtest.New(t)
+	for name, cfg := range map[string]postgres.Config{
+		"quantile":             {Aggregates: sink.AggregateSpec{Quantile: 1.5}},
+		"attribute collides":   {Aggregates: sink.AggregateSpec{Attributes: []string{"topic"}}},
+		"duplicate column":     {Aggregates: sink.AggregateSpec{Columns: sink.AggregateColumns{Mean: "event_count"}}},
+		"progress is merged":   {ProgressTable: "window_aggregates"},
+		"state without key":    {States: []sink.StateSpec{{Table: "s", ObservedAt: sink.Column{Name: "at"}}}},
+		"state is progress":    {States: []sink.StateSpec{{Table: "streamledger_progress", Key: []sink.Column{{Name: "k"}}, ObservedAt: sink.Column{Name: "at"}}}},
+		"unknown strategy":     {Strategy: 42},
+		"state twice the name": {States: []sink.StateSpec{sinktest.VehicleLatest(), sinktest.VehicleLatest()}},
+	} {
+		_, err := postgres.New(db.Pool, cfg)
+		assert.ErrorIs(t, err, sink.ErrInvalid, name)
+	}
+	_, err := postgres.New(nil, postgres.Config{})
+	assert.ErrorIs(t, err, sink.ErrInvalid)
+}
