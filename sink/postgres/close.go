@@ -42,10 +42,7 @@ func (s *Sink) writeClose(ctx context.Context, tx pgx.Tx, b sink.CloseBatch) err
 		if _, err := tx.Exec(ctx, s.lock, s.lockClass, s.lockBuckets(b.Partials)); err != nil {
 			return fmt.Errorf("lock %d keys: %w", len(b.Partials), err)
 		}
-		if err := writeRows(ctx, tx, s.partials, &partialRows{b: b, attrs: s.cfg.Aggregates.Attributes, now: now}, s.cfg.Strategy); err != nil {
-			return err
-		}
-		stored, err := s.readStored(ctx, tx, b)
+		stored, err := s.writePartials(ctx, tx, b, now)
 		if err != nil {
 			return err
 		}
@@ -92,21 +89,39 @@ type storedPartial struct {
 	attrs  []*string
 }
 
-// readStored returns the stored partials of b's keys, after b's own were upserted.
-func (s *Sink) readStored(ctx context.Context, tx pgx.Tx, b sink.CloseBatch) (map[sink.Key][]storedPartial, error) {
-	n := len(b.Partials)
-	starts := make([]time.Time, n)
-	dims := make([]string, n)
-	ids := make([]string, n)
-	for i, p := range b.Partials {
-		starts[i], dims[i], ids[i] = p.WindowStart, p.Dimension, p.DimensionID
+// writePartials upserts b's partials and returns every stored partial of their keys: the
+// batch's own (stats nil, attributes as stored after COALESCE) and the other partitions'.
+// Unnest and copy do both in one statement; the row strategies read back separately.
+func (s *Sink) writePartials(ctx context.Context, tx pgx.Tx, b sink.CloseBatch, now time.Time) (map[sink.Key][]storedPartial, error) {
+	rs := &partialRows{b: b, attrs: s.cfg.Aggregates.Attributes, now: now}
+	var rows pgx.Rows
+	var err error
+	switch s.cfg.Strategy {
+	case StrategyUnnest:
+		rows, err = tx.Query(ctx, s.partialsUnnest, append(rs.Columns(), rs.Consts()...)...)
+	case StrategyCopy:
+		if err := copyRows(ctx, tx, s.partials, rs); err != nil {
+			return nil, err
+		}
+		rows, err = tx.Query(ctx, s.partialsCopy, rs.Consts()...)
+	default:
+		if err := writeRows(ctx, tx, s.partials, rs, s.cfg.Strategy); err != nil {
+			return nil, err
+		}
+		n := len(b.Partials)
+		starts := make([]time.Time, n)
+		dims := make([]string, n)
+		ids := make([]string, n)
+		for i, p := range b.Partials {
+			starts[i], dims[i], ids[i] = p.WindowStart, p.Dimension, p.DimensionID
+		}
+		rows, err = tx.Query(ctx, s.others, starts, dims, ids, b.Source.Topic, b.Source.Partition)
 	}
-	rows, err := tx.Query(ctx, s.others, starts, dims, ids, b.Source.Topic, b.Source.Partition)
 	if err != nil {
-		return nil, fmt.Errorf("read stored partials: %w", err)
+		return nil, fmt.Errorf("upsert %d partials into %s: %w", len(b.Partials), s.partials.table, err)
 	}
 	defer rows.Close()
-	out := make(map[sink.Key][]storedPartial)
+	out := make(map[sink.Key][]storedPartial, len(b.Partials))
 	na := len(s.cfg.Aggregates.Attributes)
 	for rows.Next() {
 		var k sink.Key
@@ -123,7 +138,7 @@ func (s *Sink) readStored(ctx context.Context, tx pgx.Tx, b sink.CloseBatch) (ma
 		out[k] = append(out[k], sp)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read stored partials: %w", err)
+		return nil, fmt.Errorf("upsert %d partials into %s: %w", len(b.Partials), s.partials.table, err)
 	}
 	return out, nil
 }
@@ -132,8 +147,7 @@ func (s *Sink) readStored(ctx context.Context, tx pgx.Tx, b sink.CloseBatch) (ma
 // with b's own stats.
 func (s *Sink) merge(b sink.CloseBatch, stored map[sink.Key][]storedPartial, now time.Time) (*mergedRows, error) {
 	a := s.cfg.Aggregates
-	out := &mergedRows{attrs: len(a.Attributes), now: now}
-	out.grow(len(b.Partials))
+	out := newMergedRows(len(b.Partials), len(a.Attributes), now)
 	var parts []storedPartial
 	var stats [][]byte
 	for _, p := range b.Partials {

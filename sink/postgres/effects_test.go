@@ -318,15 +318,18 @@ func TestEffectRaceOnOneID(t *testing.T) {
 			ctx := testCtx(t)
 			db := pgtest.New(t)
 			b := newBank(t, db, map[string]int64{"a7": 100})
+			inserted := make(chan struct{})
 			first := newEffects(t, db.NewPool(t, nil), db, func(c *postgres.EffectConfig) {
 				c.Retry = sink.RetryPolicy{MaxAttempts: 1}
 				c.Hooks.At = func(ctx context.Context, p postgres.Point, _ postgres.Attempt) error {
-					if p != postgres.BeforeCommit {
-						return nil
-					}
-					waitForLockWaiter(ctx, t, db)
-					if !firstCommits {
-						return errCrash
+					switch p {
+					case postgres.AfterMarker:
+						close(inserted)
+					case postgres.BeforeCommit:
+						waitForLockWaiter(ctx, t, db)
+						if !firstCommits {
+							return errCrash
+						}
 					}
 					return nil
 				}
@@ -340,9 +343,10 @@ func TestEffectRaceOnOneID(t *testing.T) {
 				defer close(done)
 				firstOut, firstErr = first.Apply(ctx, c.op(), c.effect())
 			}()
-			// Start the second once the first holds its marker.
-			for !b.markerInsertOpen(t) {
-				time.Sleep(2 * time.Millisecond)
+			select { // the first holds its uncommitted marker
+			case <-inserted:
+			case <-done:
+				t.Fatalf("the first Apply ended before inserting its marker: %v", firstErr)
 			}
 			secondOut, secondErr := second.Apply(ctx, c.op(), c.effect())
 			<-done
@@ -358,16 +362,6 @@ func TestEffectRaceOnOneID(t *testing.T) {
 			assert.Equal(t, map[string]int{"race": 1}, b.applied(t))
 		})
 	}
-}
-
-// markerInsertOpen reports whether a transaction that inserted into the marker table is still
-// open, seen from the locks on the table.
-func (b bank) markerInsertOpen(t *testing.T) bool {
-	var n int
-	require.NoError(t, b.db.Pool.QueryRow(testCtx(t), `SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation `+
-		`JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = $1 AND c.relname = 'streamledger_markers' AND l.mode = 'RowExclusiveLock'`,
-		b.db.Schema).Scan(&n))
-	return n > 0
 }
 
 // Many operations, redelivered and raced by two consumers with their own pools, with

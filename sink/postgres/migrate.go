@@ -109,13 +109,6 @@ func (s *Sink) viewDDL() string {
 		ident(c.WindowStart), ident(c.Dimension), ident(c.DimensionID))
 }
 
-func prefixed(prefix, s string) string {
-	if s == "" {
-		return ""
-	}
-	return prefix + s
-}
-
 func (s *Sink) migrationStatements() []string {
 	var out []string
 	for _, m := range s.migrations() {

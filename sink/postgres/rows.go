@@ -6,7 +6,8 @@ import (
 	"github.com/streamledger/streamledger/sink"
 )
 
-// partialRows are the partials of one close batch, in the partials table's column order.
+// partialRows are the partials of one close batch: window_start, dimension, dimension_id,
+// window_end, stats, the attributes; constants topic, partition, written_at.
 type partialRows struct {
 	b     sink.CloseBatch
 	attrs []string
@@ -18,7 +19,7 @@ func (r *partialRows) Len() int { return len(r.b.Partials) }
 
 func (r *partialRows) Row(i int) []any {
 	p := r.b.Partials[i]
-	r.row = append(r.row[:0], p.WindowStart, p.Dimension, p.DimensionID, r.b.Source.Topic, r.b.Source.Partition, p.WindowEnd, p.Stats)
+	r.row = append(r.row[:0], p.WindowStart, p.Dimension, p.DimensionID, p.WindowEnd, p.Stats)
 	for _, name := range r.attrs {
 		if v, ok := p.Attrs[name]; ok {
 			r.row = append(r.row, v)
@@ -26,40 +27,39 @@ func (r *partialRows) Row(i int) []any {
 			r.row = append(r.row, nil)
 		}
 	}
-	return append(r.row, r.now)
+	return r.row
 }
 
 func (r *partialRows) Columns() []any {
 	n := len(r.b.Partials)
 	starts, ends := make([]time.Time, n), make([]time.Time, n)
 	dims, ids := make([]string, n), make([]string, n)
-	topics, parts := make([]string, n), make([]int32, n)
 	stats := make([][]byte, n)
-	written := make([]time.Time, n)
 	attrs := make([][]*string, len(r.attrs))
 	for j := range attrs {
 		attrs[j] = make([]*string, n)
 	}
 	for i, p := range r.b.Partials {
-		starts[i], ends[i], dims[i], ids[i] = p.WindowStart, p.WindowEnd, p.Dimension, p.DimensionID
-		topics[i], parts[i], stats[i], written[i] = r.b.Source.Topic, r.b.Source.Partition, p.Stats, r.now
+		starts[i], ends[i], dims[i], ids[i], stats[i] = p.WindowStart, p.WindowEnd, p.Dimension, p.DimensionID, p.Stats
 		for j, name := range r.attrs {
 			if v, ok := p.Attrs[name]; ok {
 				attrs[j][i] = &v
 			}
 		}
 	}
-	out := []any{starts, dims, ids, topics, parts, ends, stats}
+	out := []any{starts, dims, ids, ends, stats}
 	for _, a := range attrs {
 		out = append(out, a)
 	}
-	return append(out, written)
+	return out
 }
 
-// mergedRows are recomputed merged rows, column by column in the merged table's order.
+func (r *partialRows) Consts() []any { return []any{r.b.Source.Topic, r.b.Source.Partition, r.now} }
+
+// mergedRows are recomputed merged rows, column by column in the merged table's order;
+// computed_at is the constant.
 type mergedRows struct {
-	attrs int
-	now   time.Time
+	now time.Time
 
 	starts, ends []time.Time
 	dims, ids    []string
@@ -70,16 +70,18 @@ type mergedRows struct {
 	row          []any
 }
 
-func (m *mergedRows) grow(n int) {
+func newMergedRows(n, attrs int, now time.Time) *mergedRows {
+	m := &mergedRows{now: now}
 	m.starts, m.ends = make([]time.Time, 0, n), make([]time.Time, 0, n)
 	m.dims, m.ids = make([]string, 0, n), make([]string, 0, n)
-	m.attrVals = make([][]*string, m.attrs)
+	m.attrVals = make([][]*string, attrs)
 	for i := range m.attrVals {
 		m.attrVals[i] = make([]*string, 0, n)
 	}
 	m.counts = make([]int64, 0, n)
 	m.means, m.qs = make([]float64, 0, n), make([]float64, 0, n)
 	m.maxs, m.mins = make([]float64, 0, n), make([]float64, 0, n)
+	return m
 }
 
 func (m *mergedRows) add(k sink.Key, end time.Time, attrs []*string, s sink.Summary) {
@@ -104,7 +106,7 @@ func (m *mergedRows) Row(i int) []any {
 			m.row = append(m.row, *a[i])
 		}
 	}
-	return append(m.row, m.counts[i], m.means[i], m.qs[i], m.maxs[i], m.mins[i], m.now)
+	return append(m.row, m.counts[i], m.means[i], m.qs[i], m.maxs[i], m.mins[i])
 }
 
 func (m *mergedRows) Columns() []any {
@@ -112,14 +114,13 @@ func (m *mergedRows) Columns() []any {
 	for _, a := range m.attrVals {
 		out = append(out, a)
 	}
-	computed := make([]time.Time, len(m.starts))
-	for i := range computed {
-		computed[i] = m.now
-	}
-	return append(out, m.counts, m.means, m.qs, m.maxs, m.mins, computed)
+	return append(out, m.counts, m.means, m.qs, m.maxs, m.mins)
 }
 
-// stateRows are prepared state rows, in the state table's column order.
+func (m *mergedRows) Consts() []any { return []any{m.now} }
+
+// stateRows are prepared state rows: key, observed-at, values; updated_at, when the spec
+// has it, is the constant.
 type stateRows struct {
 	rows      []sink.StateRow
 	updatedAt bool
@@ -132,9 +133,6 @@ func (r *stateRows) Len() int { return len(r.rows) }
 func (r *stateRows) Row(i int) []any {
 	x := r.rows[i]
 	r.row = append(append(append(r.row[:0], x.Key...), x.ObservedAt), x.Values...)
-	if r.updatedAt {
-		r.row = append(r.row, r.now)
-	}
 	return r.row
 }
 
@@ -143,11 +141,7 @@ func (r *stateRows) Columns() []any {
 		return nil
 	}
 	nk, nv := len(r.rows[0].Key), len(r.rows[0].Values)
-	ncol := nk + 1 + nv
-	if r.updatedAt {
-		ncol++
-	}
-	cols := make([][]any, ncol)
+	cols := make([][]any, nk+1+nv)
 	for j := range cols {
 		cols[j] = make([]any, len(r.rows))
 	}
@@ -159,13 +153,17 @@ func (r *stateRows) Columns() []any {
 		for j, v := range x.Values {
 			cols[nk+1+j][i] = v
 		}
-		if r.updatedAt {
-			cols[ncol-1][i] = r.now
-		}
 	}
-	out := make([]any, ncol)
+	out := make([]any, len(cols))
 	for j, c := range cols {
 		out[j] = c
 	}
 	return out
+}
+
+func (r *stateRows) Consts() []any {
+	if r.updatedAt {
+		return []any{r.now}
+	}
+	return nil
 }

@@ -23,60 +23,70 @@ func quoteAll(prefix string, names []string) string {
 	return b.String()
 }
 
-// upsert is one generated INSERT ... ON CONFLICT, in every form the strategies send. Values
-// only ever travel as parameters; names are quoted identifiers.
-type upsert struct {
-	cols    []string // column names, unquoted, in parameter order
-	types   []string // SQL type of each column, for unnest; nil until known
-	tmp     string   // quoted name of the temporary table of StrategyCopy
-	tmpName string   // its unquoted name
-
-	table    string // quoted, schema-qualified
-	conflict string // ON CONFLICT (...) DO UPDATE SET ... [WHERE ...]
-
-	values     string // INSERT ... VALUES ($1, ...) ON CONFLICT ...
-	unnest     string // INSERT ... SELECT * FROM unnest($1::t[], ...) ON CONFLICT ...; "" until types are known
-	createTemp string // CREATE TEMP TABLE ... ON COMMIT DROP AS SELECT ... WITH NO DATA
-	fromTemp   string // INSERT ... SELECT ... FROM tmp ON CONFLICT ...
+// placeholders returns "$from::types[0], $from+1::types[1], ..." (no casts if types is nil
+// and n names the count), with suffix appended to each type.
+func placeholders(from int, types []string, suffix string) string {
+	out := make([]string, len(types))
+	for i, t := range types {
+		out[i] = fmt.Sprintf("$%d::%s%s", from+i, t, suffix)
+	}
+	return strings.Join(out, ", ")
 }
 
-// newUpsert builds the statements for table (in schema) with columns cols, conflict target
-// key, and the given SET assignments (already quoted SQL) and optional WHERE guard.
-func newUpsert(schema, table string, cols, types, key, set []string, where string) *upsert {
-	u := &upsert{cols: cols, table: ident(schema, table)}
+// upsert is one generated INSERT ... ON CONFLICT, in the form of every strategy. Columns
+// are varying (one value per row) or constant (one value for the whole batch, sent once as a
+// scalar parameter after the varying ones). Values only ever travel as parameters; names are
+// quoted identifiers.
+type upsert struct {
+	varying []string // varying column names, unquoted, in parameter order
+	vtypes  []string // their SQL types, for unnest; nil until known
+	consts  []string // constant column names
+	ctypes  []string // their SQL types
+
+	table    string // quoted, schema-qualified
+	cols     string // quoted column list: varying, then constant
+	conflict string // ON CONFLICT (...) DO UPDATE SET ... [WHERE ...]
+	tmpName  string // unquoted name of the temporary table of StrategyCopy
+
+	values     string // INSERT ... VALUES ($1, ...) ON CONFLICT ...
+	unnest     string // INSERT ... SELECT *, $k FROM unnest($1::t[], ...) ON CONFLICT ...; "" until types are known
+	createTemp string // CREATE TEMP TABLE ... ON COMMIT DROP AS SELECT ... WITH NO DATA
+	fromTemp   string // INSERT ... SELECT ..., $1 FROM tmp ON CONFLICT ...
+}
+
+// newUpsert builds the statements for table (in schema), conflict target key, the given SET
+// assignments (already quoted SQL) and optional WHERE guard.
+func newUpsert(schema, table string, varying, vtypes, consts, ctypes, key, set []string, where string) *upsert {
+	u := &upsert{varying: varying, consts: consts, ctypes: ctypes, table: ident(schema, table)}
 	u.conflict = fmt.Sprintf("ON CONFLICT (%s) DO UPDATE SET %s", quoteAll("", key), strings.Join(set, ", "))
 	if where != "" {
 		u.conflict += " WHERE " + where
 	}
-	colList := quoteAll("", cols)
-	ph := make([]string, len(cols))
-	for i := range cols {
+	u.cols = quoteAll("", append(append([]string(nil), varying...), consts...))
+	ph := make([]string, len(varying)+len(consts))
+	for i := range ph {
 		ph[i] = fmt.Sprintf("$%d", i+1)
 	}
-	u.values = fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s) %s", u.table, colList, strings.Join(ph, ", "), u.conflict)
-	tmpName := "streamledger_tmp_" + table
-	if len(tmpName) > 63 {
-		tmpName = tmpName[:63]
+	u.values = fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s) %s", u.table, u.cols, strings.Join(ph, ", "), u.conflict)
+	u.tmpName = "streamledger_tmp_" + table
+	if len(u.tmpName) > 63 {
+		u.tmpName = u.tmpName[:63]
 	}
-	u.tmpName = tmpName
-	u.tmp = ident(tmpName)
-	u.createTemp = fmt.Sprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS SELECT %s FROM %s WITH NO DATA", u.tmp, colList, u.table)
-	u.fromTemp = fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM %s %s", u.table, colList, colList, u.tmp, u.conflict)
-	if types != nil {
-		u.setTypes(types)
+	vcols := quoteAll("", varying)
+	u.createTemp = fmt.Sprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS SELECT %s FROM %s WITH NO DATA", ident(u.tmpName), vcols, u.table)
+	u.fromTemp = fmt.Sprintf("INSERT INTO %s (%s) SELECT %s%s FROM %s %s", u.table, u.cols, vcols,
+		prefixed(", ", placeholders(1, ctypes, "")), ident(u.tmpName), u.conflict)
+	if vtypes != nil {
+		u.setTypes(vtypes)
 	}
 	return u
 }
 
-// setTypes records the column types and builds the unnest form.
-func (u *upsert) setTypes(types []string) {
-	u.types = types
-	arrays := make([]string, len(u.cols))
-	for i, t := range types {
-		arrays[i] = fmt.Sprintf("$%d::%s[]", i+1, t)
-	}
-	u.unnest = fmt.Sprintf("INSERT INTO %s (%s) SELECT * FROM unnest(%s) %s",
-		u.table, quoteAll("", u.cols), strings.Join(arrays, ", "), u.conflict)
+// setTypes records the varying columns' types and builds the unnest form.
+func (u *upsert) setTypes(vtypes []string) {
+	u.vtypes = vtypes
+	u.unnest = fmt.Sprintf("INSERT INTO %s (%s) SELECT *%s FROM unnest(%s) %s", u.table, u.cols,
+		prefixed(", ", placeholders(len(vtypes)+1, u.ctypes, "")), placeholders(1, vtypes, "[]"), u.conflict)
 }
 
 // statements returns every statement of u that is known.
@@ -105,4 +115,11 @@ func coalesce(table string, cols ...string) []string {
 		out[i] = fmt.Sprintf("%s = COALESCE(EXCLUDED.%s, %s.%s)", ident(c), ident(c), ident(table), ident(c))
 	}
 	return out
+}
+
+func prefixed(prefix, s string) string {
+	if s == "" {
+		return ""
+	}
+	return prefix + s
 }

@@ -67,8 +67,8 @@ func (st *stateTable) discoverTypes(ctx context.Context, tx pgx.Tx, schema strin
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read column types of %s: %w", ident(schema, st.spec.Table), err)
 	}
-	out := make([]string, len(st.u.cols))
-	for i, c := range st.u.cols {
+	out := make([]string, len(st.u.varying))
+	for i, c := range st.u.varying {
 		t, ok := types[c]
 		if !ok {
 			return fmt.Errorf("%w: state table %s has no column %q", sink.ErrInvalid, ident(schema, st.spec.Table), c)

@@ -8,14 +8,15 @@ import (
 )
 
 // rowSet is a batch of rows for one upsert, readable by row (batch, copy, row by row) or by
-// column (unnest).
+// column (unnest). Rows hold the varying columns; Consts the constant ones.
 type rowSet interface {
 	Len() int
-	// Row returns the values of row i in column order; the slice may be reused by the next
-	// call.
+	// Row returns the varying values of row i; the slice may be reused by the next call.
 	Row(i int) []any
-	// Columns returns one slice per column, typed where possible.
+	// Columns returns one slice per varying column, typed where possible.
 	Columns() []any
+	// Consts returns the values of the constant columns.
+	Consts() []any
 }
 
 // writeRows sends rs through u with strategy st inside tx.
@@ -29,44 +30,58 @@ func writeRows(ctx context.Context, tx pgx.Tx, u *upsert, rs rowSet, st Strategy
 		if u.unnest == "" {
 			return fmt.Errorf("postgres: upsert into %s: column types unknown", u.table)
 		}
-		if _, err := tx.Exec(ctx, u.unnest, rs.Columns()...); err != nil {
+		if _, err := tx.Exec(ctx, u.unnest, append(rs.Columns(), rs.Consts()...)...); err != nil {
 			return fmt.Errorf("upsert %d rows into %s (unnest): %w", n, u.table, err)
 		}
 	case StrategyCopy:
-		if _, err := tx.Exec(ctx, u.createTemp); err != nil {
-			return fmt.Errorf("create temporary table for %s: %w", u.table, err)
+		if err := copyRows(ctx, tx, u, rs); err != nil {
+			return err
 		}
-		i := 0
-		src := pgx.CopyFromFunc(func() ([]any, error) {
-			if i >= n {
-				return nil, nil
-			}
-			i++
-			return rs.Row(i - 1), nil
-		})
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{u.tmpName}, u.cols, src); err != nil {
-			return fmt.Errorf("copy %d rows for %s: %w", n, u.table, err)
-		}
-		if _, err := tx.Exec(ctx, u.fromTemp); err != nil {
+		if _, err := tx.Exec(ctx, u.fromTemp, rs.Consts()...); err != nil {
 			return fmt.Errorf("upsert %d rows into %s (copy): %w", n, u.table, err)
 		}
 	case StrategyBatch:
 		b := &pgx.Batch{}
+		consts := rs.Consts()
 		for i := range n {
 			// Row may reuse its slice; the batch keeps the arguments until it is sent.
-			b.Queue(u.values, append([]any(nil), rs.Row(i)...)...)
+			b.Queue(u.values, append(append([]any(nil), rs.Row(i)...), consts...)...)
 		}
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("upsert %d rows into %s (batch): %w", n, u.table, err)
 		}
 	case StrategyRowByRow:
+		consts := rs.Consts()
+		var args []any
 		for i := range n {
-			if _, err := tx.Exec(ctx, u.values, rs.Row(i)...); err != nil {
+			args = append(append(args[:0], rs.Row(i)...), consts...)
+			if _, err := tx.Exec(ctx, u.values, args...); err != nil {
 				return fmt.Errorf("upsert row %d of %d into %s: %w", i, n, u.table, err)
 			}
 		}
 	default:
 		return fmt.Errorf("postgres: unknown strategy %v", st)
+	}
+	return nil
+}
+
+// copyRows creates u's temporary table (dropped at commit) and copies rs's varying columns
+// into it.
+func copyRows(ctx context.Context, tx pgx.Tx, u *upsert, rs rowSet) error {
+	n := rs.Len()
+	if _, err := tx.Exec(ctx, u.createTemp); err != nil {
+		return fmt.Errorf("create temporary table for %s: %w", u.table, err)
+	}
+	i := 0
+	src := pgx.CopyFromFunc(func() ([]any, error) {
+		if i >= n {
+			return nil, nil
+		}
+		i++
+		return rs.Row(i - 1), nil
+	})
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{u.tmpName}, u.varying, src); err != nil {
+		return fmt.Errorf("copy %d rows for %s: %w", n, u.table, err)
 	}
 	return nil
 }
