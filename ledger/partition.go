@@ -166,8 +166,11 @@ func (p *Partition) Checkpoint() (Checkpoint, bool) {
 	return Checkpoint{Watermark: time.Unix(0, mark).UTC()}, true
 }
 
-// Pending returns the number of entries added and not yet released.
-func (p *Partition) Pending() int64 { return p.pending }
+// Pending returns the number of entries added and not yet durable.
+func (p *Partition) Pending() int64 {
+	p.release()
+	return p.pending
+}
 
 // Runs returns the number of runs held: the ledger's memory is proportional to it.
 func (p *Partition) Runs() int { return p.runs.n }
@@ -194,6 +197,7 @@ func (p *Partition) release() {
 				r.done = n
 			}
 			if n < r.count {
+				r.trimAcks()
 				return
 			}
 		} else {
@@ -202,6 +206,20 @@ func (p *Partition) release() {
 		}
 		p.runs.pop()
 	}
+}
+
+// trimAcks drops the bitmap words of released entries, so that a long-lived Ack run (a service
+// that always has some work in flight) holds memory for its pending entries only.
+func (r *run) trimAcks() {
+	k := r.done / 64
+	if k == 0 {
+		return
+	}
+	n := copy(r.acked, r.acked[k:])
+	r.acked = r.acked[:n]
+	r.first += 64 * k
+	r.done -= 64 * k
+	r.count -= 64 * k
 }
 
 // ackedPrefix counts the leading acked entries of an Ack run.
