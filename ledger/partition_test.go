@@ -26,8 +26,8 @@ func committable(t *testing.T, p *ledger.Partition) int64 {
 func TestSeedCommitsOnlyPastFinalizedWindowsInOrder(t *testing.T) {
 	p := ledger.NewPartition()
 	wEnd := t0.Add(5 * time.Minute)
-	require.NoError(t, p.Add(100, ledger.Window(wEnd)))                  // prediction in [12:00, 12:05)
-	require.NoError(t, p.Add(101, ledger.Flush(1)))                      // a position
+	require.NoError(t, p.Add(100, ledger.Window(wEnd)))                    // prediction in [12:00, 12:05)
+	require.NoError(t, p.Add(101, ledger.Flush(1)))                        // a position
 	require.NoError(t, p.Add(102, ledger.Window(wEnd.Add(5*time.Minute)))) // prediction in [12:05, 12:10)
 	require.NoError(t, p.Add(103, ledger.Flush(1)))
 	require.NoError(t, p.Flushed(1))
