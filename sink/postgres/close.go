@@ -50,6 +50,16 @@ func (s *Sink) writeClose(ctx context.Context, tx pgx.Tx, b sink.CloseBatch) err
 		if err != nil {
 			return err
 		}
+		if s.cfg.Strategy == StrategyUnnest {
+			// The merged rows and the progress in one round trip.
+			batch := &pgx.Batch{}
+			batch.Queue(s.merged.unnest, append(merged.Columns(), merged.Consts()...)...)
+			batch.Queue(s.progress, b.Source.Topic, b.Source.Partition, b.ClosedThrough, now)
+			if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+				return fmt.Errorf("upsert %d merged rows into %s and progress of %s: %w", merged.Len(), s.merged.table, b.Source, err)
+			}
+			return nil
+		}
 		if err := writeRows(ctx, tx, s.merged, merged, s.cfg.Strategy); err != nil {
 			return err
 		}
