@@ -1,0 +1,357 @@
+package dlqkafka
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/streamledger/streamledger/dlq"
+)
+
+// Defaults for the zero values of [Config] and [ReplayConfig].
+const (
+	DefaultMaxAttempts     = 3
+	DefaultRetryBackoff    = 500 * time.Millisecond
+	DefaultMetadataTimeout = 10 * time.Second
+	DefaultMaxErrorMessage = 4096
+)
+
+// Config configures a [Producer]. Kafka and ProcessorID are required; every other zero value is
+// documented.
+type Config struct {
+	// Kafka is the librdkafka configuration (bootstrap.servers, TLS, SASL, client.id...). The
+	// producer sets enable.idempotence=true, allow.auto.create.topics=false and
+	// go.delivery.reports=true; a different value for one of these is an error.
+	Kafka kafka.ConfigMap
+	// ProcessorID identifies this processor instance in every dead letter it writes.
+	ProcessorID string
+	// Topic names the dead-letter topic of a source topic; nil means [dlq.DefaultTopic].
+	Topic func(source string) string
+	// CreateTopics lets the producer create a missing dead-letter topic through the admin client,
+	// with the source topic's partition count. When false a missing topic is an error
+	// ([ErrTopicMissing]) naming the topic to create. Either way the broker is never asked to
+	// auto-create a topic: it would use its default partition count.
+	CreateTopics bool
+	// ReplicationFactor of created topics; zero means the broker's default.
+	ReplicationFactor int
+	// TopicConfig is the configuration of created topics (retention.ms...); nil means none.
+	TopicConfig map[string]string
+	// MaxAttempts bounds the produce attempts of one dead letter, the first included; zero means
+	// [DefaultMaxAttempts]. librdkafka retries within an attempt until message.timeout.ms; an
+	// attempt ends with a failed delivery report.
+	MaxAttempts int
+	// RetryBackoff is the wait before the next attempt; zero means [DefaultRetryBackoff].
+	RetryBackoff time.Duration
+	// MetadataTimeout bounds one lookup or creation of a topic, within Send's context; zero means
+	// [DefaultMetadataTimeout].
+	MetadataTimeout time.Duration
+	// MaxErrorMessage bounds the error message header in bytes (see [dlq.TruncateMessage]); zero
+	// means [DefaultMaxErrorMessage], negative means no bound.
+	MaxErrorMessage int
+	// Clock gives the time of failure; nil means time.Now.
+	Clock func() time.Time
+	// OnError receives errors of the client that concern no single letter (a broker
+	// unreachable, an idempotent producer's fatal error); nil drops them. It runs on the
+	// producer's delivery goroutine and must not block.
+	OnError func(error)
+}
+
+// Producer writes dead letters. It is safe for concurrent use.
+type Producer struct {
+	cfg   Config
+	s     *sender
+	admin *kafka.AdminClient
+
+	mu     sync.Mutex
+	closed bool
+	topics map[string]resolved // by source topic
+}
+
+type resolved struct {
+	name       string
+	partitions int
+}
+
+// Delivery is the outcome of one dead letter.
+type Delivery struct {
+	// Letter is the dead letter as written (or as attempted).
+	Letter dlq.DeadLetter
+	// Topic, Partition and Offset locate it in the dead-letter topic; Offset is set only on
+	// success.
+	Topic     string
+	Partition int32
+	Offset    int64
+	// Attempts is the number of produce attempts made.
+	Attempts int
+	// Err is nil only when the broker confirmed the letter (a positive delivery report); only
+	// then is the source message durable and its offset safe to commit.
+	Err error
+}
+
+// NewProducer checks cfg and starts an idempotent producer.
+func NewProducer(cfg Config) (*Producer, error) {
+	if cfg.ProcessorID == "" {
+		return nil, fmt.Errorf("%w: ProcessorID is empty, expected an identifier of this processor", ErrConfig)
+	}
+	if len(cfg.Kafka) == 0 {
+		return nil, fmt.Errorf("%w: Kafka is empty, expected at least bootstrap.servers", ErrConfig)
+	}
+	if cfg.ReplicationFactor < 0 {
+		return nil, fmt.Errorf("%w: ReplicationFactor: expected >= 0, found %d", ErrConfig, cfg.ReplicationFactor)
+	}
+	if cfg.MaxAttempts < 0 || cfg.RetryBackoff < 0 || cfg.MetadataTimeout < 0 {
+		return nil, fmt.Errorf("%w: MaxAttempts, RetryBackoff and MetadataTimeout: expected >= 0, found %d, %s, %s",
+			ErrConfig, cfg.MaxAttempts, cfg.RetryBackoff, cfg.MetadataTimeout)
+	}
+	if cfg.Topic == nil {
+		cfg.Topic = dlq.DefaultTopic
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.RetryBackoff == 0 {
+		cfg.RetryBackoff = DefaultRetryBackoff
+	}
+	if cfg.MetadataTimeout == 0 {
+		cfg.MetadataTimeout = DefaultMetadataTimeout
+	}
+	if cfg.MaxErrorMessage == 0 {
+		cfg.MaxErrorMessage = DefaultMaxErrorMessage
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	s, err := newSender(cfg.Kafka, cfg.MaxAttempts, cfg.RetryBackoff, cfg.OnError)
+	if err != nil {
+		return nil, err
+	}
+	p := &Producer{cfg: cfg, s: s, topics: map[string]resolved{}}
+	if cfg.CreateTopics {
+		if p.admin, err = kafka.NewAdminClientFromProducer(s.p); err != nil {
+			_ = s.close(context.Background())
+			return nil, fmt.Errorf("dlqkafka: new admin client: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// Send dead-letters rec, which failed with cause: it builds the [dlq.DeadLetter] (time of
+// failure from Config.Clock), makes sure the dead-letter topic exists with enough partitions,
+// and produces the letter to the same partition number as rec.
+//
+// Exactly one of these happens: Send returns an error and done is never called, or Send returns
+// nil and done is called exactly once with the letter's [Delivery]. done gets a nil Delivery.Err
+// only on a positive delivery report; a failed delivery is retried up to Config.MaxAttempts
+// times and then reported with its error, never as a success. done runs on a goroutine of the
+// producer and must not block or call Close: hand the result to your own goroutine (for example,
+// the consumer loop that acks the ledger entry).
+//
+// ctx bounds the topic lookup and the wait for room in the producer's queue, not the delivery.
+func (p *Producer) Send(ctx context.Context, rec dlq.Record, cause error, done func(Delivery)) error {
+	if done == nil {
+		return fmt.Errorf("%w: Send: done is nil, expected a function to receive the delivery", ErrConfig)
+	}
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	letter := dlq.NewDeadLetter(rec, cause, p.cfg.ProcessorID, p.cfg.Clock())
+	if p.cfg.MaxErrorMessage > 0 {
+		letter.ErrorMessage = dlq.TruncateMessage(letter.ErrorMessage, p.cfg.MaxErrorMessage)
+	}
+	headers, err := letter.Headers()
+	if err != nil {
+		return fmt.Errorf("dlqkafka: dead letter for %s: %w", rec, err)
+	}
+	topic, err := p.resolve(ctx, rec.Topic, rec.Partition)
+	if err != nil {
+		return err
+	}
+	msg := kafka.Message{
+		TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: rec.Partition},
+		Key:            letter.Key,
+		Value:          letter.Value,
+		Headers:        toKafkaHeaders(headers),
+		Timestamp:      letter.FailedAt,
+	}
+	return p.s.send(ctx, msg, func(o outcome) {
+		d := Delivery{Letter: letter, Topic: topic, Partition: rec.Partition, Offset: -1, Attempts: o.attempts}
+		if o.err != nil {
+			d.Err = &DeliveryError{Topic: topic, Partition: rec.Partition, Source: rec, Attempts: o.attempts, Err: o.err}
+		} else {
+			d.Offset = int64(o.tp.Offset)
+		}
+		done(d)
+	})
+}
+
+// Flush waits until every letter sent so far has been reported to its done function, or until
+// ctx is done.
+func (p *Producer) Flush(ctx context.Context) error { return p.s.flush(ctx) }
+
+// Close stops taking letters, waits until every letter sent has been reported or ctx is done,
+// then closes the client. Letters still unconfirmed when ctx is done are purged and reported
+// with an error (never as delivered: the broker may or may not have them). Close returns ctx's
+// error in that case.
+func (p *Producer) Close(ctx context.Context) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return ErrClosed
+	}
+	p.closed = true
+	p.mu.Unlock()
+	if p.admin != nil {
+		p.admin.Close()
+	}
+	return p.s.close(ctx)
+}
+
+// TopicFor returns the name of the dead-letter topic of source.
+func (p *Producer) TopicFor(source string) string { return p.cfg.Topic(source) }
+
+// resolve returns the dead-letter topic of source once it is known to exist with a partition
+// for partition, creating it when allowed. Only successes are cached, so a topic created by an
+// operator after an error is picked up by the next Send.
+func (p *Producer) resolve(ctx context.Context, source string, partition int32) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock() // lookups are rare (once per source topic); serializing them is simpler
+	if r, ok := p.topics[source]; ok && int(partition) < r.partitions {
+		return r.name, nil
+	}
+	name := p.cfg.Topic(source)
+	if err := dlq.ValidateTopic(name); err != nil {
+		return "", fmt.Errorf("dlqkafka: dead-letter topic of %q: %w", source, err)
+	}
+	if name == source {
+		return "", fmt.Errorf("%w: Topic maps %q to itself, expected a separate dead-letter topic", ErrConfig, source)
+	}
+	srcParts, err := p.partitions(ctx, source)
+	if err != nil {
+		return "", fmt.Errorf("dlqkafka: source topic %q: %w", source, err)
+	}
+	dlqParts, err := p.partitions(ctx, name)
+	if err != nil {
+		return "", fmt.Errorf("dlqkafka: dead-letter topic %q: %w", name, err)
+	}
+	if dlqParts == 0 {
+		if !p.cfg.CreateTopics {
+			return "", &TopicError{Topic: name, Source: source, SourcePartitions: srcParts, Err: ErrTopicMissing}
+		}
+		if dlqParts, err = p.create(ctx, name, srcParts); err != nil {
+			return "", &TopicError{Topic: name, Source: source, SourcePartitions: srcParts, Err: err}
+		}
+	}
+	if dlqParts < srcParts || int(partition) >= dlqParts {
+		return "", &TopicError{Topic: name, Source: source, Partitions: dlqParts, SourcePartitions: srcParts, Partition: partition, Err: ErrTooFewPartitions}
+	}
+	p.topics[source] = resolved{name: name, partitions: dlqParts}
+	return name, nil
+}
+
+// partitions returns the partition count of topic, 0 if it does not exist.
+func (p *Producer) partitions(ctx context.Context, topic string) (int, error) {
+	md, err := p.s.p.GetMetadata(&topic, false, timeoutMs(ctx, p.cfg.MetadataTimeout))
+	if err != nil {
+		return 0, err
+	}
+	tm, ok := md.Topics[topic]
+	if !ok {
+		return 0, nil
+	}
+	if tm.Error.Code() == kafka.ErrUnknownTopicOrPart || tm.Error.Code() == kafka.ErrUnknownTopic {
+		return 0, nil
+	}
+	if tm.Error.Code() != kafka.ErrNoError {
+		return 0, tm.Error
+	}
+	return len(tm.Partitions), nil
+}
+
+// create makes topic with the given partition count and waits until the producer's metadata
+// shows it, so that the first produce does not race the topic's propagation.
+func (p *Producer) create(ctx context.Context, topic string, partitions int) (int, error) {
+	if partitions <= 0 {
+		return 0, fmt.Errorf("%w: the source topic does not exist, so its partition count is unknown", ErrTopicMissing)
+	}
+	rf := p.cfg.ReplicationFactor
+	if rf == 0 {
+		rf = -1 // the broker's default.replication.factor
+	}
+	cctx, cancel := context.WithTimeout(ctx, p.cfg.MetadataTimeout)
+	defer cancel()
+	res, err := p.admin.CreateTopics(cctx, []kafka.TopicSpecification{{
+		Topic: topic, NumPartitions: partitions, ReplicationFactor: rf, Config: p.cfg.TopicConfig,
+	}}, kafka.SetAdminOperationTimeout(p.cfg.MetadataTimeout))
+	if err != nil {
+		return 0, fmt.Errorf("create: %w", err)
+	}
+	for _, r := range res {
+		if c := r.Error.Code(); c != kafka.ErrNoError && c != kafka.ErrTopicAlreadyExists {
+			return 0, fmt.Errorf("create: %w", r.Error)
+		}
+	}
+	for {
+		n, err := p.partitions(cctx, topic)
+		if err == nil && n > 0 {
+			return n, nil
+		}
+		select {
+		case <-cctx.Done():
+			return 0, fmt.Errorf("created, but not visible in metadata after %s: %w", p.cfg.MetadataTimeout, cctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// timeoutMs is the smaller of max and what is left of ctx, for librdkafka's millisecond timeouts.
+func timeoutMs(ctx context.Context, max time.Duration) int {
+	d := max
+	if dl, ok := ctx.Deadline(); ok {
+		if left := time.Until(dl); left < d {
+			d = left
+		}
+	}
+	if d < time.Millisecond {
+		d = time.Millisecond
+	}
+	return int(d / time.Millisecond)
+}
+
+func toKafkaHeaders(hs []dlq.Header) []kafka.Header {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := make([]kafka.Header, len(hs))
+	for i, h := range hs {
+		out[i] = kafka.Header{Key: h.Key, Value: h.Value}
+	}
+	return out
+}
+
+// RecordFromMessage converts a consumed message to a [dlq.Record]. Keys, values and header
+// values are shared, not copied.
+func RecordFromMessage(m *kafka.Message) dlq.Record {
+	r := dlq.Record{Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset), Key: m.Key, Value: m.Value}
+	if m.TopicPartition.Topic != nil {
+		r.Topic = *m.TopicPartition.Topic
+	}
+	if m.TimestampType != kafka.TimestampNotAvailable && !m.Timestamp.IsZero() {
+		r.Timestamp = m.Timestamp.UTC()
+	}
+	if len(m.Headers) > 0 {
+		r.Headers = make([]dlq.Header, len(m.Headers))
+		for i, h := range m.Headers {
+			r.Headers[i] = dlq.Header{Key: h.Key, Value: h.Value}
+		}
+	}
+	return r
+}

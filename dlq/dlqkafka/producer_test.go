@@ -1,0 +1,172 @@
+package dlqkafka_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamledger/streamledger/dlq"
+	"github.com/streamledger/streamledger/dlq/dlqkafka"
+	"github.com/streamledger/streamledger/internal/kafkatest"
+)
+
+var (
+	t0       = time.Date(2024, 3, 5, 7, 42, 13, 123_000_000, time.UTC)
+	origTime = time.Date(2024, 3, 5, 7, 41, 0, 250_000_000, time.UTC)
+)
+
+type schemaError struct{ field string }
+
+func (e *schemaError) Error() string      { return "field " + e.field + ": expected a number" }
+func (e *schemaError) ErrorClass() string { return "schema" }
+
+// fixedClock returns t0, t0+1s, t0+2s... so that every letter's time of failure is known.
+func fixedClock() func() time.Time {
+	var mu sync.Mutex
+	n := 0
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return t0.Add(time.Duration(n-1) * time.Second)
+	}
+}
+
+func newProducer(t *testing.T, c *kafkatest.Cluster, cfg dlqkafka.Config) *dlqkafka.Producer {
+	t.Helper()
+	if cfg.Kafka == nil {
+		cfg.Kafka = c.ConfigMap()
+	}
+	if cfg.ProcessorID == "" {
+		cfg.ProcessorID = "proc-1"
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = fixedClock()
+	}
+	if cfg.RetryBackoff == 0 {
+		cfg.RetryBackoff = 10 * time.Millisecond
+	}
+	p, err := dlqkafka.NewProducer(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	return p
+}
+
+// send dead-letters rec and waits for its delivery.
+func send(t *testing.T, p *dlqkafka.Producer, rec dlq.Record, cause error) dlqkafka.Delivery {
+	t.Helper()
+	ch := make(chan dlqkafka.Delivery, 1)
+	require.NoError(t, p.Send(context.Background(), rec, cause, func(d dlqkafka.Delivery) { ch <- d }))
+	select {
+	case d := <-ch:
+		return d
+	case <-time.After(kafkatest.Timeout):
+		t.Fatalf("no delivery for %s after %s", rec, kafkatest.Timeout)
+		return dlqkafka.Delivery{}
+	}
+}
+
+func source(topic string, partition int32, offset int64) dlq.Record {
+	return dlq.Record{
+		Topic: topic, Partition: partition, Offset: offset, Timestamp: origTime,
+		Key:   []byte("key-" + strconv.Itoa(int(partition))),
+		Value: []byte{0x00, 0xff, 0xfe, '{', byte(offset)},
+		Headers: []dlq.Header{
+			{Key: "trace", Value: []byte("t-" + strconv.FormatInt(offset, 10))},
+			{Key: "null", Value: nil},
+			{Key: "empty", Value: []byte{}},
+			{Key: "trace", Value: []byte("second")},
+		},
+	}
+}
+
+func toKafkatest(hs []dlq.Header) []kafkatest.Header {
+	out := make([]kafkatest.Header, len(hs))
+	for i, h := range hs {
+		out[i] = kafkatest.Header{Key: h.Key, Value: h.Value}
+	}
+	return out
+}
+
+func fromKafkatest(hs []kafkatest.Header) []dlq.Header {
+	out := make([]dlq.Header, len(hs))
+	for i, h := range hs {
+		out[i] = dlq.Header{Key: h.Key, Value: h.Value}
+	}
+	return out
+}
+
+// TestDeadLetterBytesHeadersAndPartition writes one letter per source partition and reads them
+// back with an independent client: same partition number, exact key and value bytes, original
+// headers first and in order (null and empty values kept apart), then the reserved headers.
+func TestDeadLetterBytesHeadersAndPartition(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Config{Topics: map[string]int32{"arrivals": 3, "dlq.arrivals": 3}})
+	p := newProducer(t, c, dlqkafka.Config{ProcessorID: "ov-7"})
+
+	var recs []dlq.Record
+	for part := int32(2); part >= 0; part-- {
+		rec := source("arrivals", part, 40+int64(part))
+		recs = append(recs, rec)
+		d := send(t, p, rec, fmt.Errorf("decode: %w", &schemaError{"delay"}))
+		require.NoError(t, d.Err)
+		require.Equal(t, "dlq.arrivals", d.Topic)
+		require.Equal(t, part, d.Partition)
+		require.Equal(t, int64(0), d.Offset)
+		require.Equal(t, 1, d.Attempts)
+	}
+
+	got := c.ReadAll(t, "dlq.arrivals")
+	require.Len(t, got, 3)
+	for i, rec := range recs {
+		m := got[2-i] // ReadAll sorts by partition
+		require.Equal(t, rec.Partition, m.Partition, "same partition number as the source")
+		require.Equal(t, rec.Key, m.Key)
+		require.Equal(t, rec.Value, m.Value)
+		require.Equal(t, t0.Add(time.Duration(i)*time.Second), m.Timestamp.UTC(), "the letter's timestamp is its time of failure")
+
+		want := append(toKafkatest(rec.Headers),
+			kafkatest.Header{Key: dlq.HeaderVersion, Value: []byte("1")},
+			kafkatest.Header{Key: dlq.HeaderTopic, Value: []byte("arrivals")},
+			kafkatest.Header{Key: dlq.HeaderPartition, Value: []byte(strconv.Itoa(int(rec.Partition)))},
+			kafkatest.Header{Key: dlq.HeaderOffset, Value: []byte(strconv.FormatInt(rec.Offset, 10))},
+			kafkatest.Header{Key: dlq.HeaderTimestamp, Value: []byte("2024-03-05T07:41:00.25Z")},
+			kafkatest.Header{Key: dlq.HeaderErrorClass, Value: []byte("schema")},
+			kafkatest.Header{Key: dlq.HeaderErrorMessage, Value: []byte("decode: field delay: expected a number")},
+			kafkatest.Header{Key: dlq.HeaderProcessor, Value: []byte("ov-7")},
+			kafkatest.Header{Key: dlq.HeaderFailedAt, Value: []byte(t0.Add(time.Duration(i) * time.Second).Format(time.RFC3339Nano))},
+		)
+		require.Equal(t, want, m.Headers)
+		require.Nil(t, m.Headers[1].Value, "null header value stays null")
+		require.NotNil(t, m.Headers[2].Value, "empty header value stays empty")
+
+		back, err := dlq.Decode(m.Key, m.Value, fromKafkatest(m.Headers))
+		require.NoError(t, err)
+		require.Equal(t, rec, back.Record)
+		require.Equal(t, "schema", back.ErrorClass)
+		require.Equal(t, "ov-7", back.ProcessorID)
+	}
+}
+
+// TestDeadLetterTypeNameClassAndNullKey covers the fallback class (the Go type of the cause) and
+// a message with a null key and value (a tombstone that failed).
+func TestDeadLetterTypeNameClassAndNullKey(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Config{Topics: map[string]int32{"positions": 1, "dlq.positions": 1}})
+	p := newProducer(t, c, dlqkafka.Config{MaxErrorMessage: 10})
+	_, cause := strconv.Atoi("soon")
+	d := send(t, p, dlq.Record{Topic: "positions", Offset: 5}, cause)
+	require.NoError(t, d.Err)
+	got := c.ReadAll(t, "dlq.positions")
+	require.Len(t, got, 1)
+	require.Nil(t, got[0].Key)
+	require.Nil(t, got[0].Value)
+	back, err := dlq.Decode(got[0].Key, got[0].Value, fromKafkatest(got[0].Headers))
+	require.NoError(t, err)
+	require.Equal(t, "*strconv.NumError", back.ErrorClass)
+	require.Equal(t, "strconv...", back.ErrorMessage, "truncated to MaxErrorMessage bytes")
+	require.True(t, back.Timestamp.IsZero())
+}

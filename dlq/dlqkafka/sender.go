@@ -1,0 +1,275 @@
+package dlqkafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+)
+
+// sender produces messages with an idempotent librdkafka producer and reports each one's fate
+// exactly once: success only on a positive delivery report, after up to maxAttempts produce
+// attempts. It is shared by Producer and Replay.
+type sender struct {
+	p           *kafka.Producer
+	dr          chan kafka.Event
+	maxAttempts int
+	backoff     time.Duration
+	onError     func(error)
+
+	mu       sync.Mutex
+	pending  int  // messages produced whose outcome is not reported yet
+	aborting bool // no more retries: Close's deadline has passed
+
+	quit     chan struct{}
+	loopDone chan struct{}
+}
+
+// outcome is the fate of one message.
+type outcome struct {
+	tp       kafka.TopicPartition // where it was written (Offset set on success)
+	attempts int
+	err      error // nil only on a positive delivery report
+}
+
+type inflight struct {
+	msg      kafka.Message // what to produce again on a retry
+	attempts int
+	done     func(outcome)
+	reported bool
+}
+
+// forcedProducer are the settings a sender cannot work without; a user value that differs is an
+// error rather than silently replaced.
+var forcedProducer = map[string]kafka.ConfigValue{
+	// Retries after a failed delivery report must not reorder or duplicate within a session.
+	"enable.idempotence": true,
+	// A topic the broker creates on its own gets the broker's partition count, not the source's:
+	// see Config.CreateTopics.
+	"allow.auto.create.topics": false,
+	// The sender learns every message's fate from its delivery report.
+	"go.delivery.reports": true,
+}
+
+func producerConfig(user kafka.ConfigMap) (kafka.ConfigMap, error) {
+	conf := kafka.ConfigMap{}
+	for k, v := range user {
+		conf[k] = v
+	}
+	for k, want := range forcedProducer {
+		if v, ok := conf[k]; ok && fmt.Sprint(v) != fmt.Sprint(want) {
+			return nil, fmt.Errorf("%w: Kafka[%q]: expected %v (or unset), found %v", ErrConfig, k, want, v)
+		}
+		conf[k] = want
+	}
+	// Delivery reports need only the partition and offset; copying keys and values back is waste.
+	conf["go.delivery.report.fields"] = "none"
+	return conf, nil
+}
+
+func newSender(conf kafka.ConfigMap, maxAttempts int, backoff time.Duration, onError func(error)) (*sender, error) {
+	pc, err := producerConfig(conf)
+	if err != nil {
+		return nil, err
+	}
+	p, err := kafka.NewProducer(&pc)
+	if err != nil {
+		return nil, fmt.Errorf("dlqkafka: new producer: %w", err)
+	}
+	s := &sender{
+		p:           p,
+		dr:          make(chan kafka.Event, 1024),
+		maxAttempts: maxAttempts,
+		backoff:     backoff,
+		onError:     onError,
+		quit:        make(chan struct{}),
+		loopDone:    make(chan struct{}),
+	}
+	go s.loop()
+	return s, nil
+}
+
+// send produces msg; done is called exactly once, from the sender's goroutine, unless send
+// returns an error, in which case it is never called. ctx bounds only the wait for room in
+// librdkafka's queue.
+func (s *sender) send(ctx context.Context, msg kafka.Message, done func(outcome)) error {
+	f := &inflight{msg: msg, done: done}
+	s.mu.Lock()
+	if s.aborting {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.pending++
+	s.mu.Unlock()
+	if err := s.produce(ctx, f); err != nil {
+		s.mu.Lock()
+		s.pending--
+		s.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+func (s *sender) produce(ctx context.Context, f *inflight) error {
+	// f is shared between the delivery loop and retry timers; librdkafka's own synchronization
+	// between Produce and the delivery report is invisible to the race detector, so f's state is
+	// kept under s.mu.
+	s.mu.Lock()
+	f.attempts++
+	s.mu.Unlock()
+	m := f.msg
+	m.Opaque = f
+	for {
+		err := s.p.Produce(&m, s.dr)
+		var ke kafka.Error
+		if !errors.As(err, &ke) || ke.Code() != kafka.ErrQueueFull {
+			if err != nil {
+				return fmt.Errorf("dlqkafka: produce to %s: %w", tpString(m.TopicPartition), err)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("dlqkafka: produce to %s: librdkafka's queue is full: %w", tpString(m.TopicPartition), ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func (s *sender) loop() {
+	defer close(s.loopDone)
+	events := s.p.Events()
+	for {
+		select {
+		case ev := <-s.dr:
+			if m, ok := ev.(*kafka.Message); ok {
+				s.delivered(m)
+			}
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			if e, isErr := ev.(kafka.Error); isErr && s.onError != nil {
+				s.onError(e)
+			}
+		case <-s.quit:
+			return
+		}
+	}
+}
+
+func (s *sender) delivered(m *kafka.Message) {
+	f, ok := m.Opaque.(*inflight)
+	if !ok {
+		return
+	}
+	err := m.TopicPartition.Error
+	s.mu.Lock()
+	attempts, reported := f.attempts, f.reported
+	retry := err != nil && attempts < s.maxAttempts && !s.aborting
+	s.mu.Unlock()
+	if reported {
+		return
+	}
+	if err == nil {
+		s.report(f, outcome{tp: m.TopicPartition, attempts: attempts})
+		return
+	}
+	if !retry || s.p.GetFatalError() != nil {
+		s.report(f, outcome{tp: m.TopicPartition, attempts: attempts, err: err})
+		return
+	}
+	time.AfterFunc(s.backoff, func() {
+		s.mu.Lock()
+		aborting := s.aborting
+		s.mu.Unlock()
+		var rerr error
+		if aborting {
+			rerr = fmt.Errorf("%w before a retry (last error: %v)", ErrClosed, err)
+		} else if rerr = s.produce(context.Background(), f); rerr == nil {
+			return
+		}
+		// Reported from the timer goroutine: done's contract (called once, must not block)
+		// holds the same.
+		s.mu.Lock()
+		attempts := f.attempts
+		s.mu.Unlock()
+		s.report(f, outcome{tp: m.TopicPartition, attempts: attempts, err: rerr})
+	})
+}
+
+func (s *sender) report(f *inflight, o outcome) {
+	s.mu.Lock()
+	if f.reported {
+		s.mu.Unlock()
+		return
+	}
+	f.reported = true
+	s.mu.Unlock()
+	f.done(o)
+	s.mu.Lock()
+	s.pending--
+	s.mu.Unlock()
+}
+
+func (s *sender) inFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pending
+}
+
+// flush waits until every message sent has been reported, or ctx is done.
+func (s *sender) flush(ctx context.Context) error {
+	for s.inFlight() > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		s.wait()
+	}
+	return nil
+}
+
+// close waits for outstanding messages until ctx is done, then purges what is left (reported
+// as failures, never as successes) and closes the producer.
+func (s *sender) close(ctx context.Context) error {
+	ferr := s.flush(ctx)
+	s.mu.Lock()
+	s.aborting = true
+	s.mu.Unlock()
+	if ferr != nil {
+		_ = s.p.Purge(kafka.PurgeQueue | kafka.PurgeInFlight)
+		// Purged messages come back as failed delivery reports; messages waiting for a retry
+		// fail when their timer fires. The bound only guards against a report that never
+		// comes, which librdkafka does not do after a purge.
+		for end := time.Now().Add(s.backoff + purgeGrace); s.inFlight() > 0 && time.Now().Before(end); {
+			s.wait()
+		}
+	}
+	close(s.quit)
+	<-s.loopDone
+	s.p.Close()
+	return ferr
+}
+
+// wait serves librdkafka's queue for a moment; when it is empty the messages left are waiting for
+// a retry timer or for the delivery loop.
+func (s *sender) wait() {
+	if s.p.Flush(50) == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// purgeGrace bounds the wait for the delivery reports of purged messages.
+const purgeGrace = 10 * time.Second
+
+func tpString(tp kafka.TopicPartition) string {
+	topic := ""
+	if tp.Topic != nil {
+		topic = *tp.Topic
+	}
+	return fmt.Sprintf("%s[%d]", topic, tp.Partition)
+}
