@@ -1,0 +1,142 @@
+package sink_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/window"
+)
+
+func stats(t testing.TB, values ...float64) []byte {
+	t.Helper()
+	s := window.NewStats()
+	for _, v := range values {
+		require.NoError(t, s.Add(v))
+	}
+	b, err := s.MarshalBinary()
+	require.NoError(t, err)
+	return b
+}
+
+var t0 = time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)
+
+func TestPrepareCloseCollapsesSortsAndConvertsToUTC(t *testing.T) {
+	ams := time.FixedZone("CET", 3600)
+	end := t0.Add(5 * time.Minute)
+	k := func(id string) sink.Key { return sink.Key{WindowStart: t0.In(ams), Dimension: "line", DimensionID: id} }
+	in := sink.CloseBatch{
+		Source:        sink.TopicPartition{Topic: "arrivals", Partition: 3},
+		ClosedThrough: end.In(ams),
+		Partials: []sink.Partial{
+			{Key: k("b"), WindowEnd: end, Stats: stats(t, 1)},
+			{Key: k("a"), WindowEnd: end, Stats: stats(t, 2)},
+			{Key: k("b"), WindowEnd: end, Stats: stats(t, 3)},
+		},
+	}
+	out, err := sink.PrepareClose(sink.AggregateSpec{}, in)
+	require.NoError(t, err)
+	require.Len(t, out.Partials, 2)
+	assert.Equal(t, "a", out.Partials[0].DimensionID)
+	assert.Equal(t, "b", out.Partials[1].DimensionID)
+	assert.Equal(t, stats(t, 3), out.Partials[1].Stats, "the later partial of a key wins")
+	assert.Equal(t, time.UTC, out.ClosedThrough.Location())
+	assert.Equal(t, time.UTC, out.Partials[0].WindowStart.Location())
+	assert.Equal(t, "b", in.Partials[0].DimensionID, "the input is not modified")
+}
+
+func TestPrepareCloseRejects(t *testing.T) {
+	end := t0.Add(5 * time.Minute)
+	good := sink.Partial{Key: sink.Key{WindowStart: t0, Dimension: "d", DimensionID: "i"}, WindowEnd: end, Stats: stats(t, 1)}
+	src := sink.TopicPartition{Topic: "t"}
+	with := func(f func(*sink.Partial)) []sink.Partial { p := good; f(&p); return []sink.Partial{p} }
+	for name, b := range map[string]sink.CloseBatch{
+		"no topic":                 {ClosedThrough: end, Partials: []sink.Partial{good}},
+		"negative partition":       {Source: sink.TopicPartition{Topic: "t", Partition: -2}, ClosedThrough: end},
+		"empty window":             {Source: src, ClosedThrough: end, Partials: with(func(p *sink.Partial) { p.WindowEnd = p.WindowStart })},
+		"end after closed_through": {Source: src, ClosedThrough: end.Add(-time.Second), Partials: []sink.Partial{good}},
+		"no stats":                 {Source: src, ClosedThrough: end, Partials: with(func(p *sink.Partial) { p.Stats = nil })},
+		"garbled stats":            {Source: src, ClosedThrough: end, Partials: with(func(p *sink.Partial) { p.Stats = []byte("garbage") })},
+		"empty stats":              {Source: src, ClosedThrough: end, Partials: with(func(p *sink.Partial) { p.Stats = stats(t) })},
+		"undeclared attribute":     {Source: src, ClosedThrough: end, Partials: with(func(p *sink.Partial) { p.Attrs = map[string]string{"x": "y"} })},
+	} {
+		_, err := sink.PrepareClose(sink.AggregateSpec{Attributes: []string{"operator"}}, b)
+		assert.ErrorIs(t, err, sink.ErrInvalid, name)
+	}
+	_, err := sink.PrepareClose(sink.AggregateSpec{}, sink.CloseBatch{Source: src})
+	assert.NoError(t, err, "a batch without partials only records progress")
+}
+
+func TestPrepareLatestIsTheSeedsLatestByKey(t *testing.T) {
+	spec := sink.StateSpec{Table: "vehicle_latest", Key: []sink.Column{{Name: "vehicle_id"}}, ObservedAt: sink.Column{Name: "observed_at"}, Values: []sink.Column{{Name: "v"}}}
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	rows := []sink.StateRow{
+		{Key: []any{"bus-1"}, ObservedAt: at(10), Values: []any{"a"}},
+		{Key: []any{"bus-2"}, ObservedAt: at(5), Values: []any{"b"}},
+		{Key: []any{"bus-1"}, ObservedAt: at(3), Values: []any{"stale"}},
+		{Key: []any{"bus-1"}, ObservedAt: at(10), Values: []any{"tie, later wins"}},
+	}
+	out, err := sink.PrepareLatest(spec, rows)
+	require.NoError(t, err)
+	assert.Equal(t, []sink.StateRow{
+		{Key: []any{"bus-1"}, ObservedAt: at(10), Values: []any{"tie, later wins"}},
+		{Key: []any{"bus-2"}, ObservedAt: at(5), Values: []any{"b"}},
+	}, out)
+}
+
+func TestDedupKey(t *testing.T) {
+	k := func(vals ...any) any { v, _ := sink.DedupKey(nil, vals); return v }
+	cet := time.FixedZone("CET", 3600)
+	assert.Equal(t, k("a"), k("a"))
+	assert.NotEqual(t, k("a"), k("b"))
+	assert.NotEqual(t, k(int64(1)), k(int32(1)), "types are part of the key")
+	assert.Equal(t, k(t0), k(t0.In(cet)), "times compare as instants")
+	assert.Equal(t, k("a", 1), k("a", 1))
+	assert.NotEqual(t, k("ab", "c"), k("a", "bc"), "tuples do not run together")
+	assert.NotEqual(t, k([]byte("s1:x")), k("s1:x"), "an encoded tuple never equals a single string")
+	assert.Equal(t, k([]byte{1, 2}), k([]byte{1, 2}), "byte slices are usable keys")
+	assert.Equal(t, k("a", t0), k("a", t0.In(cet)))
+}
+
+func TestCompareSources(t *testing.T) {
+	a := sink.TopicPartition{Topic: "a", Partition: 9}
+	b := sink.TopicPartition{Topic: "b", Partition: 0}
+	assert.Negative(t, sink.CompareSources(a, b))
+	assert.Positive(t, sink.CompareSources(sink.TopicPartition{Topic: "a", Partition: 10}, a))
+	assert.Zero(t, sink.CompareSources(a, a))
+}
+
+func TestSpecs(t *testing.T) {
+	d := sink.AggregateSpec{}.WithDefaults()
+	assert.Equal(t, "window_aggregates", d.Table)
+	assert.Equal(t, sink.DefaultQuantile, d.Quantile)
+	assert.Equal(t, []string{"window_start", "window_end", "dimension", "dimension_id", "event_count", "mean_value", "quantile_value", "max_value", "min_value", "computed_at"}, d.ColumnNames())
+	assert.NoError(t, d.Validate())
+	assert.NoError(t, sink.AggregateSpec{}.Validate(), "a zero quantile takes the default")
+	for name, s := range map[string]sink.AggregateSpec{
+		"quantile > 1":         {Quantile: 1.1},
+		"negative quantile":    {Quantile: -0.5},
+		"attribute is column":  {Attributes: []string{"event_count"}},
+		"blank attribute":      {Attributes: []string{" "}},
+		"two columns one name": {Columns: sink.AggregateColumns{Min: "max_value"}},
+	} {
+		assert.ErrorIs(t, s.Validate(), sink.ErrInvalid, name)
+	}
+	st := sink.StateSpec{Table: "t", Key: []sink.Column{{Name: "k", Type: "text"}}, ObservedAt: sink.Column{Name: "at", Type: "timestamptz"}, UpdatedAt: "u"}
+	assert.NoError(t, st.Validate())
+	assert.True(t, st.Typed())
+	assert.Equal(t, []string{"k", "at", "u"}, st.ColumnNames())
+	st.Values = []sink.Column{{Name: "v"}}
+	assert.False(t, st.Typed())
+	for name, bad := range map[string]sink.StateSpec{
+		"no table":       {Key: st.Key, ObservedAt: st.ObservedAt},
+		"no key":         {Table: "t", ObservedAt: st.ObservedAt},
+		"no observed_at": {Table: "t", Key: st.Key},
+		"duplicate":      {Table: "t", Key: st.Key, ObservedAt: sink.Column{Name: "k"}},
+	} {
+		assert.ErrorIs(t, bad.Validate(), sink.ErrInvalid, name)
+	}
+}

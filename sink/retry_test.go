@@ -1,0 +1,89 @@
+package sink_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamledger/streamledger/sink"
+)
+
+var (
+	errTransient = errors.New("transient")
+	errPermanent = errors.New("permanent")
+)
+
+func isTransient(err error) bool { return errors.Is(err, errTransient) }
+
+func TestRetryPolicyDo(t *testing.T) {
+	p := sink.RetryPolicy{MaxAttempts: 4, InitialBackoff: time.Microsecond, MaxBackoff: time.Microsecond}
+	for _, tc := range []struct {
+		name      string
+		results   []error
+		attempts  int
+		ok        bool
+		transient bool
+	}{
+		{"first attempt", []error{nil}, 1, true, false},
+		{"after transient failures", []error{errTransient, errTransient, nil}, 3, true, false},
+		{"permanent at once", []error{errPermanent, nil}, 1, false, false},
+		{"transient then permanent", []error{errTransient, errPermanent}, 2, false, false},
+		{"attempts run out", []error{errTransient, errTransient, errTransient, errTransient, nil}, 4, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := 0
+			err := p.Do(context.Background(), "op", isTransient, func(_ context.Context, i int) error {
+				n++
+				assert.Equal(t, n, i)
+				return tc.results[i-1]
+			})
+			assert.Equal(t, tc.attempts, n)
+			if tc.ok {
+				require.NoError(t, err)
+				return
+			}
+			var we *sink.WriteError
+			require.ErrorAs(t, err, &we)
+			assert.Equal(t, "op", we.Op)
+			assert.Equal(t, tc.attempts, we.Attempts)
+			assert.Equal(t, tc.transient, we.Transient)
+			assert.Equal(t, tc.transient, sink.IsTransient(err))
+			assert.ErrorIs(t, err, tc.results[tc.attempts-1])
+		})
+	}
+}
+
+func TestRetryPolicyDoHonoursContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := sink.RetryPolicy{MaxAttempts: 10, InitialBackoff: time.Hour}
+	n := 0
+	err := p.Do(ctx, "op", isTransient, func(context.Context, int) error {
+		n++
+		cancel()
+		return errTransient
+	})
+	assert.Equal(t, 1, n)
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, errTransient)
+	assert.True(t, sink.IsTransient(err))
+
+	n = 0
+	err = p.Do(ctx, "op", isTransient, func(context.Context, int) error { n++; return nil })
+	assert.Zero(t, n, "an ended context makes no attempt")
+	assert.ErrorIs(t, err, context.Canceled)
+}
+
+func TestRetryPolicyBackoff(t *testing.T) {
+	p := sink.RetryPolicy{InitialBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}
+	var got []time.Duration
+	for n := 1; n <= 5; n++ {
+		got = append(got, p.Backoff(n))
+	}
+	assert.Equal(t, []time.Duration{10e6, 20e6, 40e6, 50e6, 50e6}, got)
+	d := sink.RetryPolicy{}.WithDefaults()
+	assert.Equal(t, sink.RetryPolicy{MaxAttempts: 5, InitialBackoff: 50 * time.Millisecond, MaxBackoff: 2 * time.Second}, d)
+}
