@@ -1,0 +1,195 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/postgres"
+	"github.com/streamledger/streamledger/window"
+)
+
+// exampleDB connects to DATABASE_URL (or the local test server) and gives the example a
+// schema of its own, dropped by the returned cleanup.
+func exampleDB(ctx context.Context) (*pgxpool.Pool, string, func()) {
+	url := os.Getenv("DATABASE_URL")
+	if url == "" {
+		url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	}
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		panic(err)
+	}
+	var suffix [6]byte
+	_, _ = rand.Read(suffix[:])
+	schema := "example_" + hex.EncodeToString(suffix[:])
+	return pool, schema, func() {
+		_, _ = pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+		pool.Close()
+	}
+}
+
+func statsOf(values ...float64) []byte {
+	s := window.NewStats()
+	for _, v := range values {
+		if err := s.Add(v); err != nil {
+			panic(err)
+		}
+	}
+	b, err := s.MarshalBinary()
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// The OV example's delay_aggregates, written by the two partitions of the arrivals topic.
+// A redelivered close batch is harmless, and the row is complete once both partitions have
+// closed past the window.
+func ExampleSink_WriteClose() {
+	ctx := context.Background()
+	pool, schema, cleanup := exampleDB(ctx)
+	defer cleanup()
+
+	s, err := postgres.New(pool, postgres.Config{
+		Schema: schema,
+		Aggregates: sink.AggregateSpec{
+			Table: "delay_aggregates",
+			Columns: sink.AggregateColumns{Count: "event_count", Mean: "mean_delay_s", Quantile: "p90_delay_s",
+				Max: "max_delay_s", Min: "min_delay_s"},
+			Attributes: []string{"operator"},
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		panic(err)
+	}
+	p0 := sink.TopicPartition{Topic: "arrivals", Partition: 0}
+	p1 := sink.TopicPartition{Topic: "arrivals", Partition: 1}
+	// Register both partitions when they are assigned.
+	for _, tp := range []sink.TopicPartition{p0, p1} {
+		if err := s.WriteClose(ctx, sink.CloseBatch{Source: tp}); err != nil {
+			panic(err)
+		}
+	}
+
+	start, end := window.Bounds(time.Date(2026, 3, 2, 7, 3, 0, 0, time.UTC), 5*time.Minute)
+	key := sink.Key{WindowStart: start, Dimension: "line", DimensionID: "GVB:17"}
+	close0 := sink.CloseBatch{Source: p0, ClosedThrough: end, Partials: []sink.Partial{
+		{Key: key, WindowEnd: end, Attrs: map[string]string{"operator": "GVB"}, Stats: statsOf(60, 90, 300, 60)},
+	}}
+	close1 := sink.CloseBatch{Source: p1, ClosedThrough: end, Partials: []sink.Partial{
+		{Key: key, WindowEnd: end, Stats: statsOf(90, 300, 60, 90, 300, 90)},
+	}}
+	for _, b := range []sink.CloseBatch{close0, close0, close1} { // close0 redelivered
+		if err := s.WriteClose(ctx, b); err != nil {
+			panic(err)
+		}
+		row, _, err := s.Aggregate(ctx, key)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("count=%d mean=%.1f p90=%.1f operator=%s complete=%v\n", row.Count, row.Mean, row.Quantile, row.Attrs["operator"], row.Complete)
+	}
+	// Output:
+	// count=4 mean=127.5 p90=237.0 operator=GVB complete=false
+	// count=4 mean=127.5 p90=237.0 operator=GVB complete=false
+	// count=10 mean=144.0 p90=300.0 operator=GVB complete=true
+}
+
+// Last-write-wins state: an older observation never replaces a newer one.
+func ExampleSink_UpsertLatest() {
+	ctx := context.Background()
+	pool, schema, cleanup := exampleDB(ctx)
+	defer cleanup()
+
+	s, err := postgres.New(pool, postgres.Config{Schema: schema, States: []sink.StateSpec{{
+		Table:      "vehicle_latest",
+		Key:        []sink.Column{{Name: "vehicle_id", Type: "text"}},
+		ObservedAt: sink.Column{Name: "observed_at", Type: "timestamptz"},
+		Values:     []sink.Column{{Name: "delay_s", Type: "double precision"}},
+		UpdatedAt:  "updated_at",
+	}}})
+	if err != nil {
+		panic(err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		panic(err)
+	}
+	at := time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)
+	for _, r := range []sink.StateRow{
+		{Key: []any{"bus-1"}, ObservedAt: at.Add(time.Minute), Values: []any{42.0}},
+		{Key: []any{"bus-1"}, ObservedAt: at, Values: []any{7.0}}, // a redelivered older position
+	} {
+		if err := s.UpsertLatest(ctx, "vehicle_latest", []sink.StateRow{r}); err != nil {
+			panic(err)
+		}
+	}
+	row, _, err := s.Latest(ctx, "vehicle_latest", "bus-1")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(row.ObservedAt.Format("15:04"), row.Values[0])
+	// Output: 07:01 42
+}
+
+// A balance credit applied once per operation ID: the redelivery is a duplicate, and a
+// different payload under the same ID is a conflict.
+func ExampleEffects_Apply() {
+	ctx := context.Background()
+	pool, schema, cleanup := exampleDB(ctx)
+	defer cleanup()
+
+	e, err := postgres.NewEffects(pool, postgres.EffectConfig{
+		Schema:          schema,
+		Horizon:         30 * 24 * time.Hour,
+		SourceRetention: 30 * 24 * time.Hour,
+	})
+	if err != nil {
+		panic(err)
+	}
+	if err := e.Migrate(ctx); err != nil {
+		panic(err)
+	}
+	accounts := pgx.Identifier{schema, "account"}.Sanitize()
+	if _, err := pool.Exec(ctx, "CREATE TABLE "+accounts+" (id text PRIMARY KEY, balance bigint NOT NULL)"); err != nil {
+		panic(err)
+	}
+	if _, err := pool.Exec(ctx, "INSERT INTO "+accounts+" VALUES ('a7', 100)"); err != nil {
+		panic(err)
+	}
+	credit := func(amount int64) postgres.Effect {
+		return func(ctx context.Context, tx pgx.Tx) (pgconn.CommandTag, error) {
+			return tx.Exec(ctx, "UPDATE "+accounts+" SET balance = balance + $1 WHERE id = 'a7'", amount)
+		}
+	}
+	op := sink.Operation{ID: "credit-42", Payload: []byte("a7:+10")}
+	for range 2 {
+		out, err := e.Apply(ctx, op, credit(10))
+		fmt.Println(out, err)
+	}
+	_, err = e.Apply(ctx, sink.Operation{ID: "credit-42", Payload: []byte("a7:+99")}, credit(99))
+	var conflict *sink.ConflictError
+	fmt.Println("conflict:", errors.As(err, &conflict))
+	var balance int64
+	if err := pool.QueryRow(ctx, "SELECT balance FROM "+accounts).Scan(&balance); err != nil {
+		panic(err)
+	}
+	fmt.Println("balance:", balance)
+	// Output:
+	// applied <nil>
+	// duplicate <nil>
+	// conflict: true
+	// balance: 110
+}
