@@ -78,10 +78,10 @@ func TestZeroValues(t *testing.T) {
 
 		p.SetCaughtUp(true)
 		assert.False(t, p.Tick(), "the first tick starts the quiet time")
-		time.Sleep(watermark.DefaultIdleTimeout - 1)
+		time.Sleep(watermark.DefaultIdleTimeout - time.Nanosecond)
 		p.Tick()
 		assert.False(t, p.Idle())
-		time.Sleep(1)
+		time.Sleep(time.Nanosecond)
 		p.Tick()
 		assert.True(t, p.Idle(), "no data, caught up, quiet for the default timeout")
 
