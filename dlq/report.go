@@ -32,7 +32,7 @@ type ClassSummary struct {
 	Count                      int // letters of this class that were decided (any decision but Stop)
 	Replayed, Skipped, Refused int
 	FirstFailed, LastFailed    time.Time // range of FailedAt; zero when no letter had one
-	Example                    string    // the ErrorMessage of the first letter seen
+	Example                    string    // the ErrorMessage of the earliest failure (ties: the smallest)
 }
 
 // Add counts d with its decision. A [Stop] decision is not counted: the letter was not decided.
@@ -47,6 +47,16 @@ func (r *Report) Add(d DeadLetter, dec Decision) {
 		r.Classes = slices.Insert(r.Classes, i, ClassSummary{Class: d.ErrorClass, Example: d.ErrorMessage})
 	}
 	c := &r.Classes[i]
+	// The example is the earliest failure (then the smallest message), so that a report does not
+	// depend on the order its letters were added: a replay adds a letter when its delivery is
+	// confirmed, a dry run when it is decided.
+	if found {
+		earlier := !d.FailedAt.IsZero() && (c.FirstFailed.IsZero() || d.FailedAt.Before(c.FirstFailed))
+		tie := d.FailedAt.Equal(c.FirstFailed) && d.ErrorMessage < c.Example
+		if earlier || tie {
+			c.Example = d.ErrorMessage
+		}
+	}
 	c.Count++
 	switch dec {
 	case Replay:

@@ -26,10 +26,37 @@ func TestReportGroupsByClass(t *testing.T) {
 		Replayed: 2, Skipped: 1, Refused: 1, Invalid: 2, InvalidExample: "dlq: header x is missing",
 		Classes: []dlq.ClassSummary{
 			{Class: "range", Count: 1, Skipped: 1, FirstFailed: t0, LastFailed: t0, Example: "r"},
-			{Class: "schema", Count: 3, Replayed: 2, Refused: 1, FirstFailed: t0, LastFailed: t0.Add(time.Minute), Example: "first"},
+			{Class: "schema", Count: 3, Replayed: 2, Refused: 1, FirstFailed: t0, LastFailed: t0.Add(time.Minute), Example: "second"},
 		},
 	}, r)
 	require.Equal(t, 6, r.Total())
+}
+
+// TestReportOrderIndependent: the same letters added in any order give the same report.
+func TestReportOrderIndependent(t *testing.T) {
+	t0 := time.Date(2024, 1, 1, 12, 0, 0, 0, time.UTC)
+	letters := []dlq.DeadLetter{
+		{ErrorClass: "a", ErrorMessage: "late", FailedAt: t0.Add(time.Hour)},
+		{ErrorClass: "a", ErrorMessage: "b-tie", FailedAt: t0},
+		{ErrorClass: "a", ErrorMessage: "a-tie", FailedAt: t0},
+		{ErrorClass: "a", ErrorMessage: "no time"},
+		{ErrorClass: "b", ErrorMessage: "z"},
+		{ErrorClass: "b", ErrorMessage: "y"},
+	}
+	decisions := []dlq.Decision{dlq.Replay, dlq.Skip, dlq.Refuse, dlq.Replay, dlq.Replay, dlq.Skip}
+	var want dlq.Report
+	for i, d := range letters {
+		want.Add(d, decisions[i])
+	}
+	require.Equal(t, "a-tie", want.Classes[0].Example)
+	require.Equal(t, "y", want.Classes[1].Example)
+	for _, order := range [][]int{{5, 4, 3, 2, 1, 0}, {3, 0, 4, 2, 5, 1}, {2, 1, 0, 5, 3, 4}} {
+		var got dlq.Report
+		for _, i := range order {
+			got.Add(letters[i], decisions[i])
+		}
+		require.Equal(t, want, got, "order %v", order)
+	}
 }
 
 func TestReportWriteTo(t *testing.T) {

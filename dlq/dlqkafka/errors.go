@@ -17,6 +17,8 @@ var (
 	// ErrTooFewPartitions means a dead-letter topic has fewer partitions than its source, so some
 	// source partition has no partition of the same number to go to.
 	ErrTooFewPartitions = errors.New("dlqkafka: dead-letter topic has too few partitions")
+	// ErrTargetMissing means a replay's target topic or partition does not exist.
+	ErrTargetMissing = errors.New("dlqkafka: replay target does not exist")
 )
 
 // TopicError is a dead-letter topic that cannot be used: missing ([ErrTopicMissing]), too small

@@ -259,21 +259,7 @@ func (p *Producer) resolve(ctx context.Context, source string, partition int32) 
 
 // partitions returns the partition count of topic, 0 if it does not exist.
 func (p *Producer) partitions(ctx context.Context, topic string) (int, error) {
-	md, err := p.s.p.GetMetadata(&topic, false, timeoutMs(ctx, p.cfg.MetadataTimeout))
-	if err != nil {
-		return 0, err
-	}
-	tm, ok := md.Topics[topic]
-	if !ok {
-		return 0, nil
-	}
-	if tm.Error.Code() == kafka.ErrUnknownTopicOrPart || tm.Error.Code() == kafka.ErrUnknownTopic {
-		return 0, nil
-	}
-	if tm.Error.Code() != kafka.ErrNoError {
-		return 0, tm.Error
-	}
-	return len(tm.Partitions), nil
+	return topicPartitions(p.s.p, topic, time.Duration(timeoutMs(ctx, p.cfg.MetadataTimeout))*time.Millisecond)
 }
 
 // create makes topic with the given partition count and waits until the producer's metadata

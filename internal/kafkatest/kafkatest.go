@@ -159,7 +159,13 @@ func (c *Cluster) Produce(t testing.TB, recs ...*Record) {
 	if err := res.FirstErr(); err != nil {
 		t.Fatalf("kafkatest: produce: %v", err)
 	}
-	for i, r := range res {
+	// Results come in the order the broker answered, not the order of recs.
+	index := make(map[*kgo.Record]int, len(krs))
+	for i, kr := range krs {
+		index[kr] = i
+	}
+	for _, r := range res {
+		i := index[r.Record]
 		recs[i].Offset = r.Record.Offset
 		recs[i].Timestamp = r.Record.Timestamp
 	}
