@@ -133,19 +133,28 @@ func (s *Sink) writePartials(ctx context.Context, tx pgx.Tx, b sink.CloseBatch, 
 	defer rows.Close()
 	out := make(map[sink.Key][]storedPartial, len(b.Partials))
 	na := len(s.cfg.Aggregates.Attributes)
+	var k sink.Key
+	var src sink.TopicPartition
+	var stats []byte
+	attrs := make([]*string, na)
+	dst := []any{&k.WindowStart, &k.Dimension, &k.DimensionID, &src.Topic, &src.Partition, &stats}
+	for i := range attrs {
+		dst = append(dst, &attrs[i])
+	}
+	backing := make([]*string, 0, len(b.Partials)*na) // every row's attributes, in one allocation
 	for rows.Next() {
-		var k sink.Key
-		var sp storedPartial
-		sp.attrs = make([]*string, na)
-		dst := []any{&k.WindowStart, &k.Dimension, &k.DimensionID, &sp.source.Topic, &sp.source.Partition, &sp.stats}
-		for i := range sp.attrs {
-			dst = append(dst, &sp.attrs[i])
-		}
+		stats = nil // scanned bytes must not share a buffer with the previous row's
 		if err := rows.Scan(dst...); err != nil {
 			return nil, fmt.Errorf("read stored partials: %w", err)
 		}
-		k.WindowStart = k.WindowStart.UTC()
-		out[k] = append(out[k], sp)
+		sp := storedPartial{source: src, stats: stats}
+		if na > 0 {
+			backing = append(backing, attrs...)
+			sp.attrs = backing[len(backing)-na : len(backing) : len(backing)]
+		}
+		key := k
+		key.WindowStart = key.WindowStart.UTC()
+		out[key] = append(out[key], sp)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("upsert %d partials into %s: %w", len(b.Partials), s.partials.table, err)
@@ -160,7 +169,9 @@ func (s *Sink) merge(b sink.CloseBatch, stored map[sink.Key][]storedPartial, now
 	out := newMergedRows(len(b.Partials), len(a.Attributes), now)
 	var parts []storedPartial
 	var stats [][]byte
-	for _, p := range b.Partials {
+	na := len(a.Attributes)
+	backing := make([]*string, len(b.Partials)*na) // every merged row's attributes
+	for i, p := range b.Partials {
 		parts = append(parts[:0], stored[p.Key]...)
 		own := slices.IndexFunc(parts, func(sp storedPartial) bool { return sp.source == b.Source })
 		if own < 0 {
@@ -177,11 +188,11 @@ func (s *Sink) merge(b sink.CloseBatch, stored map[sink.Key][]storedPartial, now
 		if err != nil {
 			return nil, fmt.Errorf("merge %s/%s at %s: %w", p.Dimension, p.DimensionID, p.WindowStart.Format(time.RFC3339), err)
 		}
-		attrs := make([]*string, len(a.Attributes))
-		for i := range attrs {
+		attrs := backing[i*na : (i+1)*na : (i+1)*na]
+		for j := range attrs {
 			for _, sp := range parts {
-				if sp.attrs[i] != nil {
-					attrs[i] = sp.attrs[i]
+				if sp.attrs[j] != nil {
+					attrs[j] = sp.attrs[j]
 					break
 				}
 			}
