@@ -138,3 +138,43 @@ func TestOrderWithinPartition(t *testing.T) {
 		last[m.Partition] = d.Offset
 	}
 }
+
+// TestConcurrentSends: Send is safe from many goroutines; every done runs exactly once, and
+// done functions never run concurrently (the unsynchronized counter would trip the race
+// detector).
+func TestConcurrentSends(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Config{Topics: map[string]int32{"arrivals": 4, "dlq.arrivals": 4}})
+	p := newProducer(t, c, dlqkafka.Config{})
+	c.FailProduce("dlq.arrivals", 2, nil) // some letters need a retry
+	const workers, each = 4, 50
+	delivered := map[int64]int{} // guarded by done's one-at-a-time contract
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			for i := range each {
+				off := int64(w*each + i)
+				err := p.Send(context.Background(), source("arrivals", int32(w), off), errors.New("bad"), func(d dlqkafka.Delivery) {
+					if d.Err == nil {
+						delivered[d.Letter.Offset]++
+					}
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		require.NoError(t, <-errs)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), kafkatest.Timeout)
+	defer cancel()
+	require.NoError(t, p.Flush(ctx))
+	require.Len(t, delivered, workers*each)
+	for off, n := range delivered {
+		require.Equal(t, 1, n, "offset %d", off)
+	}
+	require.Len(t, c.ReadAll(t, "dlq.arrivals"), workers*each)
+}

@@ -145,9 +145,10 @@ func NewProducer(cfg Config) (*Producer, error) {
 // Exactly one of these happens: Send returns an error and done is never called, or Send returns
 // nil and done is called exactly once with the letter's [Delivery]. done gets a nil Delivery.Err
 // only on a positive delivery report; a failed delivery is retried up to Config.MaxAttempts
-// times and then reported with its error, never as a success. done runs on a goroutine of the
-// producer and must not block or call Close: hand the result to your own goroutine (for example,
-// the consumer loop that acks the ledger entry).
+// times and then reported with its error, never as a success. Every done function of a Producer
+// runs on the producer's delivery goroutine, one at a time; it must not block or call Flush or
+// Close: hand the result to your own goroutine (for example, the consumer loop that acks the
+// ledger entry).
 //
 // ctx bounds the topic lookup and the wait for room in the producer's queue, not the delivery.
 func (p *Producer) Send(ctx context.Context, rec dlq.Record, cause error, done func(Delivery)) error {

@@ -220,6 +220,11 @@ func (r *replayer) run(ctx context.Context) (dlq.Report, error) {
 	for k, v := range forcedConsumer {
 		cc[k] = v
 	}
+	if _, set := cc["fetch.wait.max.ms"]; !set {
+		// A fetch long-poll holds the broker connection, delaying the consumer's close and its
+		// other requests by up to this much; a replay reads a finite range and prefers short.
+		cc["fetch.wait.max.ms"] = 100
+	}
 	cc["group.id"] = r.cfg.Group
 	var err error
 	if r.consumer, err = kafka.NewConsumer(&cc); err != nil {
@@ -240,11 +245,12 @@ func (r *replayer) run(ctx context.Context) (dlq.Report, error) {
 	if err := r.start(); err != nil {
 		return r.report, err
 	}
-	err = r.loop(ctx)
-	if ferr := r.finish(ctx); err == nil {
-		err = ferr
+	lerr := r.loop(ctx)
+	ferr := r.finish(ctx)
+	if lerr != nil && ferr != nil && lerr == ctx.Err() && errors.Is(ferr, lerr) {
+		return r.report, ferr // says the same and more
 	}
-	return r.report, err
+	return r.report, errors.Join(lerr, ferr)
 }
 
 // start finds each partition's range to read and assigns the partitions that have letters left.
@@ -452,7 +458,9 @@ func (r *replayer) checkTarget(topic string, partition int32) error {
 	n, ok := r.targets[topic]
 	if !ok {
 		var err error
-		if n, err = topicPartitions(r.consumer, topic, r.cfg.MetadataTimeout); err != nil {
+		// The producer's connection, not the consumer's: a metadata request behind the
+		// consumer's fetch long-poll waits for it.
+		if n, err = topicPartitions(r.sender.p, topic, r.cfg.MetadataTimeout); err != nil {
 			return fmt.Errorf("dlqkafka: replay to %q: %w", topic, err)
 		}
 		if n > 0 {
@@ -556,7 +564,8 @@ func (r *replayer) finish(ctx context.Context) error {
 		first = err
 	}
 	if first == nil && r.inflight > 0 {
-		first = fmt.Errorf("dlqkafka: replay %s: %d deliveries unconfirmed after %s; their letters stay uncommitted", r.cfg.Topic, r.inflight, r.cfg.ShutdownTimeout)
+		first = fmt.Errorf("dlqkafka: replay %s: %d deliveries unconfirmed %s after the context ended; their letters stay uncommitted: %w",
+			r.cfg.Topic, r.inflight, r.cfg.ShutdownTimeout, ctx.Err())
 	}
 	return first
 }

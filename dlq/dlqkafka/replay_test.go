@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/streamledger/streamledger/dlq"
 	"github.com/streamledger/streamledger/dlq/dlqkafka"
@@ -299,6 +300,32 @@ func TestReplayLimitAndTimeFilter(t *testing.T) {
 	require.Equal(t, 2, rep.Replayed)
 	require.Zero(t, rep.Skipped)
 	require.Equal(t, map[int32]int64{0: 6}, committed(c, cfg.Group, "dlq.arrivals"))
+}
+
+// TestReplayCanceledWhileUnconfirmed: the context ends while a replayed letter's delivery is
+// still being retried by the client; the replay returns the context's error after
+// ShutdownTimeout and commits past the skipped letter before it, not past the unconfirmed one.
+func TestReplayCanceledWhileUnconfirmed(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Config{Topics: map[string]int32{"arrivals": 1, "dlq.arrivals": 1}})
+	putLetters(t, c, mkLetter(0, 0, "other", 0), mkLetter(0, 1, "schema", 0))
+	c.FailProduce("arrivals", -1, kerr.NotEnoughReplicas) // retriable: librdkafka keeps trying
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := replayConfig(c, "dlq.arrivals")
+	cfg.Policy.Classes = []string{"schema"}
+	cfg.ShutdownTimeout = 200 * time.Millisecond
+	cfg.OnEntry = func(e dlqkafka.Entry) {
+		if e.Decision == dlq.Replay {
+			cancel()
+		}
+	}
+	rep, err := dlqkafka.Replay(ctx, cfg)
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorContains(t, err, "1 deliveries unconfirmed")
+	require.Zero(t, rep.Replayed)
+	require.Equal(t, 1, rep.Skipped)
+	require.Equal(t, map[int32]int64{0: 1}, committed(c, cfg.Group, "dlq.arrivals"))
 }
 
 func TestReplayErrors(t *testing.T) {

@@ -12,7 +12,8 @@ import (
 
 // sender produces messages with an idempotent librdkafka producer and reports each one's fate
 // exactly once: success only on a positive delivery report, after up to maxAttempts produce
-// attempts. It is shared by Producer and Replay.
+// attempts. Every done function runs on the sender's delivery goroutine, one at a time. It is
+// shared by Producer and Replay.
 type sender struct {
 	p           *kafka.Producer
 	dr          chan kafka.Event
@@ -92,7 +93,7 @@ func newSender(conf kafka.ConfigMap, maxAttempts int, backoff time.Duration, onE
 	return s, nil
 }
 
-// send produces msg; done is called exactly once, from the sender's goroutine, unless send
+// send produces msg; done is called exactly once, from the delivery goroutine, unless send
 // returns an error, in which case it is never called. ctx bounds only the wait for room in
 // librdkafka's queue.
 func (s *sender) send(ctx context.Context, msg kafka.Message, done func(outcome)) error {
@@ -145,8 +146,11 @@ func (s *sender) loop() {
 	for {
 		select {
 		case ev := <-s.dr:
-			if m, ok := ev.(*kafka.Message); ok {
-				s.delivered(m)
+			switch ev := ev.(type) {
+			case *kafka.Message:
+				s.delivered(ev)
+			case retryFailed:
+				s.report(ev.f, ev.o)
 			}
 		case ev, ok := <-events:
 			if !ok {
@@ -193,14 +197,24 @@ func (s *sender) delivered(m *kafka.Message) {
 		} else if rerr = s.produce(context.Background(), f); rerr == nil {
 			return
 		}
-		// Reported from the timer goroutine: done's contract (called once, must not block)
-		// holds the same.
+		// Handed to the delivery loop, so that every done runs on that one goroutine.
 		s.mu.Lock()
-		attempts := f.attempts
+		o := outcome{tp: m.TopicPartition, attempts: f.attempts, err: rerr}
 		s.mu.Unlock()
-		s.report(f, outcome{tp: m.TopicPartition, attempts: attempts, err: rerr})
+		select {
+		case s.dr <- retryFailed{f: f, o: o}:
+		case <-s.quit:
+		}
 	})
 }
+
+// retryFailed is a retry that could not be produced, sent through the delivery channel.
+type retryFailed struct {
+	f *inflight
+	o outcome
+}
+
+func (e retryFailed) String() string { return "retry failed: " + e.o.err.Error() }
 
 func (s *sender) report(f *inflight, o outcome) {
 	s.mu.Lock()
