@@ -1,7 +1,9 @@
 package postgres_test
 
 import (
+	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,6 +55,52 @@ func BenchmarkWriteClose(b *testing.B) {
 			b.ReportMetric(float64(closeRows*b.N)/b.Elapsed().Seconds(), "rows/s")
 		})
 	}
+}
+
+// BenchmarkWriteCloseConcurrent is BenchmarkWriteClose with the default strategy and two
+// writers (two partitions, as two consumers would) at once over the same keys: the rate the
+// sink sustains when the server can use both cores.
+func BenchmarkWriteCloseConcurrent(b *testing.B) {
+	const closeRows, writers = 2000, 2
+	ctx := testCtx(b)
+	s, _ := newSink(b, func(c *postgres.Config) { c.Clock = time.Now })
+	st := sinktest.Stats(b, 1, 5, 9, 12, 40, 41, 300)
+	batch := func(p, w int) sink.CloseBatch {
+		start := sinktest.T0.Add(time.Duration(w) * 5 * time.Minute)
+		end := start.Add(5 * time.Minute)
+		out := sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: int32(p)}, ClosedThrough: end,
+			Partials: make([]sink.Partial, closeRows)}
+		for k := range out.Partials {
+			out.Partials[k] = sink.Partial{Key: sink.Key{WindowStart: start, Dimension: "stop", DimensionID: fmt.Sprintf("S%05d", k)},
+				WindowEnd: end, Attrs: map[string]string{"operator": "GVB"}, Stats: st}
+		}
+		return out
+	}
+	perWriter := (b.N + writers - 1) / writers
+	prepared := make([][]sink.CloseBatch, writers)
+	for p := range prepared {
+		for w := range perWriter {
+			prepared[p] = append(prepared[p], batch(p, w))
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	errs := make([]error, writers)
+	for p := range writers {
+		wg.Go(func() {
+			for _, bt := range prepared[p] {
+				if err := s.WriteClose(ctx, bt); err != nil {
+					errs[p] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	require.NoError(b, errors.Join(errs...))
+	b.ReportMetric(float64(closeRows*perWriter*writers)/b.Elapsed().Seconds(), "rows/s")
 }
 
 // BenchmarkUpsertLatest writes batches of latestRows last-write-wins rows over a fleet of

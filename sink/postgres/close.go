@@ -19,11 +19,11 @@ const (
 	opRead         = "read"
 )
 
-// WriteClose writes b in one transaction: advisory locks on the buckets of b's keys (in
-// ascending order, so writers cannot deadlock), the partials, the merged rows of b's keys
-// recomputed from every stored partial of those keys, and b's closed_through. Transient
-// failures are retried per the configured policy; a nil error means the transaction
-// committed.
+// WriteClose writes b in one transaction: the partials; advisory locks on the buckets of
+// b's keys (in ascending order, so writers cannot deadlock); the merged rows of b's keys
+// recomputed from every stored partial of those keys, read after the locks; and b's
+// closed_through. Transient failures are retried per the configured policy; a nil error
+// means the transaction committed.
 func (s *Sink) WriteClose(ctx context.Context, b sink.CloseBatch) error {
 	b, err := sink.PrepareClose(s.cfg.Aggregates, b)
 	if err != nil {
@@ -39,10 +39,13 @@ func (s *Sink) WriteClose(ctx context.Context, b sink.CloseBatch) error {
 func (s *Sink) writeClose(ctx context.Context, tx pgx.Tx, b sink.CloseBatch) error {
 	now := s.cfg.Clock().UTC()
 	if len(b.Partials) > 0 {
-		if _, err := tx.Exec(ctx, s.lock, s.lockClass, s.lockBuckets(b.Partials)); err != nil {
-			return fmt.Errorf("lock %d keys: %w", len(b.Partials), err)
+		// The partition's own partials first, outside the locks: writers of different
+		// partitions insert theirs in parallel. Only the recomputation below is serialized.
+		rs := &partialRows{b: b, attrs: s.cfg.Aggregates.Attributes, now: now}
+		if err := writeRows(ctx, tx, s.partials, rs, s.cfg.Strategy); err != nil {
+			return err
 		}
-		stored, err := s.writePartials(ctx, tx, b, now)
+		stored, err := s.lockAndRead(ctx, tx, b)
 		if err != nil {
 			return err
 		}
@@ -99,36 +102,30 @@ type storedPartial struct {
 	attrs  []*string
 }
 
-// writePartials upserts b's partials and returns every stored partial of their keys: the
-// batch's own (stats nil, attributes as stored after COALESCE) and the other partitions'.
-// Unnest and copy do both in one statement; the row strategies read back separately.
-func (s *Sink) writePartials(ctx context.Context, tx pgx.Tx, b sink.CloseBatch, now time.Time) (map[sink.Key][]storedPartial, error) {
-	rs := &partialRows{b: b, attrs: s.cfg.Aggregates.Attributes, now: now}
-	var rows pgx.Rows
-	var err error
-	switch s.cfg.Strategy {
-	case StrategyUnnest:
-		rows, err = tx.Query(ctx, s.partialsUnnest, append(rs.Columns(), rs.Consts()...)...)
-	case StrategyCopy:
-		if err := copyRows(ctx, tx, s.partials, rs); err != nil {
-			return nil, err
-		}
-		rows, err = tx.Query(ctx, s.partialsCopy, rs.Consts()...)
-	default:
-		if err := writeRows(ctx, tx, s.partials, rs, s.cfg.Strategy); err != nil {
-			return nil, err
-		}
-		n := len(b.Partials)
-		starts := make([]time.Time, n)
-		dims := make([]string, n)
-		ids := make([]string, n)
-		for i, p := range b.Partials {
-			starts[i], dims[i], ids[i] = p.WindowStart, p.Dimension, p.DimensionID
-		}
-		rows, err = tx.Query(ctx, s.others, starts, dims, ids, b.Source.Topic, b.Source.Partition)
+// lockAndRead takes the advisory locks of b's keys and then reads every stored partial of
+// those keys: the batch's own (stats nil, attributes as stored after COALESCE) and the other
+// partitions'. The two statements are pipelined, but the read is a statement of its own: in
+// READ COMMITTED its snapshot is taken after the locks are granted, so it sees every partial
+// committed by the writers that held them before.
+func (s *Sink) lockAndRead(ctx context.Context, tx pgx.Tx, b sink.CloseBatch) (map[sink.Key][]storedPartial, error) {
+	n := len(b.Partials)
+	starts := make([]time.Time, n)
+	dims := make([]string, n)
+	ids := make([]string, n)
+	for i, p := range b.Partials {
+		starts[i], dims[i], ids[i] = p.WindowStart, p.Dimension, p.DimensionID
 	}
+	batch := &pgx.Batch{}
+	batch.Queue(s.lock, s.lockClass, s.lockBuckets(b.Partials))
+	batch.Queue(s.others, starts, dims, ids, b.Source.Topic, b.Source.Partition)
+	br := tx.SendBatch(ctx, batch)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, fmt.Errorf("lock %d keys: %w", n, err)
+	}
+	rows, err := br.Query()
 	if err != nil {
-		return nil, fmt.Errorf("upsert %d partials into %s: %w", len(b.Partials), s.partials.table, err)
+		return nil, fmt.Errorf("read stored partials of %d keys: %w", n, err)
 	}
 	defer rows.Close()
 	out := make(map[sink.Key][]storedPartial, len(b.Partials))
@@ -157,7 +154,7 @@ func (s *Sink) writePartials(ctx context.Context, tx pgx.Tx, b sink.CloseBatch, 
 		out[key] = append(out[key], sp)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("upsert %d partials into %s: %w", len(b.Partials), s.partials.table, err)
+		return nil, fmt.Errorf("read stored partials of %d keys: %w", n, err)
 	}
 	return out, nil
 }

@@ -21,15 +21,17 @@
 //
 // # Close batches
 //
-// [Sink.WriteClose] runs one READ COMMITTED transaction: it takes transaction-scoped advisory
-// locks on the buckets of the batch's keys (hash of the key modulo [Config.LockBuckets]) in
-// ascending order, upserts the partials, reads back every stored partial of those keys,
-// merges them in Go with window.Merge in (topic, partition) order, upserts the merged rows
-// and raises closed_through with GREATEST, so that it never goes back. Two writers that
-// share a key serialize on its bucket, and the later one reads the earlier one's committed
-// partial, so neither skips the other's; the fixed lock order rules out deadlocks between
-// writers. Every upsert replaces (col = EXCLUDED.col; attributes COALESCE(EXCLUDED.a,
-// stored)); no statement adds after DO UPDATE.
+// [Sink.WriteClose] runs one READ COMMITTED transaction: it upserts the batch's partials,
+// takes transaction-scoped advisory locks on the buckets of the batch's keys (hash of the key
+// modulo [Config.LockBuckets]) in ascending order, then, in a statement of its own (so its
+// snapshot follows the locks), reads back every stored partial of those keys, merges them
+// in Go with window.Merge in (topic, partition) order, upserts the merged rows and raises
+// closed_through with GREATEST, so that it never goes back. Writers of the same keys
+// serialize on the buckets from the read to the commit, and commit in lock order, so the
+// last one sees every partial committed before it and none skips another's; the fixed lock
+// order rules out deadlocks between writers. Their partial inserts, which touch only their
+// own partition's rows, run in parallel. Every upsert replaces (col = EXCLUDED.col;
+// attributes COALESCE(EXCLUDED.a, stored)); no statement adds after DO UPDATE.
 //
 // # Last-write-wins state
 //

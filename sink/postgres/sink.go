@@ -20,13 +20,11 @@ type Sink struct {
 
 	lockClass int32 // first key of every advisory lock: the aggregates table's identity
 
-	partials       *upsert
-	partialsUnnest string // upsert the partials from unnest and read every stored partial of their keys
-	partialsCopy   string // the same from the temporary table
-	merged         *upsert
-	progress       string
-	lock           string
-	others         string
+	partials *upsert
+	merged   *upsert
+	progress string
+	lock     string
+	others   string
 
 	readProgress  string
 	readAgg       string
@@ -83,8 +81,6 @@ func (s *Sink) buildAggregateSQL() {
 	s.partials = newUpsert(schema, cfg.PartialsTable, pvary, ptypes,
 		[]string{"topic", "partition", "written_at"}, []string{"text", "int4", "timestamptz"},
 		[]string{"window_start", "dimension", "dimension_id", "topic", "partition"}, pset, "")
-	s.partialsUnnest = s.upsertAndRead(fmt.Sprintf("SELECT * FROM unnest(%s) AS u(%s)", placeholders(1, ptypes, "[]"), quoteAll("", pvary)), len(pvary)+1)
-	s.partialsCopy = s.upsertAndRead("SELECT * FROM "+ident(s.partials.tmpName), 1)
 
 	// Merged rows: recomputed whole from the partials, so every column is replaced.
 	mcols := a.ColumnNames()
@@ -107,9 +103,9 @@ func (s *Sink) buildAggregateSQL() {
 	// The locks are taken in the order of the array, which the caller sorts.
 	s.lock = `SELECT count(pg_advisory_xact_lock($1::int4, b)) FROM unnest($2::int4[]) AS u(b)`
 
-	// Every stored partial of the batch's keys, for the strategies that upsert row by row;
-	// the batch's own come without their stats (the writer has them) but with their stored
-	// attributes, which COALESCE may have kept.
+	// Every stored partial of the batch's keys, read after the locks; the batch's own come
+	// without their stats (the writer has them) but with their stored attributes, which
+	// COALESCE may have kept.
 	s.others = fmt.Sprintf(`SELECT p."window_start", p."dimension", p."dimension_id", p."topic", p."partition", `+
 		`CASE WHEN p."topic" = $4::text AND p."partition" = $5::int4 THEN NULL ELSE p."stats" END%s FROM %s AS p `+
 		`JOIN unnest($1::timestamptz[], $2::text[], $3::text[]) AS k(ws, d, di) ON p."window_start" = k.ws AND p."dimension" = k.d AND p."dimension_id" = k.di`,
@@ -129,26 +125,6 @@ func (s *Sink) buildAggregateSQL() {
 	sel += `, "complete" FROM ` + s.view
 	s.readAgg = fmt.Sprintf("%s WHERE %s = $1 AND %s = $2 AND %s = $3", sel, ident(c.WindowStart), ident(c.Dimension), ident(c.DimensionID))
 	s.readAggWindow = fmt.Sprintf("%s WHERE %s = $1 ORDER BY %s, %s", sel, ident(c.WindowStart), ident(c.Dimension), ident(c.DimensionID))
-}
-
-// upsertAndRead returns one statement that upserts the partials from src (a SELECT of the
-// partials table's varying columns, named as in the table) and returns every stored partial
-// of their keys: the batch's own as upserted (attributes after COALESCE, stats NULL: the
-// writer has them), the other partitions' as stored before the statement. The topic,
-// partition and write time are scalar parameters from number first on.
-func (s *Sink) upsertAndRead(src string, first int) string {
-	u := s.partials
-	a := s.cfg.Aggregates
-	topic, part := fmt.Sprintf("$%d::text", first), fmt.Sprintf("$%d::int4", first+1)
-	attrs := prefixed(", ", quoteAll("", a.Attributes))
-	return fmt.Sprintf(`WITH src AS MATERIALIZED (%s), `+
-		`ins AS (INSERT INTO %s (%s) SELECT *, %s FROM src %s RETURNING "window_start", "dimension", "dimension_id"%s) `+
-		`SELECT "window_start", "dimension", "dimension_id", %s, %s, NULL::bytea%s FROM ins UNION ALL `+
-		`SELECT p."window_start", p."dimension", p."dimension_id", p."topic", p."partition", p."stats"%s FROM %s AS p `+
-		`JOIN src AS k ON p."window_start" = k."window_start" AND p."dimension" = k."dimension" AND p."dimension_id" = k."dimension_id" `+
-		`WHERE NOT (p."topic" = %s AND p."partition" = %s)`,
-		src, u.table, u.cols, placeholders(first, u.ctypes, ""), u.conflict, attrs,
-		topic, part, attrs, prefixed(", ", quoteAll("p.", a.Attributes)), u.table, topic, part)
 }
 
 func (s *Sink) newStateTable(spec sink.StateSpec) *stateTable {
@@ -191,7 +167,7 @@ func (s *Sink) newStateTable(spec sink.StateSpec) *stateTable {
 // statements. The unnest form of a state table appears once its column types are known
 // (after its first write with [StrategyUnnest]).
 func (s *Sink) Statements() []string {
-	out := append(s.partials.statements(), s.partialsUnnest, s.partialsCopy)
+	out := s.partials.statements()
 	out = append(out, s.merged.statements()...)
 	out = append(out, s.progress, s.lock, s.others, s.readProgress, s.readAgg, s.readAggWindow, s.completeThru)
 	names := make([]string, 0, len(s.states))
