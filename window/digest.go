@@ -14,8 +14,8 @@ import (
 const (
 	tdEncoding  = 2
 	tdHeaderLen = 16
-	// digestSeed seeds the local random source of every tdigest.TDigest built here, so
-	// that no library call can ever draw from a shared source.
+	// digestSeed seeds the random source of every tdigest.TDigest built here, so that no
+	// library call can ever draw from a shared source.
 	digestSeed = 1
 )
 
@@ -35,7 +35,7 @@ func (d *digest) view() *tdigest.TDigest {
 	if d.td != nil {
 		return d.td
 	}
-	td, err := tdigest.New(tdigest.Compression(Compression), tdigest.LocalRandomNumberGenerator(digestSeed))
+	td, err := tdigest.New(tdigest.Compression(Compression), tdigest.RandomNumberGenerator(&fixedRNG{state: digestSeed}))
 	if err != nil || td.FromBytes(d.enc) != nil {
 		return nil
 	}
@@ -89,10 +89,37 @@ type clusterer struct {
 	buf   *scratch
 }
 
+// scratch is working memory lent to Stats operations, so that a Windows reuses it
+// across keys instead of allocating per fold. Its slab, if enabled, hands out value
+// buffers carved from large chunks: one allocation per chunk instead of one per growth
+// step per key, and chunks hold no pointers for the collector to scan.
 type scratch struct {
 	deltas []float32
 	counts []uint64
-	items  []point
+	vals   []float64
+	slab   bool
+	chunk  []float64
+}
+
+const slabChunk = 1 << 13 // values per slab chunk (64 KiB)
+
+// grow returns a copy of vals with room for more values, at most ExactLimit.
+// sc may be nil.
+func (sc *scratch) grow(vals []float64) []float64 {
+	n := min(max(4, 2*cap(vals)), ExactLimit)
+	var out []float64
+	if sc == nil || !sc.slab {
+		out = make([]float64, len(vals), n)
+	} else {
+		if cap(sc.chunk)-len(sc.chunk) < n {
+			sc.chunk = make([]float64, 0, slabChunk)
+		}
+		l := len(sc.chunk)
+		sc.chunk = sc.chunk[:l+n]
+		out = sc.chunk[l : l+len(vals) : l+n]
+	}
+	copy(out, vals)
+	return out
 }
 
 type point struct {
@@ -169,4 +196,30 @@ func appendSmallEncoding(dst []byte, deltas []float32, counts []uint64) []byte {
 // cluster identically.
 func lessPoint(a, b point) bool {
 	return a.mean < b.mean || (a.mean == b.mean && a.weight < b.weight)
+}
+
+// fixedRNG is a seeded splitmix64 source for tdigest.RandomNumberGenerator. The digests
+// here are built by a deterministic merge pass and only queried through go-tdigest, which
+// draws no random numbers for that; the source is set anyway so that every TDigest is
+// deterministic whatever is called on it. It is cheaper to create than
+// tdigest.LocalRandomNumberGenerator, which seeds a math/rand table of 607 words.
+type fixedRNG struct{ state uint64 }
+
+func (r *fixedRNG) next() uint64 {
+	r.state += 0x9e3779b97f4a7c15
+	z := r.state
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// Float32 returns a number in [0, 1).
+func (r *fixedRNG) Float32() float32 { return float32(r.next()>>40) / (1 << 24) }
+
+// Intn returns a number in [0, n), or 0 if n <= 0.
+func (r *fixedRNG) Intn(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	return int(r.next() % uint64(n))
 }

@@ -3,7 +3,6 @@ package window
 import (
 	"fmt"
 	"math"
-	"slices"
 )
 
 // Merge returns the aggregate of parts, as if every value added to any part had been
@@ -52,52 +51,102 @@ func Merge(parts ...*Stats) (*Stats, error) {
 		for _, p := range parts {
 			out.vals = append(out.vals, p.vals...)
 		}
-		sortFloats(out.vals)
+		sortFloats(out.vals, nil)
 		out.sorted = true
 		return out, nil
 	}
-	var buf scratch
-	items := make([]point, 0, mergeItems(parts))
+	// Every part's values and centroids are in ascending order once sealed: a k-way
+	// merge of them feeds the clusterer without sorting.
+	srcs := make([]mergeSource, 0, len(parts))
 	for _, p := range parts {
-		p.seal()
-		for _, v := range p.vals {
-			items = append(items, point{v, 1})
+		if p.count == 0 {
+			continue
 		}
+		p.seal()
+		src := mergeSource{vals: p.vals}
 		if p.dig != nil {
-			r := newCentroidReader(p.dig.enc)
-			for m, w, ok := r.next(); ok; m, w, ok = r.next() {
-				items = append(items, point{m, w})
-			}
+			src.r = newCentroidReader(p.dig.enc)
+		}
+		src.cm.mean, src.cm.weight, src.cok = src.r.next()
+		if src.advance() {
+			srcs = append(srcs, src)
 		}
 	}
-	slices.SortFunc(items, comparePoint)
+	h := mergeHeap{srcs: srcs, idx: make([]int, len(srcs))}
+	for i := range h.idx {
+		h.idx[i] = i
+	}
+	h.init()
 	var c clusterer
-	c.reset(out.count, &buf)
-	for _, it := range items {
-		c.push(it.mean, it.weight)
+	c.reset(out.count, new(scratch))
+	for len(h.idx) > 0 {
+		top := &srcs[h.idx[0]]
+		c.push(top.head.mean, top.head.weight)
+		if !top.advance() {
+			h.idx[0] = h.idx[len(h.idx)-1]
+			h.idx = h.idx[:len(h.idx)-1]
+		}
+		h.down(0)
 	}
 	out.dig = &digest{enc: c.finish(nil)}
 	out.sorted = true
 	return out, nil
 }
 
-func mergeItems(parts []*Stats) int {
-	n := 0
-	for _, p := range parts {
-		n += len(p.vals)
-		if p.dig != nil {
-			n += p.dig.centroids()
-		}
-	}
-	return n
+// mergeSource yields one sealed part's values and centroids in ascending order.
+type mergeSource struct {
+	head point // current smallest
+	vals []float64
+	r    centroidReader
+	cm   point // next centroid, if cok
+	cok  bool
 }
 
-func comparePoint(a, b point) int {
+func (s *mergeSource) advance() bool {
 	switch {
-	case lessPoint(a, b):
-		return -1
-	case lessPoint(b, a):
-		return 1
+	case len(s.vals) > 0 && (!s.cok || lessPoint(point{s.vals[0], 1}, s.cm)):
+		s.head = point{s.vals[0], 1}
+		s.vals = s.vals[1:]
+	case s.cok:
+		s.head = s.cm
+		s.cm.mean, s.cm.weight, s.cok = s.r.next()
+	default:
+		return false
 	}
-	return 0
+	return true
+}
+
+// mergeHeap is a min-heap of sources ordered by head. Heads that tie are equal points,
+// which the clusterer treats identically in either order, so the result is determined.
+type mergeHeap struct {
+	srcs []mergeSource
+	idx  []int
+}
+
+func (h *mergeHeap) init() {
+	for i := len(h.idx)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *mergeHeap) less(i, j int) bool {
+	return lessPoint(h.srcs[h.idx[i]].head, h.srcs[h.idx[j]].head)
+}
+
+func (h *mergeHeap) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h.idx) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h.idx) && h.less(r, l) {
+			m = r
+		}
+		if !h.less(m, i) {
+			return
+		}
+		h.idx[i], h.idx[m] = h.idx[m], h.idx[i]
+		i = m
+	}
 }

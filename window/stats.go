@@ -18,10 +18,6 @@ const (
 	// MaxValue bounds the magnitude of values accepted by [Stats.Add]; digest centroid
 	// means are stored as float32 deltas, which must stay finite.
 	MaxValue = 1e38
-
-	// pendingLimit is how many values a digest-mode Stats buffers before folding them,
-	// sorted, into its centroids in one merge pass.
-	pendingLimit = 1024
 )
 
 // Stats is the aggregate of the values of one (window, key) in one source partition:
@@ -64,8 +60,8 @@ func invalidValue(v float64) error {
 	return fmt.Errorf("%w: got %v, want a finite value of magnitude at most %g", ErrInvalidValue, v, float64(MaxValue))
 }
 
-// add adds a valid value; buf may be nil.
-func (s *Stats) add(v float64, buf *scratch) {
+// add adds a valid value. sc, which may be nil, lends scratch space and value storage.
+func (s *Stats) add(v float64, sc *scratch) {
 	if v == 0 {
 		v = 0 // drop the sign of -0 so that equal multisets serialize identically
 	}
@@ -78,32 +74,39 @@ func (s *Stats) add(v float64, buf *scratch) {
 	}
 	s.count++
 	s.sum += v
-	s.vals = append(s.vals, v)
-	s.sorted = false
-	if s.dig == nil {
-		if len(s.vals) > ExactLimit {
-			s.fold(buf)
+	// In both modes vals holds at most ExactLimit values: the 257th value of an exact
+	// Stats turns it into a digest, and a digest folds its buffer every 257 values, so the
+	// one buffer serves both modes without growing further.
+	if len(s.vals) == ExactLimit {
+		if sc == nil {
+			sc = new(scratch)
 		}
-	} else if len(s.vals) >= pendingLimit {
-		s.fold(buf)
+		all := append(append(sc.vals[:0], s.vals...), v)
+		sortFloats(all, sc)
+		s.fold(all, sc)
+		sc.vals = all
+		s.vals = s.vals[:0]
+		s.sorted = true
+		return
 	}
+	if len(s.vals) == cap(s.vals) {
+		s.vals = sc.grow(s.vals)
+	}
+	s.vals = append(s.vals, v)
+	s.sorted = len(s.vals) == 1 || (s.sorted && v >= s.vals[len(s.vals)-2])
 }
 
-// fold merges the buffered values into the digest, creating it if needed.
-func (s *Stats) fold(buf *scratch) {
-	if buf == nil {
-		buf = new(scratch)
-	}
-	sortFloats(s.vals)
+// fold merges sorted values into the digest, creating it if needed.
+func (s *Stats) fold(sorted []float64, sc *scratch) {
 	var c clusterer
-	c.reset(s.count, buf)
+	c.reset(s.count, sc)
 	var old []byte
 	if s.dig != nil {
 		old = s.dig.enc
 	}
 	r := newCentroidReader(old)
 	m, w, ok := r.next()
-	for _, v := range s.vals {
+	for _, v := range sorted {
 		for ok && lessPoint(point{m, w}, point{v, 1}) {
 			c.push(m, w)
 			m, w, ok = r.next()
@@ -120,25 +123,28 @@ func (s *Stats) fold(buf *scratch) {
 	// Reading old is finished, so its storage can be reused.
 	s.dig.enc = c.finish(old[:0])
 	s.dig.td = nil
-	s.vals = s.vals[:0]
-	s.sorted = true
 }
 
-// seal folds any buffered values of a digest-mode Stats, and sorts an exact one.
+// seal folds the buffered values of a digest-mode Stats, or sorts those of an exact one.
 func (s *Stats) seal() {
 	if s.dig != nil {
 		if len(s.vals) > 0 {
-			s.fold(nil)
+			sc := new(scratch)
+			sortFloats(s.vals, sc)
+			s.fold(s.vals, sc)
+			s.vals = s.vals[:0]
 		}
+		s.sorted = true
 		return
 	}
 	if !s.sorted {
-		sortFloats(s.vals)
+		sortFloats(s.vals, nil)
 		s.sorted = true
 	}
 }
 
-func sortFloats(v []float64) { slices.Sort(v) }
+// sortFloats sorts finite values; sc, which may be nil, lends scratch space.
+func sortFloats(v []float64, sc *scratch) { slices.Sort(v) }
 
 // Count returns the number of values added.
 func (s *Stats) Count() int64 { return s.count }

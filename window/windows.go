@@ -47,6 +47,10 @@ type Windows[K comparable] struct {
 	open   []*openWindow[K]
 	last   *openWindow[K] // the window of the previous Add, the usual next target
 	buf    scratch
+	// spare holds the index maps and key slices of closed windows, cleared, for reuse:
+	// a window's key set resembles the previous one's, so reusing them avoids regrowing
+	// a map of thousands of keys every window.
+	spare []*openWindow[K]
 }
 
 type openWindow[K comparable] struct {
@@ -62,7 +66,9 @@ func New[K comparable](cfg Config) (*Windows[K], error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Windows[K]{size: int64(cfg.Size), closed: math.MinInt64}, nil
+	w := &Windows[K]{size: int64(cfg.Size), closed: math.MinInt64}
+	w.buf.slab = true
+	return w, nil
 }
 
 // Size returns the window size.
@@ -123,13 +129,23 @@ func (w *Windows[K]) window(t time.Time) (*openWindow[K], error) {
 		i++
 	}
 	if i == len(w.open) || w.open[i].start != start {
-		nw := &openWindow[K]{start: start, index: make(map[K]int32)}
+		nw := w.newWindow(start)
 		w.open = append(w.open, nil)
 		copy(w.open[i+1:], w.open[i:])
 		w.open[i] = nw
 	}
 	w.last = w.open[i]
 	return w.last, nil
+}
+
+func (w *Windows[K]) newWindow(start int64) *openWindow[K] {
+	if n := len(w.spare); n > 0 {
+		o := w.spare[n-1]
+		w.spare = w.spare[:n-1]
+		o.start = start
+		return o
+	}
+	return &openWindow[K]{start: start, index: make(map[K]int32)}
 }
 
 func (o *openWindow[K]) add(key K, v float64, buf *scratch) {
@@ -148,8 +164,8 @@ func (o *openWindow[K]) add(key K, v float64, buf *scratch) {
 // Add, so that the same event sequence always gives the same partials in the same
 // order. Afterwards any Add into a window ending at or before the highest watermark
 // passed to Close fails with [ErrLate]. A watermark below a previous one closes nothing
-// and does not move the closed-through point back. The partials' Stats are sealed
-// (buffered values folded), ready for [Stats.MarshalBinary].
+// and does not move the closed-through point back. The partials' Stats belong to the
+// caller; the Windows keeps no reference to them.
 func (w *Windows[K]) Close(watermark time.Time) []Partial[K] {
 	wm := saturatingNano(watermark)
 	if wm > w.closed {
@@ -170,18 +186,31 @@ func (w *Windows[K]) Close(watermark time.Time) []Partial[K] {
 	for _, o := range w.open[:n] {
 		start, end := fromNano(o.start), fromNano(o.start+w.size)
 		for i := range o.stats {
-			s := &o.stats[i]
-			s.seal()
-			out = append(out, Partial[K]{Start: start, End: end, Key: o.keys[i], Stats: s})
+			out = append(out, Partial[K]{Start: start, End: end, Key: o.keys[i], Stats: &o.stats[i]})
 		}
 		if o == w.last {
 			w.last = nil
 		}
+		w.recycle(o)
 	}
 	m := copy(w.open, w.open[n:])
 	clear(w.open[m:])
 	w.open = w.open[:m]
 	return out
+}
+
+// recycle keeps o's map and key slice for a later window. The stats slice now belongs to
+// the partials, so a recycled window starts a new one, sized like the last.
+func (w *Windows[K]) recycle(o *openWindow[K]) {
+	if len(w.spare) >= 2 {
+		return
+	}
+	n := len(o.stats)
+	clear(o.index)
+	clear(o.keys) // drop references held by keys such as strings
+	o.keys = o.keys[:0]
+	o.stats = make([]Stats, 0, n)
+	w.spare = append(w.spare, o)
 }
 
 // ClosedThrough returns the highest watermark passed to [Windows.Close], and false if
@@ -200,6 +229,8 @@ func (w *Windows[K]) Reset() {
 	w.open = w.open[:0]
 	w.last = nil
 	w.closed = math.MinInt64
+	w.spare = nil
+	w.buf = scratch{slab: true}
 }
 
 // OpenWindows returns the number of open windows.

@@ -1,0 +1,240 @@
+package window
+
+import (
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// The benchmark workload models the Dutch public-transport pipeline at its morning peak:
+// 12 source partitions (vehicles hashed to partitions), every event aggregated under
+// four dimensions (line, station, operator, network) drawn from 7,000 keys in all, so
+// that each partition's Windows sees most of the keys, and delays in whole seconds.
+const (
+	benchPartitions      = 12
+	benchLines           = 1500
+	benchStations        = 5400
+	benchOperators       = 80
+	benchNetworks        = 20
+	benchEvents          = 1 << 20
+	benchEventsPerWindow = 25000 // per partition, per 5-minute window
+)
+
+type benchKey struct {
+	Dim uint8
+	ID  string
+}
+
+type benchEvent struct {
+	partition int
+	at        time.Duration // since the start of the cycle
+	delay     float64
+	keys      [4]benchKey
+}
+
+func benchWorkload() []benchEvent {
+	r := rand.New(rand.NewPCG(42, 42))
+	ids := func(prefix string, n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = prefix + strconv.Itoa(i)
+		}
+		return out
+	}
+	lines, stations := ids("line:", benchLines), ids("stop:", benchStations)
+	operators, networks := ids("op:", benchOperators), ids("net:", benchNetworks)
+	step := DefaultSize / benchEventsPerWindow * benchPartitions
+	evs := make([]benchEvent, benchEvents)
+	for i := range evs {
+		vehicle := r.IntN(20000)
+		line := vehicle % benchLines
+		op := line % benchOperators
+		jitter := time.Duration(r.IntN(30)) * time.Second // arrives up to 30 s out of order
+		evs[i] = benchEvent{
+			partition: vehicle % benchPartitions,
+			at:        time.Duration(i)*step/benchPartitions - jitter,
+			delay:     math.Round(r.ExpFloat64()*120 - 30),
+			keys: [4]benchKey{
+				{0, lines[line]}, {1, stations[r.IntN(benchStations)]},
+				{2, operators[op]}, {3, networks[op%benchNetworks]},
+			},
+		}
+	}
+	return evs
+}
+
+func benchWindows(b *testing.B) []*Windows[benchKey] {
+	ws := make([]*Windows[benchKey], benchPartitions)
+	for i := range ws {
+		w, err := New[benchKey](Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ws[i] = w
+	}
+	return ws
+}
+
+// BenchmarkWindowsAddKeys measures steady-state throughput: events with four keys each,
+// spread over 12 partitions, with windows closing as the watermark (max event time minus
+// 120 s) passes their end. Partials are produced but not serialized.
+func BenchmarkWindowsAddKeys(b *testing.B) {
+	evs := benchWorkload()
+	ws := benchWindows(b)
+	base := time.Date(2024, 5, 1, 6, 0, 0, 0, time.UTC)
+	// One pass over the workload spans a whole number of windows, so time keeps advancing.
+	cycle := (evs[len(evs)-1].at/DefaultSize + 2) * DefaultSize
+	var maxAt [benchPartitions]time.Duration
+	var nextClose [benchPartitions]time.Duration
+	for i := range nextClose {
+		nextClose[i] = DefaultSize
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		e := &evs[i%len(evs)]
+		at := e.at + time.Duration(i/len(evs))*cycle
+		p := e.partition
+		if err := ws[p].AddKeys(base.Add(at), e.delay, e.keys[:]...); err != nil {
+			b.Fatal(err)
+		}
+		if at > maxAt[p] {
+			maxAt[p] = at
+			if wm := at - 2*time.Minute; wm >= nextClose[p] {
+				ws[p].Close(base.Add(wm))
+				nextClose[p] = (wm/DefaultSize + 1) * DefaultSize
+			}
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/event")
+}
+
+// fillOneWindow adds one 5-minute window of the workload (about benchEventsPerWindow
+// events per partition) to ws, all in the same window.
+func fillOneWindow(b *testing.B, ws []*Windows[benchKey], evs []benchEvent) {
+	base := time.Date(2024, 5, 1, 6, 0, 0, 0, time.UTC)
+	for i := range evs[:benchEventsPerWindow*benchPartitions] {
+		e := &evs[i]
+		at := e.at % DefaultSize
+		if at < 0 {
+			at += DefaultSize
+		}
+		if err := ws[e.partition].AddKeys(base.Add(at), e.delay, e.keys[:]...); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkWindowsMemory reports the heap bytes per open (window, key) aggregate after one
+// window of the workload, measured with runtime.MemStats around the fill.
+func BenchmarkWindowsMemory(b *testing.B) {
+	evs := benchWorkload()
+	var perKey, keys float64
+	for i := 0; i < b.N; i++ {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		ws := benchWindows(b)
+		fillOneWindow(b, ws, evs)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		n := 0
+		for _, w := range ws {
+			n += w.OpenKeys()
+		}
+		perKey = float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
+		keys = float64(n)
+		runtime.KeepAlive(ws)
+	}
+	b.ReportMetric(perKey, "B/key")
+	b.ReportMetric(keys, "keys")
+}
+
+// BenchmarkCloseSerialize measures closing one full window of 12 partitions and
+// serializing every partial, per partial.
+func BenchmarkCloseSerialize(b *testing.B) {
+	evs := benchWorkload()
+	end := time.Date(2024, 5, 1, 6, 5, 0, 0, time.UTC)
+	b.ReportAllocs()
+	var partials, bytes int
+	buf := make([]byte, 0, 1<<16)
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		ws := benchWindows(b)
+		fillOneWindow(b, ws, evs)
+		b.StartTimer()
+		for _, w := range ws {
+			for _, p := range w.Close(end) {
+				var err error
+				buf, err = p.Stats.AppendBinary(buf[:0])
+				if err != nil {
+					b.Fatal(err)
+				}
+				partials++
+				bytes += len(buf)
+			}
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(partials), "ns/partial")
+	b.ReportMetric(float64(bytes)/float64(partials), "B/partial")
+}
+
+// BenchmarkMerge12 merges the 12 partials of one key decoded from bytes, as the sink
+// does: a hot key whose partials are digests, and a typical key whose partials are exact.
+func BenchmarkMerge12(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		n    int
+	}{{"digest", 2000}, {"exact", 10}} {
+		b.Run(tc.name, func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 1))
+			parts := make([]*Stats, benchPartitions)
+			for i := range parts {
+				s := NewStats()
+				for range tc.n {
+					if err := s.Add(math.Round(r.ExpFloat64()*120 - 30)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				enc, err := s.MarshalBinary()
+				if err != nil {
+					b.Fatal(err)
+				}
+				parts[i] = NewStats()
+				if err := parts[i].UnmarshalBinary(enc); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				m, err := Merge(parts...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = m.Quantile(0.9)
+			}
+		})
+	}
+}
+
+// BenchmarkStatsAdd measures one Stats receiving many values (digest mode).
+func BenchmarkStatsAdd(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	vals := make([]float64, 4096)
+	for i := range vals {
+		vals[i] = math.Round(r.ExpFloat64()*120 - 30)
+	}
+	s := NewStats()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		_ = s.Add(vals[i%len(vals)])
+		i++
+	}
+}
