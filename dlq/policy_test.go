@@ -72,3 +72,15 @@ func TestDecisionString(t *testing.T) {
 	require.Equal(t, "Decision(0)", dlq.Decision(0).String())
 	require.Equal(t, "Decision(200)", dlq.Decision(200).String())
 }
+
+func BenchmarkPolicyDecide(b *testing.B) {
+	t0 := time.Date(2024, 1, 1, 12, 0, 0, 0, time.UTC)
+	p := dlq.Policy{FailedFrom: t0, FailedBefore: t0.Add(time.Hour), Classes: []string{"a", "b", "schema"}, Limit: 1 << 30}
+	d := letter("schema", t0.Add(time.Minute), 1)
+	b.ReportAllocs()
+	for b.Loop() {
+		if p.Decide(d, 7) != dlq.Replay {
+			b.Fatal("wrong decision")
+		}
+	}
+}

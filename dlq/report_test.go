@@ -90,3 +90,19 @@ func TestReportWriteToError(t *testing.T) {
 	_, err := r.WriteTo(failingWriter{})
 	require.EqualError(t, err, "disk full")
 }
+
+func BenchmarkReportAdd(b *testing.B) {
+	t0 := time.Date(2024, 1, 1, 12, 0, 0, 0, time.UTC)
+	classes := []string{"schema", "range", "*strconv.NumError", "validation", "timeout"}
+	letters := make([]dlq.DeadLetter, 1024)
+	for i := range letters {
+		letters[i] = dlq.DeadLetter{ErrorClass: classes[i%len(classes)], ErrorMessage: "m", FailedAt: t0.Add(time.Duration(i) * time.Second)}
+	}
+	var r dlq.Report
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		r.Add(letters[i%len(letters)], dlq.Replay)
+		i++
+	}
+}

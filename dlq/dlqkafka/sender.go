@@ -23,7 +23,8 @@ type sender struct {
 
 	mu       sync.Mutex
 	pending  int  // messages produced whose outcome is not reported yet
-	aborting bool // no more retries: Close's deadline has passed
+	closing  bool // no new messages: close has begun
+	aborting bool // no more retries either: close's deadline has passed
 
 	quit     chan struct{}
 	loopDone chan struct{}
@@ -99,7 +100,7 @@ func newSender(conf kafka.ConfigMap, maxAttempts int, backoff time.Duration, onE
 func (s *sender) send(ctx context.Context, msg kafka.Message, done func(outcome)) error {
 	f := &inflight{msg: msg, done: done}
 	s.mu.Lock()
-	if s.aborting {
+	if s.closing {
 		s.mu.Unlock()
 		return ErrClosed
 	}
@@ -250,6 +251,9 @@ func (s *sender) flush(ctx context.Context) error {
 // close waits for outstanding messages until ctx is done, then purges what is left (reported
 // as failures, never as successes) and closes the producer.
 func (s *sender) close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
 	ferr := s.flush(ctx)
 	s.mu.Lock()
 	s.aborting = true
