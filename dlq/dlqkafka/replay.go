@@ -79,7 +79,8 @@ type Entry struct {
 	// Letter is the decoded dead letter; zero when Err is set.
 	Letter dlq.DeadLetter
 	// Decision is what the replay does with it; zero when Err is set. For [dlq.Replay] the
-	// delivery is not confirmed yet when OnEntry runs.
+	// message has been handed to the producer but its delivery is not confirmed yet when OnEntry
+	// runs: [dlq.Report] counts it once it is.
 	Decision dlq.Decision
 	// Err is why the message is not a valid dead letter; such a message is left out and
 	// committed past, like a skipped one.
@@ -385,8 +386,8 @@ func (r *replayer) handle(ctx context.Context, m *kafka.Message) error {
 		r.stopping = true
 		return nil
 	}
-	r.entry(Entry{Partition: p, Offset: off, Letter: letter, Decision: dec})
 	if dec != dlq.Replay || r.cfg.DryRun {
+		r.entry(Entry{Partition: p, Offset: off, Letter: letter, Decision: dec})
 		r.report.Add(letter, dec)
 		r.advance(c, off)
 		return nil
@@ -394,6 +395,7 @@ func (r *replayer) handle(ctx context.Context, m *kafka.Message) error {
 	if err := r.republish(ctx, c, p, off, letter); err != nil {
 		return err
 	}
+	r.entry(Entry{Partition: p, Offset: off, Letter: letter, Decision: dec})
 	r.advance(c, off)
 	return nil
 }
