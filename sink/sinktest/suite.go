@@ -139,6 +139,7 @@ func Run(t *testing.T, f Factory, feat Features) {
 		{"Attributes", testAttributes},
 		{"LatestGuard", testLatestGuard},
 		{"LatestReorderedBatches", testLatestReordered},
+		{"LatestConcurrentWriters", testLatestConcurrent},
 		{"InvalidInputWritesNothing", testInvalid},
 	}
 	for _, tc := range tests {
@@ -531,6 +532,45 @@ func testLatestReordered(t *testing.T, f Factory, _ Features) {
 			require.True(t, ok)
 			assert.Equal(t, w, got, "round %d: %s", round, id)
 		}
+	}
+}
+
+func testLatestConcurrent(t *testing.T, f Factory, feat Features) {
+	if !feat.ConcurrentWriters {
+		t.Skip("the implementation does not declare concurrent writers")
+	}
+	ctx := ctxT(t)
+	s := f(t, DefaultSetup())
+	const writers, vehicles, rounds = 4, 50, 20
+	var wg sync.WaitGroup
+	errs := make([]error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 9))
+			for round := range rounds {
+				// Every writer touches every vehicle, in its own order, so row locks are
+				// requested in conflicting orders unless the sink orders them.
+				batch := make([]sink.StateRow, 0, vehicles)
+				for _, v := range r.Perm(vehicles) {
+					at := T0.Add(time.Duration(round*writers+w) * time.Second)
+					batch = append(batch, stateRow(fmt.Sprintf("veh-%02d", v), at, fmt.Sprintf("w%d", w), float64(round), int64(round*writers+w)))
+				}
+				if err := s.UpsertLatest(ctx, StateTable, batch); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+	last := (rounds-1)*writers + writers - 1
+	for v := range vehicles {
+		id := fmt.Sprintf("veh-%02d", v)
+		got, ok, err := s.Latest(ctx, StateTable, id)
+		require.NoError(t, err)
+		require.True(t, ok)
+		assert.Equal(t, stateRow(id, T0.Add(time.Duration(last)*time.Second), fmt.Sprintf("w%d", writers-1), float64(rounds-1), int64(last)), got)
 	}
 }
 
