@@ -15,12 +15,12 @@
 //
 // It checks the guarantees of package sink: replace semantics (the seed's same window written
 // twice is one row (10, 144.0, 300.0), a rewritten partial replaces), merging across
-// partitions, duplicate and reordered batches, merge determinism (bit-identical rows whatever order the partitions wrote in, equal to
-// [sink.Merge] in (topic, partition) order), concurrent writers against a single writer,
-// progress that never goes back, readiness, attribute COALESCE, the last-write-wins guard
-// (also under concurrent writers),
-// and that invalid input writes nothing. Its tables are the OV example's ([DelayAggregates],
-// [VehicleLatest]) and its clock is fixed, so every column is compared.
+// partitions, duplicate and reordered batches, merge determinism (bit-identical rows
+// whatever order the partitions wrote in, equal to [sink.Merge] in (topic, partition)
+// order), concurrent writers against a single writer, progress that never goes back,
+// readiness, attribute COALESCE, the last-write-wins guard (also under concurrent
+// writers), and that invalid input writes nothing. Its tables are the OV example's
+// ([DelayAggregates], [VehicleLatest]) and its clock is fixed, so every column is compared.
 //
 // # Memory
 //
