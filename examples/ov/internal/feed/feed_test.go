@@ -283,11 +283,15 @@ func TestPacer(t *testing.T) {
 	wall := at(12, 0)
 	var slept []time.Duration
 	p := &feed.Pacer{Speed: 60, Now: func() time.Time { return wall },
-		Sleep: func(_ context.Context, d time.Duration) error { slept = append(slept, d); wall = wall.Add(d); return nil }}
+		Sleep: func(_ context.Context, d time.Duration) error {
+			slept = append(slept, d)
+			wall = wall.Add(d)
+			return nil
+		}}
 	sim := at(7, 0)
 	ctx := context.Background()
-	require.NoError(t, p.Wait(ctx, sim))                    // anchors
-	require.NoError(t, p.Wait(ctx, sim.Add(time.Minute)))   // a simulated minute: a second
+	require.NoError(t, p.Wait(ctx, sim))                     // anchors
+	require.NoError(t, p.Wait(ctx, sim.Add(time.Minute)))    // a simulated minute: a second
 	require.NoError(t, p.Wait(ctx, sim.Add(30*time.Second))) // already due
 	wall = wall.Add(5 * time.Second)
 	require.NoError(t, p.Wait(ctx, sim.Add(2*time.Minute))) // behind schedule: no wait

@@ -430,7 +430,7 @@ func (g *Generator) startTrip(t int64, oi int, vehicle string) {
 // The delay model's parameters, tuned so that at the morning peak 10 to 15% of predictions are
 // late (more than 180 s), and over a day 6 to 20%.
 const (
-	driftShare     = 0.018// congestion at full activity, as a share of the timetabled time
+	driftShare     = 0.018 // congestion at full activity, as a share of the timetabled time
 	noiseShare     = 0.09
 	recovery       = 0.07 // share of the delay made up per segment by slack in the timetable
 	lateStart      = 0.06
