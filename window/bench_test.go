@@ -23,9 +23,16 @@ const (
 	benchEventsPerWindow = 25000 // per partition, per 5-minute window
 )
 
+// benchKey is the natural key of the pipeline: a dimension and the id as it arrives.
 type benchKey struct {
 	Dim uint8
 	ID  string
+}
+
+// benchIntKey is the same key with the id interned to a number, which hashes faster.
+type benchIntKey struct {
+	Dim uint8
+	ID  uint32
 }
 
 type benchEvent struct {
@@ -33,6 +40,7 @@ type benchEvent struct {
 	at        time.Duration // since the start of the cycle
 	delay     float64
 	keys      [4]benchKey
+	intKeys   [4]benchIntKey
 }
 
 func benchWorkload() []benchEvent {
@@ -57,19 +65,22 @@ func benchWorkload() []benchEvent {
 			partition: vehicle % benchPartitions,
 			at:        time.Duration(i)*step/benchPartitions - jitter,
 			delay:     math.Round(r.ExpFloat64()*120 - 30),
-			keys: [4]benchKey{
-				{0, lines[line]}, {1, stations[r.IntN(benchStations)]},
-				{2, operators[op]}, {3, networks[op%benchNetworks]},
-			},
+		}
+		station := r.IntN(benchStations)
+		evs[i].keys = [4]benchKey{
+			{0, lines[line]}, {1, stations[station]}, {2, operators[op]}, {3, networks[op%benchNetworks]},
+		}
+		evs[i].intKeys = [4]benchIntKey{
+			{0, uint32(line)}, {1, uint32(station)}, {2, uint32(op)}, {3, uint32(op % benchNetworks)},
 		}
 	}
 	return evs
 }
 
-func benchWindows(b *testing.B) []*Windows[benchKey] {
-	ws := make([]*Windows[benchKey], benchPartitions)
+func benchWindows[K comparable](b *testing.B) []*Windows[K] {
+	ws := make([]*Windows[K], benchPartitions)
 	for i := range ws {
-		w, err := New[benchKey](Config{})
+		w, err := New[K](Config{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -80,10 +91,20 @@ func benchWindows(b *testing.B) []*Windows[benchKey] {
 
 // BenchmarkWindowsAddKeys measures steady-state throughput: events with four keys each,
 // spread over 12 partitions, with windows closing as the watermark (max event time minus
-// 120 s) passes their end. Partials are produced but not serialized.
+// 120 s) passes their end. Partials are produced but not serialized (see
+// BenchmarkCloseSerialize). string-keys uses benchKey, int-keys benchIntKey.
 func BenchmarkWindowsAddKeys(b *testing.B) {
 	evs := benchWorkload()
-	ws := benchWindows(b)
+	b.Run("string-keys", func(b *testing.B) {
+		benchAddKeys(b, evs, func(e *benchEvent) []benchKey { return e.keys[:] })
+	})
+	b.Run("int-keys", func(b *testing.B) {
+		benchAddKeys(b, evs, func(e *benchEvent) []benchIntKey { return e.intKeys[:] })
+	})
+}
+
+func benchAddKeys[K comparable](b *testing.B, evs []benchEvent, keys func(*benchEvent) []K) {
+	ws := benchWindows[K](b)
 	base := time.Date(2024, 5, 1, 6, 0, 0, 0, time.UTC)
 	// One pass over the workload spans a whole number of windows, so time keeps advancing.
 	cycle := (evs[len(evs)-1].at/DefaultSize + 2) * DefaultSize
@@ -98,7 +119,7 @@ func BenchmarkWindowsAddKeys(b *testing.B) {
 		e := &evs[i%len(evs)]
 		at := e.at + time.Duration(i/len(evs))*cycle
 		p := e.partition
-		if err := ws[p].AddKeys(base.Add(at), e.delay, e.keys[:]...); err != nil {
+		if err := ws[p].AddKeys(base.Add(at), e.delay, keys(e)...); err != nil {
 			b.Fatal(err)
 		}
 		if at > maxAt[p] {
@@ -117,6 +138,7 @@ func BenchmarkWindowsAddKeys(b *testing.B) {
 // fillOneWindow adds one 5-minute window of the workload (about benchEventsPerWindow
 // events per partition) to ws, all in the same window.
 func fillOneWindow(b *testing.B, ws []*Windows[benchKey], evs []benchEvent) {
+	b.Helper()
 	base := time.Date(2024, 5, 1, 6, 0, 0, 0, time.UTC)
 	for i := range evs[:benchEventsPerWindow*benchPartitions] {
 		e := &evs[i]
@@ -139,7 +161,7 @@ func BenchmarkWindowsMemory(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		ws := benchWindows(b)
+		ws := benchWindows[benchKey](b)
 		fillOneWindow(b, ws, evs)
 		runtime.GC()
 		runtime.ReadMemStats(&after)
@@ -165,8 +187,9 @@ func BenchmarkCloseSerialize(b *testing.B) {
 	buf := make([]byte, 0, 1<<16)
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		ws := benchWindows(b)
+		ws := benchWindows[benchKey](b)
 		fillOneWindow(b, ws, evs)
+		runtime.GC() // the fill's garbage is not the close's cost
 		b.StartTimer()
 		for _, w := range ws {
 			for _, p := range w.Close(end) {
@@ -223,18 +246,27 @@ func BenchmarkMerge12(b *testing.B) {
 	}
 }
 
-// BenchmarkStatsAdd measures one Stats receiving many values (digest mode).
+// BenchmarkStatsAdd measures filling one Stats with n values and sealing it (folding
+// its buffer, as serialization does), per value: n=10 stays exact, the others are digests
+// of the sizes a hot key reaches in one window (an operator, a network) and beyond.
 func BenchmarkStatsAdd(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
-	vals := make([]float64, 4096)
+	vals := make([]float64, 1<<16)
 	for i := range vals {
 		vals[i] = math.Round(r.ExpFloat64()*120 - 30)
 	}
-	s := NewStats()
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		_ = s.Add(vals[i%len(vals)])
-		i++
+	for _, n := range []int{10, 300, 1250, 1 << 16} {
+		b.Run("n="+strconv.Itoa(n), func(b *testing.B) {
+			var sc scratch
+			b.ReportAllocs()
+			for b.Loop() {
+				var s Stats
+				for _, v := range vals[:n] {
+					s.add(v, &sc)
+				}
+				s.seal()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/value")
+		})
 	}
 }

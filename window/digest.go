@@ -74,19 +74,21 @@ func (r *centroidReader) next() (mean float64, weight uint64, ok bool) {
 }
 
 // clusterer is one pass of a merging t-digest: it takes weighted points in ascending
-// order of mean and greedily merges neighbours while the merged centroid's weight stays
-// within go-tdigest's own size bound, 4·N·q·(1-q)/δ, where q is the centroid's centre
-// rank. It needs no random source, so the result is a pure function of its input.
+// order of mean and greedily merges neighbours while the merged centroid's weight w stays
+// within go-tdigest's own size bound, w <= 4·N·q·(1-q)/δ, where q is the centroid's
+// centre rank. It needs no random source, so the result is a pure function of its input.
 type clusterer struct {
-	scale float64 // 4·N/δ
-	total float64 // N
-	cum   float64 // weight of the centroids already emitted
-	w     uint64  // weight of the open centroid; 0 if none
-	sum   float64 // Σ mean·weight of the open centroid
-	lo    float64 // smallest mean merged into the open centroid
-	hi    float64 // largest mean merged into the open centroid
-	prev  float64 // decoded mean of the last emitted centroid
-	buf   *scratch
+	total  float64 // N
+	bound  float64 // N·δ/4: the bound above, multiplied out as w·N·δ/4 <= a·(N-a), a = q·N
+	cum    float64 // weight of the centroids already emitted
+	w      uint64  // weight of the open centroid; 0 if none
+	n      int     // points merged into the open centroid
+	sum    float64 // Σ mean·weight of the open centroid
+	lo     float64 // smallest mean merged into the open centroid
+	hi     float64 // largest mean merged into the open centroid
+	prev   float64 // decoded mean of the last emitted centroid
+	deltas []float32
+	counts []uint64
 }
 
 // scratch is working memory lent to Stats operations, so that a Windows reuses it
@@ -96,17 +98,18 @@ type clusterer struct {
 type scratch struct {
 	deltas []float32
 	counts []uint64
-	vals   []float64
+	keys   []uint64
+	tmp    []uint64
 	slab   bool
 	chunk  []float64
 }
 
 const slabChunk = 1 << 13 // values per slab chunk (64 KiB)
 
-// grow returns a copy of vals with room for more values, at most ExactLimit.
+// grow returns a copy of vals with room for more values, up to limit in all.
 // sc may be nil.
-func (sc *scratch) grow(vals []float64) []float64 {
-	n := min(max(4, 2*cap(vals)), ExactLimit)
+func (sc *scratch) grow(vals []float64, limit int) []float64 {
+	n := min(max(4, 2*cap(vals)), limit)
 	var out []float64
 	if sc == nil || !sc.slab {
 		out = make([]float64, len(vals), n)
@@ -127,22 +130,22 @@ type point struct {
 	weight uint64
 }
 
-func (c *clusterer) reset(total int64, buf *scratch) {
+func (c *clusterer) reset(total int64, sc *scratch) {
 	*c = clusterer{
-		total: float64(total),
-		scale: 4 * float64(total) / Compression,
-		buf:   buf,
+		total:  float64(total),
+		bound:  float64(total) * Compression / 4,
+		deltas: sc.deltas[:0],
+		counts: sc.counts[:0],
 	}
-	buf.deltas = buf.deltas[:0]
-	buf.counts = buf.counts[:0]
 }
 
 func (c *clusterer) push(mean float64, weight uint64) {
 	if c.w > 0 {
 		p := float64(c.w + weight)
-		q := (c.cum + p/2) / c.total
-		if p <= c.scale*q*(1-q) {
+		a := c.cum + p/2
+		if p*c.bound <= a*(c.total-a) {
 			c.w += weight
+			c.n++
 			c.sum += mean * float64(weight)
 			c.hi = mean
 			return
@@ -150,33 +153,39 @@ func (c *clusterer) push(mean float64, weight uint64) {
 		c.emit()
 	}
 	c.w = weight
+	c.n = 1
 	c.sum = mean * float64(weight)
 	c.lo, c.hi = mean, mean
 }
 
 // emit closes the open centroid. Its mean is stored as a float32 delta from the previous
 // decoded mean (the first from 0), with the rounding error fed forward, and after the first
-// never negative, so that decoded means stay ascending and within float32 precision of the true centroid means.
+// never negative, so that decoded means stay ascending and within float32 precision of
+// the true centroid means.
 func (c *clusterer) emit() {
-	m := c.sum / float64(c.w)
-	m = math.Max(c.lo, math.Min(m, c.hi))
+	m := c.lo
+	if c.n > 1 {
+		m = math.Max(c.lo, math.Min(c.sum/float64(c.w), c.hi))
+	}
 	d := float32(m - c.prev)
-	if d < 0 && len(c.buf.deltas) > 0 {
+	if d < 0 && len(c.deltas) > 0 {
 		d = 0
 	}
 	c.prev += float64(d)
-	c.buf.deltas = append(c.buf.deltas, d)
-	c.buf.counts = append(c.buf.counts, c.w)
+	c.deltas = append(c.deltas, d)
+	c.counts = append(c.counts, c.w)
 	c.cum += float64(c.w)
 	c.w = 0
 }
 
-// finish emits the open centroid and appends the small encoding to dst.
-func (c *clusterer) finish(dst []byte) []byte {
+// finish emits the open centroid, appends the small encoding to dst and returns the
+// working slices to sc.
+func (c *clusterer) finish(dst []byte, sc *scratch) []byte {
 	if c.w > 0 {
 		c.emit()
 	}
-	return appendSmallEncoding(dst, c.buf.deltas, c.buf.counts)
+	sc.deltas, sc.counts = c.deltas, c.counts
+	return appendSmallEncoding(dst, c.deltas, c.counts)
 }
 
 func appendSmallEncoding(dst []byte, deltas []float32, counts []uint64) []byte {

@@ -127,7 +127,7 @@ func decodeStats(data []byte) (Stats, error) {
 	if len(p) < 8 {
 		return Stats{}, corrupt("truncated sum")
 	}
-	s := Stats{count: int64(count), sum: math.Float64frombits(binary.LittleEndian.Uint64(p)), sorted: true}
+	s := Stats{count: int64(count), sum: math.Float64frombits(binary.LittleEndian.Uint64(p))}
 	p = p[8:]
 	if !(math.Abs(s.sum) <= float64(count)*MaxValue) {
 		return Stats{}, corrupt("sum is %v, want a finite number of magnitude at most count·MaxValue", s.sum)

@@ -52,7 +52,6 @@ func Merge(parts ...*Stats) (*Stats, error) {
 			out.vals = append(out.vals, p.vals...)
 		}
 		sortFloats(out.vals, nil)
-		out.sorted = true
 		return out, nil
 	}
 	// Every part's values and centroids are in ascending order once sealed: a k-way
@@ -78,7 +77,8 @@ func Merge(parts ...*Stats) (*Stats, error) {
 	}
 	h.init()
 	var c clusterer
-	c.reset(out.count, new(scratch))
+	sc := new(scratch)
+	c.reset(out.count, sc)
 	for len(h.idx) > 0 {
 		top := &srcs[h.idx[0]]
 		c.push(top.head.mean, top.head.weight)
@@ -88,8 +88,7 @@ func Merge(parts ...*Stats) (*Stats, error) {
 		}
 		h.down(0)
 	}
-	out.dig = &digest{enc: c.finish(nil)}
-	out.sorted = true
+	out.dig = &digest{enc: c.finish(nil, sc)}
 	return out, nil
 }
 

@@ -18,6 +18,10 @@ const (
 	// MaxValue bounds the magnitude of values accepted by [Stats.Add]; digest centroid
 	// means are stored as float32 deltas, which must stay finite.
 	MaxValue = 1e38
+
+	// pendingLimit is how many values a digest buffers before folding them, sorted,
+	// into its centroids in one merge pass.
+	pendingLimit = 1024
 )
 
 // Stats is the aggregate of the values of one (window, key) in one source partition:
@@ -35,9 +39,8 @@ type Stats struct {
 	max   float64
 	// vals holds every value in exact mode (dig == nil) and the values not yet folded
 	// into the digest in digest mode.
-	vals   []float64
-	sorted bool // vals is in ascending order
-	dig    *digest
+	vals []float64
+	dig  *digest
 }
 
 // NewStats returns an empty Stats.
@@ -62,6 +65,15 @@ func invalidValue(v float64) error {
 
 // add adds a valid value. sc, which may be nil, lends scratch space and value storage.
 func (s *Stats) add(v float64, sc *scratch) {
+	// An exact Stats holds at most ExactLimit values: the next one first turns it into a
+	// digest. A digest buffers up to pendingLimit values between merge passes.
+	limit := ExactLimit
+	if s.dig != nil {
+		limit = pendingLimit
+	}
+	if len(s.vals) >= limit {
+		s.flush(sc)
+	}
 	if v == 0 {
 		v = 0 // drop the sign of -0 so that equal multisets serialize identically
 	}
@@ -74,26 +86,21 @@ func (s *Stats) add(v float64, sc *scratch) {
 	}
 	s.count++
 	s.sum += v
-	// In both modes vals holds at most ExactLimit values: the 257th value of an exact
-	// Stats turns it into a digest, and a digest folds its buffer every 257 values, so the
-	// one buffer serves both modes without growing further.
-	if len(s.vals) == ExactLimit {
-		if sc == nil {
-			sc = new(scratch)
-		}
-		all := append(append(sc.vals[:0], s.vals...), v)
-		sortFloats(all, sc)
-		s.fold(all, sc)
-		sc.vals = all
-		s.vals = s.vals[:0]
-		s.sorted = true
-		return
-	}
 	if len(s.vals) == cap(s.vals) {
-		s.vals = sc.grow(s.vals)
+		s.vals = sc.grow(s.vals, limit)
 	}
 	s.vals = append(s.vals, v)
-	s.sorted = len(s.vals) == 1 || (s.sorted && v >= s.vals[len(s.vals)-2])
+}
+
+// flush sorts the buffered values and folds them into the digest, creating it if
+// needed. sc may be nil.
+func (s *Stats) flush(sc *scratch) {
+	if sc == nil {
+		sc = new(scratch)
+	}
+	sortFloats(s.vals, sc)
+	s.fold(s.vals, sc)
+	s.vals = s.vals[:0]
 }
 
 // fold merges sorted values into the digest, creating it if needed.
@@ -121,30 +128,22 @@ func (s *Stats) fold(sorted []float64, sc *scratch) {
 		s.dig = &digest{}
 	}
 	// Reading old is finished, so its storage can be reused.
-	s.dig.enc = c.finish(old[:0])
+	s.dig.enc = c.finish(old[:0], sc)
 	s.dig.td = nil
 }
 
-// seal folds the buffered values of a digest-mode Stats, or sorts those of an exact one.
+// seal folds the buffered values of a digest-mode Stats, or sorts those of an exact
+// one, so that both are in the form MarshalBinary writes.
 func (s *Stats) seal() {
-	if s.dig != nil {
+	switch {
+	case s.dig != nil:
 		if len(s.vals) > 0 {
-			sc := new(scratch)
-			sortFloats(s.vals, sc)
-			s.fold(s.vals, sc)
-			s.vals = s.vals[:0]
+			s.flush(nil)
 		}
-		s.sorted = true
-		return
-	}
-	if !s.sorted {
+	case !slices.IsSorted(s.vals):
 		sortFloats(s.vals, nil)
-		s.sorted = true
 	}
 }
-
-// sortFloats sorts finite values; sc, which may be nil, lends scratch space.
-func sortFloats(v []float64, sc *scratch) { slices.Sort(v) }
 
 // Count returns the number of values added.
 func (s *Stats) Count() int64 { return s.count }
@@ -229,7 +228,7 @@ func ExactQuantile(sorted []float64, q float64) float64 {
 
 // Clone returns a deep copy of s.
 func (s *Stats) Clone() *Stats {
-	c := &Stats{count: s.count, sum: s.sum, min: s.min, max: s.max, sorted: s.sorted}
+	c := &Stats{count: s.count, sum: s.sum, min: s.min, max: s.max}
 	if len(s.vals) > 0 {
 		c.vals = slices.Clone(s.vals)
 	}
