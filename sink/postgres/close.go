@@ -117,7 +117,7 @@ func (s *Sink) lockAndRead(ctx context.Context, tx pgx.Tx, b sink.CloseBatch) (m
 	}
 	batch := &pgx.Batch{}
 	batch.Queue(s.lock, s.lockClass, s.lockBuckets(b.Partials))
-	batch.Queue(s.others, starts, dims, ids, b.Source.Topic, b.Source.Partition)
+	batch.Queue(s.others, starts, dims, ids, b.Source.Topic, b.Source.Partition, s.lacksAttribute(b))
 	br := tx.SendBatch(ctx, batch)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
@@ -159,6 +159,18 @@ func (s *Sink) lockAndRead(ctx context.Context, tx pgx.Tx, b sink.CloseBatch) (m
 	return out, nil
 }
 
+// lacksAttribute reports whether some partial of b does not carry every attribute.
+func (s *Sink) lacksAttribute(b sink.CloseBatch) bool {
+	for _, p := range b.Partials {
+		for _, name := range s.cfg.Aggregates.Attributes {
+			if _, ok := p.Attrs[name]; !ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // merge recomputes the merged row of every key of b from the stored partials of the key,
 // with b's own stats.
 func (s *Sink) merge(b sink.CloseBatch, stored map[sink.Key][]storedPartial, now time.Time) (*mergedRows, error) {
@@ -170,12 +182,19 @@ func (s *Sink) merge(b sink.CloseBatch, stored map[sink.Key][]storedPartial, now
 	backing := make([]*string, len(b.Partials)*na) // every merged row's attributes
 	for i, p := range b.Partials {
 		parts = append(parts[:0], stored[p.Key]...)
-		own := slices.IndexFunc(parts, func(sp storedPartial) bool { return sp.source == b.Source })
-		if own < 0 {
-			return nil, fmt.Errorf("partial %s/%s at %s of %s not found after its upsert",
-				p.Dimension, p.DimensionID, p.WindowStart.Format(time.RFC3339), b.Source)
+		if own := slices.IndexFunc(parts, func(sp storedPartial) bool { return sp.source == b.Source }); own >= 0 {
+			parts[own].stats = p.Stats
+		} else {
+			// Not read back: the partial carries every attribute, so what is stored is
+			// what it carries.
+			sp := storedPartial{source: b.Source, stats: p.Stats, attrs: make([]*string, na)}
+			for j, name := range a.Attributes {
+				if v, ok := p.Attrs[name]; ok {
+					sp.attrs[j] = &v
+				}
+			}
+			parts = append(parts, sp)
 		}
-		parts[own].stats = p.Stats
 		slices.SortFunc(parts, func(x, y storedPartial) int { return sink.CompareSources(x.source, y.source) })
 		stats = stats[:0]
 		for _, sp := range parts {
