@@ -1,0 +1,114 @@
+package consumer
+
+import (
+	"cmp"
+	"slices"
+)
+
+// backpressure pauses partitions while the ledger or the open windows hold more than their
+// bounds, and resumes them as they drain. Polling goes on meanwhile, so the group never evicts
+// the consumer.
+//
+// Ledger (MaxPending): only entries that can become durable without new data are worth
+// pausing for: those of closed windows waiting for a write, of unflushed state and of
+// unconfirmed dead letters ("drainable"). Entries of windows still open wait for the
+// partition's own later messages, so pausing their partition would hold them forever. Past the
+// bound, the partitions holding the most drainable entries are paused until the running ones
+// hold at most the low-water mark; a paused partition resumes once the total is under the
+// low-water mark or once it has drained everything it could.
+//
+// Open windows (MaxOpenKeys): a partition's windows close only as its own watermark moves,
+// so a paused partition keeps its open keys, and the running ones keep a working set of their
+// own. Past the bound, the partitions holding the most are paused (stopping their growth) as
+// long as the paused ones together hold at most the low-water mark; a partition that alone
+// holds more is never paused. They resume when the total falls to the low-water mark, or at the
+// next tick at which it is back under the bound: paused partitions cannot make the total fall,
+// so waiting for the low-water mark alone could hold them forever behind the others' working
+// set. Growth is so throttled to the bound, one tick at a time.
+func (p *processor[K]) backpressure(atTick bool) {
+	p.sinceCheck = 0
+	if p.s.MaxPending == 0 && p.s.MaxOpenKeys == 0 {
+		return
+	}
+	type load struct {
+		pt        *part[K]
+		pending   int64
+		drainable int64
+		keys      int
+	}
+	var (
+		pending int64
+		keys    int
+		loads   = make([]load, 0, len(p.order))
+	)
+	for _, pt := range p.order {
+		n := pt.led.Pending()
+		k := pt.win.OpenKeys()
+		pending += n
+		keys += k
+		loads = append(loads, load{pt: pt, pending: n, drainable: max(n-pt.openEntries, 0), keys: k})
+	}
+
+	if p.s.MaxPending > 0 {
+		low := int64(float64(p.s.MaxPending) * p.s.ResumeAt)
+		for _, l := range loads {
+			if pending <= low || l.drainable == 0 {
+				p.unpause(l.pt, pausePending)
+			}
+		}
+		if pending > p.s.MaxPending {
+			slices.SortStableFunc(loads, func(a, b load) int { return cmp.Compare(b.drainable, a.drainable) })
+			var running int64
+			for _, l := range loads {
+				if l.pt.paused&pausePending == 0 {
+					running += l.pending
+				}
+			}
+			paused := false
+			for _, l := range loads {
+				if running <= low || l.drainable == 0 {
+					break
+				}
+				if l.pt.paused&pausePending != 0 {
+					continue
+				}
+				p.pause(l.pt, pausePending)
+				running -= l.pending
+				paused = true
+			}
+			if !paused && !p.overWarned {
+				p.overWarned = true
+				p.log.Warn("uncommitted messages over MaxPending, held by open windows that only new data can close; "+
+					"MaxPending should exceed the working set", "pending", pending, "max_pending", p.s.MaxPending)
+			}
+		} else {
+			p.overWarned = false
+		}
+	}
+
+	if p.s.MaxOpenKeys > 0 {
+		low := int(float64(p.s.MaxOpenKeys) * p.s.ResumeAt)
+		if keys <= low || (atTick && keys <= p.s.MaxOpenKeys && p.ticks > p.keysPausedAt) {
+			for _, l := range loads {
+				p.unpause(l.pt, pauseKeys)
+			}
+		}
+		if keys > p.s.MaxOpenKeys {
+			slices.SortStableFunc(loads, func(a, b load) int { return cmp.Compare(b.keys, a.keys) })
+			held := 0
+			for _, l := range loads {
+				if l.pt.paused&pauseKeys != 0 {
+					held += l.keys
+				}
+			}
+			for _, l := range loads {
+				if l.pt.paused&pauseKeys != 0 || l.keys == 0 || held+l.keys > low {
+					continue
+				}
+				p.pause(l.pt, pauseKeys)
+				p.keysPausedAt = p.ticks
+				held += l.keys
+			}
+		}
+	}
+}

@@ -1,0 +1,355 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/streamledger/streamledger/dlq"
+	"github.com/streamledger/streamledger/dlq/dlqkafka"
+	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/watermark"
+	"github.com/streamledger/streamledger/window"
+)
+
+// Defaults for the zero values of [Config].
+const (
+	DefaultFlushInterval     = 5 * time.Second
+	DefaultPollTimeout       = 100 * time.Millisecond
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultAssignTimeout     = 30 * time.Second
+	DefaultDeadLetterBackoff = time.Second
+	MaxDeadLetterBackoff     = 30 * time.Second
+	DefaultShutdownTimeout   = 30 * time.Second
+	DefaultCloseTimeout      = 10 * time.Second
+	DefaultResumeAt          = 0.5
+)
+
+// DeadLetterer sends a message that failed to decode to its dead-letter topic.
+// *dlqkafka.Producer implements it. done must be called exactly once when Send returns nil,
+// with a nil Delivery.Err only on a positive delivery report, and may run on any goroutine.
+type DeadLetterer interface {
+	Send(ctx context.Context, rec dlq.Record, cause error, done func(dlqkafka.Delivery)) error
+}
+
+// Config configures a [Consumer]. Kafka, Topics, Sink and Keys are required; every other zero
+// value is documented and usable. [New] validates it in one place.
+type Config[K comparable] struct {
+	// Kafka is the librdkafka configuration: bootstrap.servers and group.id are required;
+	// everything else (TLS, SASL, client.id, partition.assignment.strategy, auto.offset.reset,
+	// session timeouts...) passes through unchanged.
+	//
+	// The consumer sets enable.auto.commit=false and enable.auto.offset.store=false, and a
+	// configuration that sets either to anything else is rejected rather than overridden:
+	// auto-commit commits the consumed position on a timer, whatever has been written, which is
+	// exactly what the ledger exists to prevent, and a stored offset would be committed by
+	// librdkafka behind the ledger's back (and without the metadata that restores the
+	// watermark: librdkafka issue 3927). A user who set them believes something that is not
+	// true, so New says so. go.events.channel.enable=true is rejected too: the consumer polls.
+	Kafka kafka.ConfigMap
+
+	// Topics maps each source topic to the handler of its messages. Regular expression
+	// subscriptions are not supported: every topic needs its handler.
+	Topics map[string]Handler[K]
+
+	// Sink receives the closed windows with their progress, the state rows, and tells the
+	// progress (closed_through) of a partition when it is assigned.
+	Sink sink.Sink
+
+	// Keys maps a window key to the merged row it feeds. Two keys that map to the same row
+	// in one window are merged into one partial.
+	Keys func(K) SinkKey
+
+	// DeadLetters receives messages that fail to decode or validate. Their offsets become
+	// committable only on a positive delivery report; a failed delivery is sent again after
+	// DeadLetterBackoff, for as long as the partition is owned. Nil means there is no
+	// dead-letter topic: a message that fails to decode stops Run with an error wrapping
+	// [ErrUndecodable], and its offset is never committed.
+	DeadLetters DeadLetterer
+
+	// OnLate, if set, is called for every late event (its window already closed in its
+	// partition), after it has been counted, for example to publish it to late.<topic>. It runs
+	// on the consumer's loop and must not block. A late event is durable at once, whatever
+	// OnLate does.
+	OnLate func(m *kafka.Message, ev Event[K], windowEnd time.Time)
+
+	// WindowSize is the tumbling window length. Zero means window.DefaultSize (5 minutes).
+	WindowSize time.Duration
+	// Lateness is the allowed lateness: a partition's watermark trails its maximum event time
+	// by this much. Zero means watermark.DefaultLateness (120 s).
+	Lateness time.Duration
+	// IdleTimeout is how long a partition that is caught up must stay quiet before its
+	// watermark follows the wall clock (see the package documentation). Zero means
+	// watermark.DefaultIdleTimeout (30 s); negative means partitions never go idle.
+	IdleTimeout time.Duration
+
+	// FlushInterval is the period of the tick that flushes state, writes closed windows and
+	// commits. Zero means DefaultFlushInterval (5 s). Ignored when Ticks is set.
+	FlushInterval time.Duration
+	// Ticks, if set, replaces the FlushInterval ticker: each value received runs one tick.
+	// Tests use it to tick deterministically.
+	Ticks <-chan time.Time
+	// PollTimeout bounds one Poll of the client. Zero means DefaultPollTimeout (100 ms).
+	PollTimeout time.Duration
+
+	// WriteTimeout bounds the sink writes of one tick (the state flush and every partition's
+	// close batch) and of one revocation. What did not succeed in time is retried at the next
+	// tick. Zero means DefaultWriteTimeout (30 s). It must stay well below
+	// max.poll.interval.ms, which New checks when the Kafka configuration sets it.
+	WriteTimeout time.Duration
+	// AssignTimeout bounds reading the committed offsets and the sink's progress of newly
+	// assigned partitions. Failing that, Run stops with an error wrapping [ErrAssign]: the
+	// consumer cannot know from which watermark to decide. Zero means DefaultAssignTimeout.
+	AssignTimeout time.Duration
+	// DeadLetterBackoff is the wait before a dead letter whose delivery failed is sent again;
+	// it doubles on each failure of the same letter, up to MaxDeadLetterBackoff. Zero means
+	// DefaultDeadLetterBackoff (1 s).
+	DeadLetterBackoff time.Duration
+	// ShutdownTimeout bounds the graceful shutdown after Run's context is cancelled: waiting
+	// for dead-letter delivery reports, the last writes and the last commit. Zero means
+	// DefaultShutdownTimeout (30 s).
+	ShutdownTimeout time.Duration
+	// CloseTimeout bounds closing the client, which can hang (confluent-kafka-go issue 189).
+	// Zero means DefaultCloseTimeout (10 s).
+	CloseTimeout time.Duration
+
+	// MaxPending bounds the uncommitted messages held by the ledger. Past it the partitions
+	// holding the most of them that can drain without new data (closed windows not yet
+	// written, unflushed state, unconfirmed dead letters) are paused, and resumed when the
+	// count falls to ResumeAt of the bound. Zero means no bound.
+	MaxPending int64
+	// MaxOpenKeys bounds the open (window, key) aggregates over all partitions. Past it the
+	// partitions holding the most are paused until the count falls to ResumeAt of the bound.
+	// Zero means no bound.
+	MaxOpenKeys int
+	// ResumeAt is the low-water mark of both bounds, as a fraction of the bound in [0, 1).
+	// Zero means DefaultResumeAt (0.5).
+	ResumeAt float64
+
+	// Clock gives the arrival time of messages and measures idleness. Nil means time.Now.
+	Clock func() time.Time
+	// Logger receives the consumer's logs. Nil means slog.Default(). Secrets in Kafka (any
+	// property whose name contains "password" or "secret", and the SASL OAUTHBEARER
+	// configuration) are never logged.
+	Logger *slog.Logger
+	// Hooks receive counters, gauges and events; see [Hook].
+	Hooks []Hook
+}
+
+// settings is a validated Config with its defaults filled in.
+type settings[K comparable] struct {
+	Config[K]
+	kafka  kafka.ConfigMap // what the client gets
+	topics []string        // sorted
+	wm     watermark.Config
+	win    window.Config
+	hooks  hooks
+}
+
+// validate checks cfg and fills in its defaults. Every error wraps ErrConfig.
+func (cfg Config[K]) validate() (*settings[K], error) {
+	s := &settings[K]{Config: cfg}
+	bad := func(format string, args ...any) (*settings[K], error) {
+		return nil, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
+	}
+	if cfg.Kafka == nil {
+		return bad("Kafka: a librdkafka configuration with bootstrap.servers and group.id is required")
+	}
+	km, err := kafkaConfig(cfg.Kafka)
+	if err != nil {
+		return nil, err
+	}
+	s.kafka = km
+	if len(cfg.Topics) == 0 {
+		return bad("Topics: at least one topic with its handler is required")
+	}
+	for topic, h := range cfg.Topics {
+		switch {
+		case topic == "":
+			return bad("Topics: empty topic name")
+		case strings.HasPrefix(topic, "^"):
+			return bad("Topics: %q is a regular expression; name each topic with its handler", topic)
+		case h == nil:
+			return bad("Topics: topic %q has a nil handler", topic)
+		}
+		s.topics = append(s.topics, topic)
+	}
+	slices.Sort(s.topics)
+	if cfg.Sink == nil {
+		return bad("Sink is required")
+	}
+	if cfg.Keys == nil {
+		return bad("Keys: a mapping from window keys to sink keys is required")
+	}
+	durations := []struct {
+		name string
+		d    *time.Duration
+		def  time.Duration
+	}{
+		{"WindowSize", &s.WindowSize, window.DefaultSize},
+		{"Lateness", &s.Lateness, watermark.DefaultLateness},
+		{"FlushInterval", &s.FlushInterval, DefaultFlushInterval},
+		{"PollTimeout", &s.PollTimeout, DefaultPollTimeout},
+		{"WriteTimeout", &s.WriteTimeout, DefaultWriteTimeout},
+		{"AssignTimeout", &s.AssignTimeout, DefaultAssignTimeout},
+		{"DeadLetterBackoff", &s.DeadLetterBackoff, DefaultDeadLetterBackoff},
+		{"ShutdownTimeout", &s.ShutdownTimeout, DefaultShutdownTimeout},
+		{"CloseTimeout", &s.CloseTimeout, DefaultCloseTimeout},
+	}
+	for _, d := range durations {
+		switch {
+		case *d.d < 0:
+			return bad("%s: expected a positive duration or zero for the default, found %v", d.name, *d.d)
+		case *d.d == 0:
+			*d.d = d.def
+		}
+	}
+	if s.IdleTimeout == 0 {
+		s.IdleTimeout = watermark.DefaultIdleTimeout
+	}
+	if s.MaxPending < 0 {
+		return bad("MaxPending: expected a bound >= 0 (0: none), found %d", s.MaxPending)
+	}
+	if s.MaxOpenKeys < 0 {
+		return bad("MaxOpenKeys: expected a bound >= 0 (0: none), found %d", s.MaxOpenKeys)
+	}
+	if !(s.ResumeAt >= 0 && s.ResumeAt < 1) {
+		return bad("ResumeAt: expected a fraction in [0, 1), found %v", s.ResumeAt)
+	}
+	if s.ResumeAt == 0 {
+		s.ResumeAt = DefaultResumeAt
+	}
+	if mpi, ok, err := configMillis(km, "max.poll.interval.ms"); err != nil {
+		return nil, err
+	} else if ok && 2*s.WriteTimeout >= mpi {
+		return bad("WriteTimeout %v must be under half of max.poll.interval.ms (%v): a tick's writes "+
+			"and a revocation's run between two polls", s.WriteTimeout, mpi)
+	}
+	if s.Clock == nil {
+		s.Clock = time.Now
+	}
+	if s.Logger == nil {
+		s.Logger = slog.Default()
+	}
+	idle := s.IdleTimeout
+	if idle < 0 {
+		idle = 0 // partitions are never reported caught up, so never idle
+	}
+	s.wm = watermark.Config{Lateness: s.Lateness, IdleTimeout: idle, Clock: watermark.ClockFunc(s.Clock)}
+	s.win = window.Config{Size: s.WindowSize}
+	if _, err := window.New[K](s.win); err != nil {
+		return bad("WindowSize: %v", err)
+	}
+	if _, err := watermark.NewPartition(s.wm); err != nil {
+		return bad("Lateness or IdleTimeout: %v", err)
+	}
+	for i, h := range s.Hooks {
+		if !newHooks([]Hook{h}).any() {
+			return bad("Hooks[%d]: %T implements none of the Hook interfaces", i, h)
+		}
+	}
+	s.hooks = newHooks(s.Hooks)
+	return s, nil
+}
+
+// Properties the consumer sets itself.
+var forced = [...]struct{ key, value string }{
+	{"enable.auto.commit", "false"},
+	{"enable.auto.offset.store", "false"},
+}
+
+// kafkaConfig returns a copy of user with the forced properties, or an error naming a property
+// that contradicts them.
+func kafkaConfig(user kafka.ConfigMap) (kafka.ConfigMap, error) {
+	out := make(kafka.ConfigMap, len(user)+len(forced))
+	for k, v := range user {
+		out[k] = v
+	}
+	for _, f := range forced {
+		if v, ok := user[f.key]; ok && !isFalse(v) {
+			return nil, fmt.Errorf("%w: Kafka: %s must be false, found %v: the consumer commits only what the "+
+				"ledger says is durable, with the watermark in the commit metadata", ErrConfig, f.key, v)
+		}
+		out[f.key] = false
+	}
+	if v, ok := user["go.events.channel.enable"]; ok && !isFalse(v) {
+		return nil, fmt.Errorf("%w: Kafka: go.events.channel.enable must be false, found %v: the consumer polls", ErrConfig, v)
+	}
+	if s, _ := user["group.id"].(string); s == "" {
+		return nil, fmt.Errorf("%w: Kafka: group.id is required (a non-empty string), found %v", ErrConfig, user["group.id"])
+	}
+	_, b1 := user["bootstrap.servers"]
+	_, b2 := user["metadata.broker.list"]
+	if !b1 && !b2 {
+		return nil, fmt.Errorf("%w: Kafka: bootstrap.servers is required", ErrConfig)
+	}
+	return out, nil
+}
+
+func isFalse(v kafka.ConfigValue) bool {
+	switch v := v.(type) {
+	case bool:
+		return !v
+	case string:
+		b, err := strconv.ParseBool(v)
+		return err == nil && !b
+	}
+	return false
+}
+
+// configMillis reads an integer millisecond property, if set.
+func configMillis(m kafka.ConfigMap, key string) (time.Duration, bool, error) {
+	v, ok := m[key]
+	if !ok {
+		return 0, false, nil
+	}
+	var n int64
+	switch v := v.(type) {
+	case int:
+		n = int64(v)
+	case int32:
+		n = int64(v)
+	case int64:
+		n = v
+	case string:
+		var err error
+		if n, err = strconv.ParseInt(v, 10, 64); err != nil {
+			return 0, false, fmt.Errorf("%w: Kafka: %s: expected milliseconds, found %q", ErrConfig, key, v)
+		}
+	default:
+		return 0, false, fmt.Errorf("%w: Kafka: %s: expected milliseconds, found %T", ErrConfig, key, v)
+	}
+	return time.Duration(n) * time.Millisecond, true, nil
+}
+
+// secret reports whether a librdkafka property holds a secret that must never be logged.
+func secret(key string) bool {
+	k := strings.ToLower(key)
+	return strings.Contains(k, "password") || strings.Contains(k, "secret") ||
+		strings.Contains(k, "sasl.oauthbearer.config") || strings.Contains(k, "ssl.key.pem") ||
+		strings.Contains(k, "jaas") || strings.Contains(k, "token")
+}
+
+// redacted returns the configuration as log attributes, sorted, with secrets replaced.
+func redacted(m kafka.ConfigMap) slog.Attr {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	attrs := make([]any, 0, len(keys))
+	for _, k := range keys {
+		if secret(k) {
+			attrs = append(attrs, slog.String(k, "[redacted]"))
+			continue
+		}
+		attrs = append(attrs, slog.String(k, fmt.Sprint(m[k])))
+	}
+	return slog.Group("kafka", attrs...)
+}

@@ -1,0 +1,140 @@
+package consumer
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamledger/streamledger/watermark"
+	"github.com/streamledger/streamledger/window"
+)
+
+func validConfig(t *testing.T) Config[string] {
+	return Config[string]{
+		Kafka:  kafka.ConfigMap{"bootstrap.servers": "b:9092", "group.id": "g"},
+		Topics: map[string]Handler[string]{"t": testHandler},
+		Sink:   newMemory(t),
+		Keys:   testKeys,
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	s, err := validConfig(t).validate()
+	require.NoError(t, err)
+	assert.Equal(t, window.DefaultSize, s.WindowSize)
+	assert.Equal(t, watermark.DefaultLateness, s.Lateness)
+	assert.Equal(t, watermark.DefaultIdleTimeout, s.IdleTimeout)
+	assert.Equal(t, DefaultFlushInterval, s.FlushInterval)
+	assert.Equal(t, DefaultWriteTimeout, s.WriteTimeout)
+	assert.Equal(t, DefaultResumeAt, s.ResumeAt)
+	assert.NotNil(t, s.Clock)
+	assert.NotNil(t, s.Logger)
+	assert.Equal(t, false, s.kafka["enable.auto.commit"])
+	assert.Equal(t, false, s.kafka["enable.auto.offset.store"])
+	assert.Equal(t, "g", s.kafka["group.id"], "the rest passes through")
+}
+
+func TestConfigPassesThroughAndForces(t *testing.T) {
+	cfg := validConfig(t)
+	cfg.Kafka = kafka.ConfigMap{
+		"bootstrap.servers": "b:9092", "group.id": "g", "client.id": "me", "security.protocol": "SASL_SSL",
+		"sasl.password": "hunter2", "enable.auto.commit": "false", "enable.auto.offset.store": false,
+	}
+	s, err := cfg.validate()
+	require.NoError(t, err)
+	assert.Equal(t, "me", s.kafka["client.id"])
+	assert.Equal(t, "SASL_SSL", s.kafka["security.protocol"])
+	assert.Equal(t, "hunter2", s.kafka["sasl.password"])
+	assert.Equal(t, false, s.kafka["enable.auto.commit"])
+	assert.Equal(t, "false", cfg.Kafka["enable.auto.commit"], "the caller's map is not modified")
+}
+
+func TestConfigErrors(t *testing.T) {
+	type noHook struct{}
+	cases := []struct {
+		name string
+		mod  func(*Config[string])
+		want string
+	}{
+		{"no kafka", func(c *Config[string]) { c.Kafka = nil }, "Kafka"},
+		{"auto commit", func(c *Config[string]) { c.Kafka["enable.auto.commit"] = true }, "enable.auto.commit must be false"},
+		{"auto commit string", func(c *Config[string]) { c.Kafka["enable.auto.commit"] = "true" }, "enable.auto.commit must be false"},
+		{"offset store", func(c *Config[string]) { c.Kafka["enable.auto.offset.store"] = "yes" }, "enable.auto.offset.store must be false"},
+		{"events channel", func(c *Config[string]) { c.Kafka["go.events.channel.enable"] = true }, "go.events.channel.enable"},
+		{"no group", func(c *Config[string]) { delete(c.Kafka, "group.id") }, "group.id is required"},
+		{"no servers", func(c *Config[string]) { delete(c.Kafka, "bootstrap.servers") }, "bootstrap.servers is required"},
+		{"no topics", func(c *Config[string]) { c.Topics = nil }, "Topics"},
+		{"regex topic", func(c *Config[string]) { c.Topics["^t.*"] = testHandler }, "regular expression"},
+		{"nil handler", func(c *Config[string]) { c.Topics["u"] = nil }, `topic "u" has a nil handler`},
+		{"no sink", func(c *Config[string]) { c.Sink = nil }, "Sink is required"},
+		{"no keys", func(c *Config[string]) { c.Keys = nil }, "Keys"},
+		{"negative window", func(c *Config[string]) { c.WindowSize = -time.Second }, "WindowSize"},
+		{"negative flush", func(c *Config[string]) { c.FlushInterval = -1 }, "FlushInterval"},
+		{"negative pending", func(c *Config[string]) { c.MaxPending = -1 }, "MaxPending"},
+		{"negative keys", func(c *Config[string]) { c.MaxOpenKeys = -1 }, "MaxOpenKeys"},
+		{"resume at one", func(c *Config[string]) { c.ResumeAt = 1 }, "ResumeAt"},
+		{"write timeout vs poll interval", func(c *Config[string]) { c.Kafka["max.poll.interval.ms"] = 50000 }, "WriteTimeout"},
+		{"bad poll interval", func(c *Config[string]) { c.Kafka["max.poll.interval.ms"] = "soon" }, "max.poll.interval.ms"},
+		{"useless hook", func(c *Config[string]) { c.Hooks = []Hook{noHook{}} }, "implements none"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := validConfig(t)
+			tc.mod(&cfg)
+			_, err := New(cfg)
+			require.ErrorIs(t, err, ErrConfig)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestSecretsAreRedacted(t *testing.T) {
+	var buf strings.Builder
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	log.Info("start", redacted(kafka.ConfigMap{
+		"sasl.password": "hunter2", "ssl.key.password": "k3y", "sasl.oauthbearer.client.secret": "s3cret",
+		"sasl.oauthbearer.config": "principal=x secret=y", "ssl.key.pem": "-----BEGIN", "sasl.username": "alice",
+		"client.id": "me",
+	}))
+	out := buf.String()
+	for _, s := range []string{"hunter2", "k3y", "s3cret", "secret=y", "BEGIN"} {
+		assert.NotContains(t, out, s)
+	}
+	assert.Contains(t, out, "alice")
+	assert.Contains(t, out, "kafka.client.id=me")
+	assert.Contains(t, out, "kafka.sasl.password=[redacted]")
+}
+
+func TestEventValidate(t *testing.T) {
+	cases := []struct {
+		name string
+		ev   Event[string]
+		want string
+	}{
+		{"zero", Event[string]{}, ""},
+		{"state only, no time", Event[string]{State: []StateRow{{Table: "x"}}}, ""},
+		{"values without time", Event[string]{Values: []Value[string]{{Value: 1, Keys: []string{"a"}}}}, "needs an event time"},
+		{"no key", Event[string]{Time: T0, Values: []Value[string]{{Value: 1}}}, "has no key"},
+		{"nan", Event[string]{Time: T0, Values: []Value[string]{{Value: nan(), Keys: []string{"a"}}}}, "NaN"},
+		{"huge", Event[string]{Time: T0, Values: []Value[string]{{Value: 1e39, Keys: []string{"a"}}}}, "magnitude"},
+		{"far future", Event[string]{Time: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC), Values: []Value[string]{{Value: 1, Keys: []string{"a"}}}}, "outside the years"},
+		{"no table", Event[string]{State: []StateRow{{}}}, "names no table"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.ev.Validate()
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			var ee *EventError
+			require.ErrorAs(t, err, &ee)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}

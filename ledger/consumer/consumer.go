@@ -1,0 +1,314 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/streamledger/streamledger/ledger"
+)
+
+// Consumer is a Kafka consumer that aggregates into windows and commits through the ledger.
+// Create one with [New] and run it with [Consumer.Run].
+type Consumer[K comparable] struct {
+	s *settings[K]
+	p *processor[K]
+
+	running atomic.Bool
+	closing atomic.Bool // the client is closing: rebalance callbacks leave the state alone
+
+	abortOnce sync.Once
+	abort     chan struct{}
+
+	work context.Context // Run's context without its cancellation, cancelled by Abort
+}
+
+// New validates cfg and returns a Consumer. It does not connect: Run does.
+func New[K comparable](cfg Config[K]) (*Consumer[K], error) {
+	s, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	c := &Consumer[K]{s: s, abort: make(chan struct{})}
+	c.p = newProcessor(s, nil)
+	return c, nil
+}
+
+// Counters returns the running totals. It is safe to call from any goroutine.
+func (c *Consumer[K]) Counters() Counters { return c.p.counters.snapshot() }
+
+// Abort abandons the graceful shutdown (or the run, if called before Run's context is done):
+// no further write or commit is attempted, and Run closes the client and returns ErrAborted
+// without waiting for anything but the client (itself bounded by CloseTimeout). What was not
+// committed is redelivered to the next owner. Call it on a second interrupt, for example. It is
+// safe to call from any goroutine, more than once.
+func (c *Consumer[K]) Abort() { c.abortOnce.Do(func() { close(c.abort) }) }
+
+func (c *Consumer[K]) aborted() bool {
+	select {
+	case <-c.abort:
+		return true
+	default:
+		return false
+	}
+}
+
+// Run consumes until ctx is cancelled, then shuts down gracefully: it stops taking messages,
+// waits for the delivery reports of dead letters in flight, flushes state, writes what closed,
+// commits what is durable (never past it), gives up its partitions and closes the client, all
+// within ShutdownTimeout and CloseTimeout. It returns nil after a graceful shutdown, and an
+// error if the consumer cannot go on (ErrAssign, ErrUndecodable, a fatal client error,
+// ErrInternal) or the shutdown was cut short (ErrAborted, ErrCloseTimeout).
+//
+// Run may be called once.
+func (c *Consumer[K]) Run(ctx context.Context) error {
+	if !c.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	kc, err := kafka.NewConsumer(&c.s.kafka)
+	if err != nil {
+		return fmt.Errorf("%w: creating the Kafka client: %w", ErrConfig, err)
+	}
+	c.p.cl = kc
+	log := c.s.Logger
+	log.Info("consumer starting", "topics", c.s.topics, redacted(c.s.kafka))
+
+	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	go func() {
+		select {
+		case <-c.abort:
+			cancelWork()
+		case <-work.Done():
+		}
+	}()
+	c.work = work
+
+	if err := kc.SubscribeTopics(c.s.topics, c.rebalance); err != nil {
+		return errors.Join(fmt.Errorf("consumer: subscribe to %v: %w", c.s.topics, err), c.closeClient(kc))
+	}
+	ticks := c.s.Ticks
+	if ticks == nil {
+		t := time.NewTicker(c.s.FlushInterval)
+		defer t.Stop()
+		ticks = t.C
+	}
+	pollMs := max(int(c.s.PollTimeout/time.Millisecond), 1)
+	for {
+		switch {
+		case c.aborted():
+			c.closing.Store(true)
+			return errors.Join(ErrAborted, c.closeClient(kc))
+		case ctx.Err() != nil:
+			return c.shutdown(kc)
+		case c.p.fatal != nil:
+			c.closing.Store(true)
+			return errors.Join(c.p.fatal, c.closeClient(kc))
+		}
+		c.dispatch(kc.Poll(pollMs))
+		c.p.drainReports()
+		c.p.resendDue(work)
+		select {
+		case <-ticks:
+			c.p.tick(work, CommitTick)
+		default:
+		}
+	}
+}
+
+func (c *Consumer[K]) dispatch(ev kafka.Event) {
+	switch e := ev.(type) {
+	case nil:
+	case *kafka.Message:
+		if e.TopicPartition.Error != nil {
+			c.s.Logger.Warn("consume error", "partition", e.TopicPartition.String(), "error", e.TopicPartition.Error)
+			return
+		}
+		c.p.handle(c.work, e)
+	case kafka.Error:
+		if e.IsFatal() {
+			c.p.fatal = fmt.Errorf("consumer: fatal client error: %w", e)
+			return
+		}
+		c.s.Logger.Warn("client error", "error", e, "code", e.Code().String())
+	case kafka.PartitionEOF, kafka.OffsetsCommitted:
+	default:
+		c.s.Logger.Debug("client event ignored", "event", e.String())
+	}
+}
+
+// rebalance is the callback of SubscribeTopics. It runs inside Poll, on Run's goroutine, except
+// during Close, where it leaves the (already given up) state alone and lets the client do the
+// default.
+func (c *Consumer[K]) rebalance(kc *kafka.Consumer, ev kafka.Event) error {
+	if c.closing.Load() {
+		return nil
+	}
+	cooperative := kc.GetRebalanceProtocol() == "COOPERATIVE"
+	switch e := ev.(type) {
+	case kafka.AssignedPartitions:
+		offsets, err := c.onAssign(kc, e.Partitions)
+		if err != nil {
+			if c.p.fatal == nil {
+				c.p.fatal = err
+			}
+			c.s.Logger.Error("assignment failed; stopping", "error", err)
+			return err
+		}
+		if cooperative {
+			err = kc.IncrementalAssign(offsets)
+		} else {
+			err = kc.Assign(offsets)
+		}
+		if err != nil {
+			c.p.fatal = fmt.Errorf("%w: assign: %w", ErrAssign, err)
+			return err
+		}
+		// A partition paused before it was last revoked may still be paused in the client.
+		if len(offsets) > 0 {
+			_ = kc.Resume(offsets)
+		}
+	case kafka.RevokedPartitions:
+		lost := kc.AssignmentLost()
+		tps := make([]ledger.TopicPartition, 0, len(e.Partitions))
+		for _, tp := range e.Partitions {
+			if tp.Topic != nil {
+				tps = append(tps, ledger.TopicPartition{Topic: *tp.Topic, Partition: tp.Partition})
+			}
+		}
+		c.p.revoke(c.work, tps, lost, CommitRevoke)
+		var err error
+		if cooperative {
+			err = kc.IncrementalUnassign(e.Partitions)
+		} else {
+			err = kc.Unassign()
+		}
+		if err != nil {
+			c.s.Logger.Warn("unassign failed", "error", err)
+		}
+	}
+	return nil
+}
+
+// onAssign reads the committed offsets and metadata of newly assigned partitions, restores
+// them in the processor, and returns them with the offsets to start from.
+func (c *Consumer[K]) onAssign(kc *kafka.Consumer, parts []kafka.TopicPartition) ([]kafka.TopicPartition, error) {
+	if len(parts) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(c.work, c.s.AssignTimeout)
+	defer cancel()
+	query := make([]kafka.TopicPartition, len(parts))
+	for i, tp := range parts {
+		query[i] = kafka.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
+	}
+	var (
+		committed []kafka.TopicPartition
+		err       error
+	)
+	for attempt := 1; ; attempt++ {
+		ms := 10_000
+		if d, ok := ctx.Deadline(); ok {
+			ms = max(min(int(time.Until(d)/time.Millisecond), ms), 1)
+		}
+		committed, err = kc.Committed(query, ms)
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		c.s.Logger.Warn("reading committed offsets failed; retrying", "attempt", attempt, "error", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(min(time.Duration(attempt)*200*time.Millisecond, 2*time.Second)):
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading committed offsets: %w", ErrAssign, err)
+	}
+	as := make([]assignment, 0, len(committed))
+	offsets := make([]kafka.TopicPartition, 0, len(committed))
+	for _, tp := range committed {
+		if tp.Topic == nil {
+			continue
+		}
+		a := assignment{tp: ledger.TopicPartition{Topic: *tp.Topic, Partition: tp.Partition}, committed: -1}
+		start := kafka.TopicPartition{Topic: tp.Topic, Partition: tp.Partition, Offset: kafka.OffsetInvalid}
+		if tp.Error == nil && tp.Offset >= 0 {
+			a.committed = int64(tp.Offset)
+			start.Offset = tp.Offset
+		}
+		if tp.Metadata != nil {
+			a.metadata = *tp.Metadata
+		}
+		as = append(as, a)
+		offsets = append(offsets, start)
+	}
+	if err := c.p.assign(ctx, as); err != nil {
+		return nil, err
+	}
+	return offsets, nil
+}
+
+// shutdown is the graceful end of Run.
+func (c *Consumer[K]) shutdown(kc *kafka.Consumer) error {
+	log := c.s.Logger
+	log.Info("consumer stopping: writing and committing what is durable")
+	ctx, cancel := context.WithTimeout(c.work, c.s.ShutdownTimeout)
+	defer cancel()
+	c.p.waitDeadLetters(ctx)
+	// The same as a revocation of every partition: state flushed, closes written, the durable
+	// prefix committed (never past it), state dropped; then the client lets go of them.
+	owned := c.p.owned()
+	c.p.revoke(ctx, c.p.assignedTPs(), false, CommitShutdown)
+	aborted := ctx.Err() != nil
+	c.closing.Store(true)
+	if len(owned) > 0 {
+		var err error
+		if kc.GetRebalanceProtocol() == "COOPERATIVE" {
+			err = kc.IncrementalUnassign(owned)
+		} else {
+			err = kc.Unassign()
+		}
+		if err != nil {
+			log.Warn("unassign failed", "error", err)
+		}
+	}
+	err := c.closeClient(kc)
+	if aborted {
+		err = errors.Join(fmt.Errorf("%w: %w", ErrAborted, context.Cause(ctx)), err)
+	}
+	if c.p.fatal != nil {
+		err = errors.Join(c.p.fatal, err)
+	}
+	if err == nil {
+		log.Info("consumer stopped")
+	}
+	return err
+}
+
+// closeClient closes the client on a goroutine of its own, so that a Close that hangs
+// (confluent-kafka-go issue 189) costs at most CloseTimeout, or less on Abort.
+func (c *Consumer[K]) closeClient(kc *kafka.Consumer) error {
+	c.closing.Store(true)
+	done := make(chan error, 1)
+	go func() { done <- kc.Close() }()
+	t := time.NewTimer(c.s.CloseTimeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+	case <-c.abort:
+		select {
+		case err := <-done:
+			return err
+		case <-t.C:
+		}
+	}
+	c.s.Logger.Error("client close timed out; leaving it behind", "timeout", c.s.CloseTimeout)
+	return fmt.Errorf("%w after %v", ErrCloseTimeout, c.s.CloseTimeout)
+}

@@ -1,0 +1,157 @@
+package consumer
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/streamledger/streamledger/dlq"
+	"github.com/streamledger/streamledger/dlq/dlqkafka"
+	"github.com/streamledger/streamledger/ledger"
+)
+
+// letter is one dead letter owned by the loop: sent, waiting for its report, or waiting to be
+// sent again.
+type letter struct {
+	tp      ledger.TopicPartition
+	epoch   uint64 // the assignment of tp it belongs to; reports for another one are stale
+	offset  int64
+	rec     dlq.Record
+	cause   error
+	attempt int
+	backoff time.Duration
+	due     time.Time
+}
+
+type report struct {
+	l   *letter
+	err error
+}
+
+// inbox hands delivery reports from the producer's goroutines to the loop without ever
+// blocking the producer.
+type inbox struct {
+	mu     sync.Mutex
+	items  []report
+	notify chan struct{} // capacity 1: "items is not empty"
+}
+
+func newInbox() *inbox { return &inbox{notify: make(chan struct{}, 1)} }
+
+func (b *inbox) put(r report) {
+	b.mu.Lock()
+	b.items = append(b.items, r)
+	b.mu.Unlock()
+	select {
+	case b.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (b *inbox) take(dst []report) []report {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	dst = append(dst, b.items...)
+	clear(b.items)
+	b.items = b.items[:0]
+	return dst
+}
+
+// send hands l to the dead-letter producer. A send that fails at once is scheduled again.
+func (p *processor[K]) send(ctx context.Context, pt *part[K], l *letter) {
+	l.attempt++
+	pt.inflight++
+	sctx, cancel := context.WithTimeout(ctx, p.s.WriteTimeout)
+	defer cancel()
+	err := p.s.DeadLetters.Send(sctx, l.rec, l.cause, func(d dlqkafka.Delivery) {
+		p.inbox.put(report{l: l, err: d.Err})
+	})
+	if err != nil {
+		pt.inflight--
+		p.failedLetter(l, err)
+	}
+}
+
+// failedLetter logs a failed send or delivery and schedules the letter again: it is never
+// acked, so its offset and every one after it stay uncommitted until it is delivered.
+func (p *processor[K]) failedLetter(l *letter, err error) {
+	p.counters.dlFail.Add(1)
+	l.backoff = min(max(2*l.backoff, p.s.DeadLetterBackoff), max(MaxDeadLetterBackoff, p.s.DeadLetterBackoff))
+	l.due = p.s.Clock().Add(l.backoff)
+	p.log.Warn("dead letter not delivered; sending it again after a backoff",
+		"partition", l.tp.String(), "offset", l.offset, "attempt", l.attempt, "backoff", l.backoff, "error", err)
+	p.resends = append(p.resends, l)
+}
+
+// drainReports applies the delivery reports that arrived: a positive one acks the entry,
+// a failed one schedules the letter again. Reports of partitions no longer owned (or owned
+// again under a new assignment) are dropped: that ledger is gone.
+func (p *processor[K]) drainReports() {
+	p.reportBuf = p.inbox.take(p.reportBuf[:0])
+	for i, r := range p.reportBuf {
+		p.reportBuf[i] = report{}
+		pt := p.parts[r.l.tp]
+		if pt == nil || pt.epoch != r.l.epoch {
+			continue
+		}
+		pt.inflight--
+		for _, h := range p.s.hooks.deadLetter {
+			h.OnDeadLetter(DeadLetterInfo{TopicPartition: r.l.tp, Offset: r.l.offset, Err: r.err, Attempt: r.l.attempt})
+		}
+		if r.err != nil {
+			p.failedLetter(r.l, r.err)
+			continue
+		}
+		if err := pt.led.Ack(r.l.offset); err != nil {
+			p.fail(err, "ack of a dead letter", "partition", r.l.tp.String(), "offset", r.l.offset)
+		}
+	}
+}
+
+// resendDue sends again the letters whose backoff has passed.
+func (p *processor[K]) resendDue(ctx context.Context) {
+	if len(p.resends) == 0 {
+		return
+	}
+	now := p.s.Clock()
+	keep := p.resends[:0]
+	var due []*letter
+	for _, l := range p.resends {
+		pt := p.parts[l.tp]
+		switch {
+		case pt == nil || pt.epoch != l.epoch:
+			// the partition was given up: the next owner decides the message again
+		case !now.Before(l.due):
+			due = append(due, l)
+		default:
+			keep = append(keep, l)
+		}
+	}
+	clear(p.resends[len(keep):])
+	p.resends = keep
+	for _, l := range due {
+		p.send(ctx, p.parts[l.tp], l)
+	}
+}
+
+// inflight counts the dead letters of owned partitions still waiting for a report.
+func (p *processor[K]) inflight() int {
+	n := 0
+	for _, pt := range p.parts {
+		n += pt.inflight
+	}
+	return n
+}
+
+// waitDeadLetters waits, until ctx is done, for the reports of the letters in flight, so that
+// a shutdown commits the ones confirmed meanwhile.
+func (p *processor[K]) waitDeadLetters(ctx context.Context) {
+	for p.inflight() > 0 {
+		select {
+		case <-p.inbox.notify:
+			p.drainReports()
+		case <-ctx.Done():
+			return
+		}
+	}
+}

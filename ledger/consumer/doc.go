@@ -1,0 +1,94 @@
+// Package consumer is a Kafka consumer runtime that commits through the ledger: it consumes
+// with confluent-kafka-go, aggregates events into per-partition tumbling windows, writes closed
+// windows and last-write-wins state through a [sink.Sink], and commits an offset only once
+// every message below it is durable. A user supplies decoding and what an event does (a
+// [Handler] per topic); the runtime owns the order of operations that makes the guarantee
+// hold.
+//
+// # Guarantees
+//
+// Within the sink's database, and while progress and commit metadata are retained:
+//
+//   - no offset is committed before every message below it is durable: its window written
+//     with the partition's progress, the state flush that covers it written, its dead letter
+//     confirmed by a positive delivery report, or counted as late;
+//   - every decided message is accounted for exactly once per delivery: admitted, late or
+//     dead-lettered ([Counters]: Consumed = Admitted + Late + DeadLettered);
+//   - a partition replayed from its committed offset, by this or any other instance, decides
+//     every message as the first run did, or (for windows already written) as late, so that a
+//     stored window is never rebuilt from a fragment and never misses an admitted event.
+//
+// # Per message
+//
+// For each message, on the loop goroutine: decode ([Handler]; an error, or an [Event] that
+// [Event.Validate] rejects, sends it to the dead-letter topic); if the event has window values,
+// decide whether it is late against the partition's watermark BEFORE applying it (late: counted,
+// handed to [Config.OnLate], durable at once, nothing applied); apply it to its window and
+// buffer its state rows; add it to the partition's ledger with the condition that makes it
+// durable (ledger.Window, ledger.Flush, ledger.Ack for a dead letter); then observe its event
+// time in the partition watermark and report the new watermark to the ledger. The ledger thus
+// knows the watermark as of every offset it may commit at, and the commit metadata restores it.
+//
+// # Per tick
+//
+// Every [Config.FlushInterval] (5 s): flush the buffered state rows; on success every ledger
+// learns the flush is durable. Then per partition: report its position and high watermark
+// (the client's cached one; position is the offset after the last decided message) so that
+// an idle partition's watermark follows the wall clock; close the windows the watermark passed;
+// and write one sink.CloseBatch with the partials and ClosedThrough = the watermark (with no
+// partials when only the progress moved, for example after an idle advance). On success the
+// ledger learns closed_through. Then commit, synchronously, the offsets that moved, with their
+// metadata (CommitOffsets: librdkafka's StoreOffsets drops metadata, issue 3927). A failed
+// commit is logged and retried at the next tick.
+//
+// A failed write keeps its partials, merged with later closes, and holds every offset behind
+// them. Its partition is paused and decides no further message until a write succeeds; any of
+// its messages already fetched are dropped and fetched again from the first of them. So an
+// idle advance is always in the partition's progress before any later message of the
+// partition is decided, and a replay decides as this run did.
+//
+// # Configuration
+//
+// [Config] holds everything, with documented zero values, and [New] validates it in one place.
+// The Kafka configuration passes through unchanged (TLS, SASL, client.id, assignor, timeouts),
+// except that enable.auto.commit and enable.auto.offset.store are forced to false: a value
+// that contradicts them is an error, not silently overridden. Secrets are never logged.
+//
+// # Rebalances
+//
+// On assignment the consumer reads the committed offsets with their metadata and the sink's
+// closed_through, and restores each partition's watermark as max(metadata, closed_through);
+// unreadable metadata is logged and falls back to closed_through. Each partition gets fresh
+// windows, closed through the restored watermark so that replayed events of windows already
+// written are late, and a ledger at the committed offset. On revocation it flushes state,
+// writes the partition's closes, commits its durable prefix, then drops its state. A lost
+// assignment is dropped without writing or committing anything. Both the eager assignors
+// (range, roundrobin) and cooperative-sticky work; errors of a commit racing a rebalance are
+// expected and logged, not fatal.
+//
+// # Idle partitions, lag and backpressure
+//
+// A partition is idle when it is caught up (its position equals the client's cached high
+// watermark) and quiet for [Config.IdleTimeout]; its watermark then follows the wall clock from
+// its last message, so its windows close (see package watermark). Lag is high watermark minus
+// position. When the ledger or the open windows pass [Config.MaxPending] or
+// [Config.MaxOpenKeys], the partitions holding the most are paused (see those fields); the loop
+// keeps polling, so the group never evicts the consumer, also while a write is being retried.
+//
+// # Shutdown
+//
+// Cancelling Run's context stops taking messages, waits for the delivery reports of dead
+// letters in flight, flushes, writes and commits what is durable (never past it), gives the
+// partitions up and closes the client in a goroutine bounded by [Config.CloseTimeout]
+// (confluent-kafka-go's Close can hang: issue 189). [Consumer.Abort] cuts the shutdown short.
+//
+// # Observability
+//
+// Hooks ([Hook]) are optional single-method interfaces found by type assertion: per message
+// ([HookMessage]), per dead-letter report, per write (with its latency), per commit, per
+// assignment and revocation, and per tick the gauges of each partition (watermark, lag,
+// uncommitted messages, open windows) and the totals. [Consumer.Counters] returns running
+// totals from any goroutine. Logs go to a [log/slog] logger.
+//
+// [sink.Sink]: https://pkg.go.dev/github.com/streamledger/streamledger/sink#Sink
+package consumer

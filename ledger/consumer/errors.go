@@ -1,0 +1,27 @@
+package consumer
+
+import "errors"
+
+// Errors returned by the consumer; test for them with errors.Is.
+var (
+	// ErrConfig: the Config cannot be used; the message says which field and why.
+	ErrConfig = errors.New("consumer: invalid configuration")
+	// ErrRunning: Run was called on a Consumer that is running or has run.
+	ErrRunning = errors.New("consumer: Run called twice")
+	// ErrAssign: the committed offsets or the sink's progress of newly assigned partitions
+	// could not be read, so their watermarks cannot be restored; Run stops rather than decide
+	// from a wrong watermark.
+	ErrAssign = errors.New("consumer: cannot restore assigned partitions")
+	// ErrUndecodable: a message failed to decode and no dead-letter topic is configured; Run
+	// stops without committing it.
+	ErrUndecodable = errors.New("consumer: undecodable message and no dead-letter topic")
+	// ErrAborted: the graceful shutdown was aborted (Abort, or ShutdownTimeout); what was not
+	// yet durable was not committed.
+	ErrAborted = errors.New("consumer: shutdown aborted")
+	// ErrCloseTimeout: the client did not close within CloseTimeout (confluent-kafka-go issue
+	// 189); it was left behind.
+	ErrCloseTimeout = errors.New("consumer: client close timed out")
+	// ErrInternal: an invariant of the runtime broke (a bug); Run stops without committing
+	// anything further.
+	ErrInternal = errors.New("consumer: internal error")
+)
