@@ -141,24 +141,84 @@ func (r *stateRows) Columns() []any {
 		return nil
 	}
 	nk, nv := len(r.rows[0].Key), len(r.rows[0].Values)
-	cols := make([][]any, nk+1+nv)
-	for j := range cols {
-		cols[j] = make([]any, len(r.rows))
+	out := make([]any, 0, nk+1+nv)
+	col := make([]any, len(r.rows))
+	for j := range nk {
+		for i, x := range r.rows {
+			col[i] = x.Key[j]
+		}
+		out = append(out, typedColumn(col))
 	}
+	obs := make([]time.Time, len(r.rows))
 	for i, x := range r.rows {
-		for j, v := range x.Key {
-			cols[j][i] = v
-		}
-		cols[nk][i] = x.ObservedAt
-		for j, v := range x.Values {
-			cols[nk+1+j][i] = v
-		}
+		obs[i] = x.ObservedAt
 	}
-	out := make([]any, len(cols))
-	for j, c := range cols {
-		out[j] = c
+	out = append(out, obs)
+	for j := range nv {
+		for i, x := range r.rows {
+			col[i] = x.Values[j]
+		}
+		out = append(out, typedColumn(col))
 	}
 	return out
+}
+
+// typedColumn returns the values as a typed slice when they all have one common basic type
+// (nil allowed, as a nil pointer), so that pgx encodes the array without reflection per
+// element; otherwise a copy of the []any.
+func typedColumn(vals []any) any {
+	var first any
+	for _, v := range vals {
+		if v != nil {
+			first = v
+			break
+		}
+	}
+	switch first.(type) {
+	case string:
+		return typed[string](vals)
+	case int64:
+		return typed[int64](vals)
+	case int32:
+		return typed[int32](vals)
+	case int:
+		return typed[int](vals)
+	case float64:
+		return typed[float64](vals)
+	case bool:
+		return typed[bool](vals)
+	case time.Time:
+		return typed[time.Time](vals)
+	}
+	return append([]any(nil), vals...)
+}
+
+// typed converts vals to []T, or to []*T if some are nil; to a copy of the []any if some
+// value is of another type.
+func typed[T any](vals []any) any {
+	out := make([]T, len(vals))
+	var ptrs []*T
+	for i, v := range vals {
+		switch x := v.(type) {
+		case T:
+			out[i] = x
+		case nil:
+			if ptrs == nil {
+				ptrs = make([]*T, len(vals))
+			}
+		default:
+			return append([]any(nil), vals...)
+		}
+	}
+	if ptrs == nil {
+		return out
+	}
+	for i, v := range vals {
+		if v != nil {
+			ptrs[i] = &out[i]
+		}
+	}
+	return ptrs
 }
 
 func (r *stateRows) Consts() []any {
