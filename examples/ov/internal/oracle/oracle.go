@@ -1,0 +1,420 @@
+// Package oracle computes, in one plain pass over a feed's records, what the OV processor
+// must have stored: the rows of delay_aggregates, vehicle_latest and trip_delay_latest, which
+// records are dead letters, which are late, and what each partition's watermark ends at.
+//
+// It is the end-to-end tests' independent check, so it shares none of the processor's code
+// path: no window.Windows, no watermark or ledger package, no consumer. It decodes with
+// package event (whose own tests pin it down, and whose rejections the tests also compare
+// with the generator's intent), and takes P90 from window.Merge of per-partition
+// window.Stats, because the design defines the merged quantile as the deterministic digest's.
+// Count, min, max and sum are accumulated here by hand.
+//
+// # Semantics (the design's, restated)
+//
+// A record's partition is [feed.Partition] of its key; its offset is its position among the
+// records of that partition. Per partition, in offset order:
+//
+//   - a record that fails to decode is a dead letter;
+//   - otherwise its event time is observed after the late test: an arrival prediction whose
+//     window end is at or before the partition's watermark (max event time seen so far minus
+//     the lateness, once an event has been seen) is late and changes nothing else;
+//   - an admitted prediction adds its delay to its window under its four keys and offers its
+//     trip_delay_latest row; an admitted position offers its vehicle_latest row.
+//
+// A partition's window is in the sink once the partition's closed_through reaches its end:
+// [Result.Aggregates] takes each partition's closed_through (as read back from the sink) and
+// merges the partials of the windows closed in it, in (topic, partition) order. A state row
+// wins over another of its key when its observed_at is later, or equal and later in offset
+// order.
+package oracle
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/streamledger/streamledger/examples/ov/internal/event"
+	"github.com/streamledger/streamledger/examples/ov/internal/feed"
+	"github.com/streamledger/streamledger/examples/ov/internal/tables"
+	"github.com/streamledger/streamledger/window"
+)
+
+// Config is what the oracle needs to know about the processor and the topics.
+type Config struct {
+	PositionsTopic, PredictionsTopic string
+	// Partitions is the partition count of each topic.
+	Partitions int32
+	WindowSize time.Duration
+	Lateness   time.Duration
+	Decoder    *event.Decoder
+}
+
+// Source is one (topic, partition).
+type Source struct {
+	Topic     string
+	Partition int32
+}
+
+func (s Source) String() string { return fmt.Sprintf("%s/%d", s.Topic, s.Partition) }
+
+func compareSources(a, b Source) int {
+	return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+}
+
+// Counts are the decisions of one partition or of all. Consumed = Admitted + Late +
+// DeadLettered.
+type Counts struct {
+	Consumed, Admitted, Late, DeadLettered int64
+}
+
+func (c *Counts) add(o Counts) {
+	c.Consumed += o.Consumed
+	c.Admitted += o.Admitted
+	c.Late += o.Late
+	c.DeadLettered += o.DeadLettered
+}
+
+// Partition is the oracle's account of one partition.
+type Partition struct {
+	Counts
+	// Records is the number of records (the partition's end offset).
+	Records int64
+	// MaxEventTime is the latest event time seen; Watermark is MaxEventTime - lateness. Both
+	// are zero when no record decoded.
+	MaxEventTime, Watermark time.Time
+}
+
+// Letter is a dead letter: the record, where it was, and why.
+type Letter struct {
+	Source Source
+	Offset int64
+	Record feed.Record
+	Err    error
+}
+
+// Ref locates a record.
+type Ref struct {
+	Source Source
+	Offset int64
+}
+
+// AggKey is the primary key of delay_aggregates.
+type AggKey struct {
+	WindowStart time.Time
+	Dimension   string
+	DimensionID string
+}
+
+func (k AggKey) String() string {
+	return fmt.Sprintf("%s %s=%s", k.WindowStart.Format(time.RFC3339), k.Dimension, k.DimensionID)
+}
+
+// AggRow is one row of delay_aggregates, as the oracle expects it.
+type AggRow struct {
+	WindowEnd time.Time
+	Operator  string // empty for NULL
+	Count     int64
+	Mean      float64
+	P90       float64
+	Max, Min  float64
+}
+
+// VehicleRow is one row of vehicle_latest.
+type VehicleRow struct {
+	TripID, RouteID, Operator string
+	Lat, Lon, Bearing         float64
+	ObservedAt                time.Time
+}
+
+// TripRow is one row of trip_delay_latest.
+type TripRow struct {
+	Line, Operator, Stop string
+	DelayS               int32
+	ObservedAt           time.Time
+}
+
+// partial is the aggregate of one key in one window of one partition.
+type partial struct {
+	end           time.Time
+	operator      string
+	count         int64
+	sum, min, max float64
+	stats         *window.Stats
+}
+
+type pkey struct {
+	start int64 // window start, Unix nanoseconds
+	dim   string
+	id    string
+}
+
+// Result is everything the oracle computed.
+type Result struct {
+	cfg        Config
+	Partitions map[Source]*Partition
+	Total      Counts
+	// DeadLetters are in (topic, partition, offset) order; Late likewise.
+	DeadLetters []Letter
+	Late        []Ref
+	Vehicles    map[string]VehicleRow
+	Trips       map[string]TripRow
+	// MaxOpen is the largest number of distinct (window, key) aggregates open at once over
+	// all partitions, at MaxOpenAt (the timestamp of the record that opened the last of them);
+	// MaxOpenPartials counts them per partition (a key open in two partitions counts twice).
+	MaxOpen         int
+	MaxOpenAt       time.Time
+	MaxOpenPartials int
+
+	partials map[Source]map[pkey]*partial
+}
+
+// lww keeps the winning state row of a key: the later observed_at, ties to the later offset.
+type lwwMark struct {
+	at  time.Time
+	src Source
+	off int64
+}
+
+// Compute runs the oracle over records in their order (the order they were produced).
+func Compute(cfg Config, records []feed.Record) (*Result, error) {
+	if cfg.Partitions <= 0 || cfg.WindowSize <= 0 || cfg.Lateness < 0 || cfg.Decoder == nil ||
+		cfg.PositionsTopic == "" || cfg.PredictionsTopic == "" {
+		return nil, fmt.Errorf("oracle: incomplete config %+v", cfg)
+	}
+	r := &Result{
+		cfg:        cfg,
+		Partitions: map[Source]*Partition{},
+		Vehicles:   map[string]VehicleRow{},
+		Trips:      map[string]TripRow{},
+		partials:   map[Source]map[pkey]*partial{},
+	}
+	size := int64(cfg.WindowSize)
+	vehicleMark := map[string]lwwMark{}
+	tripMark := map[string]lwwMark{}
+	// Open (window, key) aggregates: per partition by window end, and a count over partitions.
+	openByEnd := map[Source]map[int64][]pkey{}
+	openRefs := map[pkey]int{}
+	openPartials := 0
+
+	closeThrough := func(src Source, wm int64) {
+		ends := openByEnd[src]
+		for end, keys := range ends {
+			if end > wm {
+				continue
+			}
+			for _, k := range keys {
+				if openRefs[k]--; openRefs[k] == 0 {
+					delete(openRefs, k)
+				}
+			}
+			openPartials -= len(keys)
+			delete(ends, end)
+		}
+	}
+
+	for _, rec := range records {
+		var src Source
+		switch rec.Topic {
+		case cfg.PositionsTopic, cfg.PredictionsTopic:
+			src = Source{Topic: rec.Topic, Partition: feed.Partition(rec.Key, cfg.Partitions)}
+		default:
+			return nil, fmt.Errorf("oracle: record on topic %q, neither %q nor %q", rec.Topic, cfg.PositionsTopic, cfg.PredictionsTopic)
+		}
+		p := r.Partitions[src]
+		if p == nil {
+			p = &Partition{}
+			r.Partitions[src] = p
+		}
+		off := p.Records
+		p.Records++
+		p.Consumed++
+
+		var at time.Time
+		var pos event.Position
+		var pred event.Prediction
+		var err error
+		if src.Topic == cfg.PositionsTopic {
+			pos, err = cfg.Decoder.DecodePosition(rec.Value, rec.Timestamp)
+			at = pos.ObservedAt
+		} else {
+			pred, err = cfg.Decoder.DecodePrediction(rec.Value, rec.Timestamp)
+			at = pred.ObservedAt
+		}
+		if err != nil {
+			p.DeadLettered++
+			r.DeadLetters = append(r.DeadLetters, Letter{Source: src, Offset: off, Record: rec, Err: err})
+			continue
+		}
+		t := at.UnixNano()
+		start := t - mod(t, size)
+		end := start + size
+		seen := !p.MaxEventTime.IsZero()
+		wm := p.MaxEventTime.UnixNano() - int64(cfg.Lateness)
+		late := src.Topic == cfg.PredictionsTopic && seen && end <= wm
+		if !seen || at.After(p.MaxEventTime) {
+			p.MaxEventTime = at
+			p.Watermark = at.Add(-cfg.Lateness)
+		}
+		if late {
+			p.Late++
+			r.Late = append(r.Late, Ref{Source: src, Offset: off})
+			continue
+		}
+		p.Admitted++
+		mark := lwwMark{at: at, src: src, off: off}
+		if src.Topic == cfg.PositionsTopic {
+			if old, ok := vehicleMark[pos.VehicleID]; !ok || !at.Before(old.at) {
+				vehicleMark[pos.VehicleID] = mark
+				r.Vehicles[pos.VehicleID] = VehicleRow{TripID: pos.TripID, RouteID: pos.Line, Operator: pos.Operator,
+					Lat: pos.Lat, Lon: pos.Lon, Bearing: pos.Bearing, ObservedAt: at}
+			}
+		} else {
+			if old, ok := tripMark[pred.TripID]; !ok || !at.Before(old.at) {
+				tripMark[pred.TripID] = mark
+				r.Trips[pred.TripID] = TripRow{Line: pred.Line, Operator: pred.Operator, Stop: pred.Stop, DelayS: pred.DelayS, ObservedAt: at}
+			}
+			parts := r.partials[src]
+			if parts == nil {
+				parts = map[pkey]*partial{}
+				r.partials[src] = parts
+				openByEnd[src] = map[int64][]pkey{}
+			}
+			v := float64(pred.DelayS)
+			for _, k := range tables.KeysOf(pred) {
+				pk := pkey{start: start, dim: k.Dimension, id: k.ID}
+				pa := parts[pk]
+				if pa == nil {
+					pa = &partial{end: time.Unix(0, end).UTC(), operator: k.Operator, min: v, max: v, stats: window.NewStats()}
+					parts[pk] = pa
+					openByEnd[src][end] = append(openByEnd[src][end], pk)
+					openRefs[pk]++
+					openPartials++
+				}
+				pa.count++
+				pa.sum += v
+				pa.min = math.Min(pa.min, v)
+				pa.max = math.Max(pa.max, v)
+				if err := pa.stats.Add(v); err != nil {
+					return nil, fmt.Errorf("oracle: %s: %w", src, err)
+				}
+			}
+			if len(openRefs) > r.MaxOpen {
+				r.MaxOpen = len(openRefs)
+				r.MaxOpenAt = rec.Timestamp
+			}
+			r.MaxOpenPartials = max(r.MaxOpenPartials, openPartials)
+		}
+		if src.Topic == cfg.PredictionsTopic && seen {
+			closeThrough(src, p.Watermark.UnixNano())
+		}
+	}
+	for _, p := range r.Partitions {
+		r.Total.add(p.Counts)
+	}
+	slices.SortFunc(r.DeadLetters, func(a, b Letter) int {
+		return cmp.Or(compareSources(a.Source, b.Source), cmp.Compare(a.Offset, b.Offset))
+	})
+	slices.SortFunc(r.Late, func(a, b Ref) int {
+		return cmp.Or(compareSources(a.Source, b.Source), cmp.Compare(a.Offset, b.Offset))
+	})
+	return r, nil
+}
+
+func mod(a, b int64) int64 {
+	m := a % b
+	if m < 0 {
+		m += b
+	}
+	return m
+}
+
+// Aggregates returns the rows delay_aggregates must hold when each partition's closed_through
+// is as given: every window of a partition that ends at or before its closed_through
+// contributes its partial; partials of a key are merged in (topic, partition) order. A
+// partition missing from closedThrough has closed nothing.
+func (r *Result) Aggregates(closedThrough map[Source]time.Time) (map[AggKey]AggRow, error) {
+	sources := make([]Source, 0, len(r.partials))
+	for s := range r.partials {
+		sources = append(sources, s)
+	}
+	slices.SortFunc(sources, compareSources)
+
+	type acc struct {
+		row   AggRow
+		sum   float64
+		stats []*window.Stats
+	}
+	accs := map[AggKey]*acc{}
+	for _, src := range sources {
+		ct, ok := closedThrough[src]
+		if !ok {
+			continue
+		}
+		for k, pa := range r.partials[src] {
+			if pa.end.After(ct) {
+				continue
+			}
+			key := AggKey{WindowStart: time.Unix(0, k.start).UTC(), Dimension: k.dim, DimensionID: k.id}
+			a := accs[key]
+			if a == nil {
+				a = &acc{row: AggRow{WindowEnd: pa.end, Operator: pa.operator, Min: pa.min, Max: pa.max}}
+				accs[key] = a
+			}
+			if a.row.Operator == "" {
+				a.row.Operator = pa.operator
+			}
+			a.row.Count += pa.count
+			a.sum += pa.sum
+			a.row.Min = math.Min(a.row.Min, pa.min)
+			a.row.Max = math.Max(a.row.Max, pa.max)
+			a.stats = append(a.stats, pa.stats) // sources are visited in (topic, partition) order
+		}
+	}
+	out := make(map[AggKey]AggRow, len(accs))
+	for k, a := range accs {
+		merged, err := window.Merge(a.stats...)
+		if err != nil {
+			return nil, fmt.Errorf("oracle: merge %v: %w", k, err)
+		}
+		a.row.Mean = a.sum / float64(a.row.Count)
+		a.row.P90 = merged.Quantile(tables.Quantile)
+		out[k] = a.row
+	}
+	return out, nil
+}
+
+// ClosableThrough returns, per partition of the predictions topic, the watermark at the end
+// of the records: what closed_through reaches when every record has been decided and no
+// partition went idle.
+func (r *Result) ClosableThrough() map[Source]time.Time {
+	out := map[Source]time.Time{}
+	for src, p := range r.Partitions {
+		if src.Topic == r.cfg.PredictionsTopic && !p.MaxEventTime.IsZero() {
+			out[src] = p.Watermark
+		}
+	}
+	return out
+}
+
+// LastCompleteWindow returns the start of the latest window that every prediction partition
+// has closed, given their closed_through, and false if there is none.
+func (r *Result) LastCompleteWindow(closedThrough map[Source]time.Time) (time.Time, bool) {
+	var low time.Time
+	first := true
+	for src := range r.partials {
+		ct, ok := closedThrough[src]
+		if !ok {
+			return time.Time{}, false
+		}
+		if first || ct.Before(low) {
+			low, first = ct, false
+		}
+	}
+	if first {
+		return time.Time{}, false
+	}
+	start, _ := window.Bounds(low, r.cfg.WindowSize) // the window holding low is not closed
+	return start.Add(-r.cfg.WindowSize), true
+}

@@ -1,0 +1,148 @@
+// Package tables describes the OV example's tables in the terms of package sink, and maps
+// decoded events to their window keys and state rows. It is the one place that knows the
+// seed's column names.
+//
+// # Tables
+//
+//   - delay_aggregates, the seed's merged table, keyed by (window_start, dimension,
+//     dimension_id), with exactly the seed's columns: window_start, window_end, dimension,
+//     dimension_id, operator, event_count, mean_delay_s, p90_delay_s, max_delay_s,
+//     min_delay_s, computed_at ([Aggregates]); the sink adds its partials table
+//     delay_aggregates_partials and the readiness view delay_aggregates_status;
+//   - vehicle_latest, keyed by vehicle_id: trip_id, route_id (the line), operator, lat, lon,
+//     bearing, observed_at, updated_at ([Vehicles]);
+//   - trip_delay_latest, keyed by trip_id: line, operator, stop, delay_s, observed_at,
+//     updated_at ([Trips]).
+//
+// Both state tables keep the seed's guard: a row replaces the stored one only when its
+// observed_at is not older.
+//
+// # Dimensions
+//
+// Each arrival prediction adds its delay to four window keys ([KeysOf]): its line, its stop
+// (the seed's "station"), its operator and the network ([NetworkID], one id for the whole
+// country). The operator column of delay_aggregates holds the line's operator for a line,
+// the operator itself for an operator, and stays NULL for a station (served by several) and
+// for the network.
+package tables
+
+import (
+	"github.com/streamledger/streamledger/examples/ov/internal/event"
+	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/postgres"
+)
+
+// Table names.
+const (
+	AggregatesTable = "delay_aggregates"
+	VehiclesTable   = "vehicle_latest"
+	TripsTable      = "trip_delay_latest"
+	// OperatorAttr is the attribute (column) of delay_aggregates naming the operator.
+	OperatorAttr = "operator"
+)
+
+// Dimensions of delay_aggregates.
+const (
+	DimLine     = "line"
+	DimStation  = "station"
+	DimOperator = "operator"
+	DimNetwork  = "network"
+	// NetworkID is the dimension_id of the network dimension.
+	NetworkID = "NL"
+)
+
+// Quantile is the quantile delay_aggregates carries in p90_delay_s.
+const Quantile = 0.9
+
+// Aggregates describes delay_aggregates.
+func Aggregates() sink.AggregateSpec {
+	return sink.AggregateSpec{
+		Table: AggregatesTable,
+		Columns: sink.AggregateColumns{
+			WindowStart: "window_start", WindowEnd: "window_end", Dimension: "dimension", DimensionID: "dimension_id",
+			Count: "event_count", Mean: "mean_delay_s", Quantile: "p90_delay_s", Max: "max_delay_s", Min: "min_delay_s",
+			ComputedAt: "computed_at",
+		},
+		Attributes: []string{OperatorAttr},
+		Quantile:   Quantile,
+	}
+}
+
+// Vehicles describes vehicle_latest.
+func Vehicles() sink.StateSpec {
+	return sink.StateSpec{
+		Table:      VehiclesTable,
+		Key:        []sink.Column{{Name: "vehicle_id", Type: "text"}},
+		ObservedAt: sink.Column{Name: "observed_at", Type: "timestamptz"},
+		Values: []sink.Column{
+			{Name: "trip_id", Type: "text"},
+			{Name: "route_id", Type: "text"},
+			{Name: "operator", Type: "text"},
+			{Name: "lat", Type: "double precision"},
+			{Name: "lon", Type: "double precision"},
+			{Name: "bearing", Type: "double precision"},
+		},
+		UpdatedAt: "updated_at",
+	}
+}
+
+// Trips describes trip_delay_latest.
+func Trips() sink.StateSpec {
+	return sink.StateSpec{
+		Table:      TripsTable,
+		Key:        []sink.Column{{Name: "trip_id", Type: "text"}},
+		ObservedAt: sink.Column{Name: "observed_at", Type: "timestamptz"},
+		Values: []sink.Column{
+			{Name: "line", Type: "text"},
+			{Name: "operator", Type: "text"},
+			{Name: "stop", Type: "text"},
+			{Name: "delay_s", Type: "integer"},
+		},
+		UpdatedAt: "updated_at",
+	}
+}
+
+// Postgres returns the sink configuration for the OV tables in schema ("" means public).
+func Postgres(schema string) postgres.Config {
+	return postgres.Config{
+		Schema:     schema,
+		Aggregates: Aggregates(),
+		States:     []sink.StateSpec{Vehicles(), Trips()},
+	}
+}
+
+// Key is one window key: a dimension value, with the operator the row carries (empty for
+// none).
+type Key struct {
+	Dimension string
+	ID        string
+	Operator  string
+}
+
+// KeysOf returns the four window keys of an arrival prediction.
+func KeysOf(p event.Prediction) [4]Key {
+	return [4]Key{
+		{Dimension: DimLine, ID: p.Line, Operator: p.Operator},
+		{Dimension: DimStation, ID: p.Stop},
+		{Dimension: DimOperator, ID: p.Operator, Operator: p.Operator},
+		{Dimension: DimNetwork, ID: NetworkID},
+	}
+}
+
+// VehicleRow is the vehicle_latest row of a position.
+func VehicleRow(p event.Position) sink.StateRow {
+	return sink.StateRow{
+		Key:        []any{p.VehicleID},
+		ObservedAt: p.ObservedAt,
+		Values:     []any{p.TripID, p.Line, p.Operator, p.Lat, p.Lon, p.Bearing},
+	}
+}
+
+// TripRow is the trip_delay_latest row of a prediction.
+func TripRow(p event.Prediction) sink.StateRow {
+	return sink.StateRow{
+		Key:        []any{p.TripID},
+		ObservedAt: p.ObservedAt,
+		Values:     []any{p.Line, p.Operator, p.Stop, p.DelayS},
+	}
+}
