@@ -42,11 +42,11 @@ func pos(vehicle string, minute float64, lat float64) feed.Record {
 
 func TestOnePartition(t *testing.T) {
 	recs := []feed.Record{
-		pred("GVB:T1", "GVB:17", "GVB", "S1", 3, 60),   // [12:00, 12:05)
-		pred("GVB:T1", "GVB:17", "GVB", "S2", 6, 120),  // [12:05, 12:10); wm 12:04
-		pred("GVB:T1", "GVB:17", "GVB", "S1", 1, 30),   // end 12:05 > wm 12:04: admitted
-		pred("GVB:T1", "GVB:17", "GVB", "S3", 8, 200),  // wm 12:06
-		pred("GVB:T1", "GVB:17", "GVB", "S1", 2, 999),  // end 12:05 <= 12:06: late
+		pred("GVB:T1", "GVB:17", "GVB", "S1", 3, 60),  // [12:00, 12:05)
+		pred("GVB:T1", "GVB:17", "GVB", "S2", 6, 120), // [12:05, 12:10); wm 12:04
+		pred("GVB:T1", "GVB:17", "GVB", "S1", 1, 30),  // end 12:05 > wm 12:04: admitted
+		pred("GVB:T1", "GVB:17", "GVB", "S3", 8, 200), // wm 12:06
+		pred("GVB:T1", "GVB:17", "GVB", "S1", 2, 999), // end 12:05 <= 12:06: late
 		{Topic: predTopic, Key: []byte("GVB:T1"), Value: []byte(`{"version":1,`), Timestamp: t0},
 		pred("GVB:T1", "GVB:17", "GVB", "S4", 4.5, 1), // late too
 	}
@@ -78,7 +78,7 @@ func TestOnePartition(t *testing.T) {
 	s1 := want
 	s1.Count, s1.Mean, s1.P90, s1.Max = 2, 45, p90, 60
 	assert.Equal(t, map[oracle.AggKey]oracle.AggRow{
-		{WindowStart: t0, Dimension: "line", DimensionID: "GVB:17"}: withOp,
+		{WindowStart: t0, Dimension: "line", DimensionID: "GVB:17"}:  withOp,
 		{WindowStart: t0, Dimension: "operator", DimensionID: "GVB"}: withOp,
 		{WindowStart: t0, Dimension: "network", DimensionID: "NL"}:   want,
 		{WindowStart: t0, Dimension: "station", DimensionID: "S1"}:   s1,
