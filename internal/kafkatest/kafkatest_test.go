@@ -101,3 +101,12 @@ func TestAutoCreateTopics(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestCommitAndCommitted(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Config{Topics: map[string]int32{"t": 3}})
+	require.Empty(t, c.Committed(t, "g", "t"))
+	c.Commit(t, "g", "t", 1, 42, "meta;data")
+	c.Commit(t, "g", "t", 2, 7, "")
+	require.Equal(t, map[int32]kafkatest.CommittedOffset{1: {Offset: 42, Metadata: "meta;data"}, 2: {Offset: 7}}, c.Committed(t, "g", "t"))
+	require.Empty(t, c.Committed(t, "other", "t"))
+}

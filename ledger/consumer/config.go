@@ -119,14 +119,17 @@ type Config[K comparable] struct {
 	// Zero means DefaultCloseTimeout (10 s).
 	CloseTimeout time.Duration
 
-	// MaxPending bounds the uncommitted messages held by the ledger. Past it the partitions
-	// holding the most of them that can drain without new data (closed windows not yet
-	// written, unflushed state, unconfirmed dead letters) are paused, and resumed when the
-	// count falls to ResumeAt of the bound. Zero means no bound.
+	// MaxPending bounds the uncommitted messages held by the ledgers. Past it, the partitions
+	// holding the most entries that can become durable without new data (closed windows not
+	// yet written, unflushed state, unconfirmed dead letters) are paused; each resumes when the
+	// total falls to ResumeAt of the bound or when it has drained what it could. Entries of
+	// windows still open wait for their partition's own next messages, so no partition is
+	// paused for them: MaxPending should exceed that working set. Zero means no bound.
 	MaxPending int64
-	// MaxOpenKeys bounds the open (window, key) aggregates over all partitions. Past it the
-	// partitions holding the most are paused until the count falls to ResumeAt of the bound.
-	// Zero means no bound.
+	// MaxOpenKeys bounds the open (window, key) aggregates over all partitions. Past it, the
+	// partitions holding the most are paused, as long as the paused ones hold at most ResumeAt
+	// of the bound; they resume when the total falls to that, or at the next tick at which it
+	// is back under the bound. Zero means no bound.
 	MaxOpenKeys int
 	// ResumeAt is the low-water mark of both bounds, as a fraction of the bound in [0, 1).
 	// Zero means DefaultResumeAt (0.5).

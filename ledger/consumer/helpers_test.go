@@ -112,7 +112,7 @@ func newMemory(t testing.TB) *sinktest.Memory {
 	m, err := sinktest.NewMemory(sinktest.MemoryConfig{
 		Aggregates: sinktest.DelayAggregates(),
 		States:     []sink.StateSpec{sinktest.VehicleLatest()},
-		Clock:      func() time.Time { return sinktest.Now },
+		Clock:      sinktest.Now,
 	})
 	require.NoError(t, err)
 	return m
