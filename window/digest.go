@@ -92,9 +92,13 @@ type clusterer struct {
 }
 
 // scratch is working memory lent to Stats operations, so that a Windows reuses it
-// across keys instead of allocating per fold. Its slab, if enabled, hands out value
-// buffers carved from large chunks: one allocation per chunk instead of one per growth
-// step per key, and chunks hold no pointers for the collector to scan.
+// across keys instead of allocating per fold.
+//
+// With slab set it also allocates value buffers: carved from large chunks (one
+// allocation per chunk instead of one per growth step per key, and chunks hold no
+// pointers for the collector to scan), with the buffer a key outgrows kept on a free
+// list for the next key that needs that size. Every key grows through the same sizes,
+// so outgrown buffers are soon reused and memory stays close to the capacity in use.
 type scratch struct {
 	deltas []float32
 	counts []uint64
@@ -102,27 +106,53 @@ type scratch struct {
 	tmp    []uint64
 	slab   bool
 	chunk  []float64
+	free   [sizeClasses][][]float64 // outgrown buffers by capacity 4<<class, length 0
 }
 
-const slabChunk = 1 << 13 // values per slab chunk (64 KiB)
+const (
+	slabChunk   = 1 << 13 // values per slab chunk (64 KiB)
+	minBuffer   = 4       // capacity of a key's first value buffer
+	sizeClasses = 9       // buffer capacities 4, 8, ..., 1024 = pendingLimit
+)
 
 // grow returns a copy of vals with room for more values, up to limit in all.
 // sc may be nil.
 func (sc *scratch) grow(vals []float64, limit int) []float64 {
-	n := min(max(4, 2*cap(vals)), limit)
-	var out []float64
+	n := min(max(minBuffer, 2*cap(vals)), limit)
 	if sc == nil || !sc.slab {
-		out = make([]float64, len(vals), n)
+		out := make([]float64, len(vals), n)
+		copy(out, vals)
+		return out
+	}
+	var out []float64
+	if c, ok := sizeClass(n); ok && len(sc.free[c]) > 0 {
+		f := sc.free[c]
+		out = f[len(f)-1][:len(vals)]
+		f[len(f)-1] = nil
+		sc.free[c] = f[:len(f)-1]
 	} else {
 		if cap(sc.chunk)-len(sc.chunk) < n {
-			sc.chunk = make([]float64, 0, slabChunk)
+			sc.chunk = make([]float64, 0, max(slabChunk, n))
 		}
 		l := len(sc.chunk)
 		sc.chunk = sc.chunk[:l+n]
 		out = sc.chunk[l : l+len(vals) : l+n]
 	}
 	copy(out, vals)
+	if c, ok := sizeClass(cap(vals)); ok {
+		sc.free[c] = append(sc.free[c], vals[:0])
+	}
 	return out
+}
+
+// sizeClass returns the free-list index of a buffer capacity, if it has one.
+func sizeClass(c int) (int, bool) {
+	for i := range sizeClasses {
+		if c == minBuffer<<i {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 type point struct {

@@ -1,6 +1,106 @@
-// Package window aggregates values into epoch-aligned tumbling windows, per key, for one
-// source partition at a time, and serializes the per-(window, key) aggregates ([Stats])
-// so that partials from many partitions can be merged deterministically.
+// Package window aggregates the values of one source partition into tumbling
+// event-time windows, per key, and serializes each closed (window, key) aggregate as a
+// compact partial that merges deterministically with the partials of other partitions.
 //
-// The full guarantees are documented on [Stats], [Merge] and [ExactQuantile].
+// # Windows
+//
+// Windows are [start, start+size) intervals aligned to the Unix epoch in UTC: start is a
+// whole multiple of the size after (or before) 1970-01-01T00:00:00Z, whatever the time
+// zone of the event time. [Bounds] computes them; the default size is [DefaultSize]
+// (5 minutes).
+//
+// A [Windows] holds the open windows of ONE source partition, so that every decision
+// depends only on that partition's own sequence. Keep one per partition:
+//
+//	w, err := window.New[Key](window.Config{Size: 5 * time.Minute})
+//	err = w.AddKeys(eventTime, delay, lineKey, stationKey, operatorKey, networkKey)
+//	partials := w.Close(partitionWatermark) // windows with end <= watermark, in end order
+//
+// [Windows.Close] returns one [Partial] per key of every window whose end is at or before
+// the watermark: windows in end order, keys in the order of their first Add. The same
+// event sequence and the same Close calls therefore give the same partials, in the same
+// order, with byte-identical serializations. After Close, an Add into a window whose end
+// is at or before the highest watermark closed through fails with a [*LateError]
+// (errors.Is [ErrLate]) and changes nothing.
+//
+// Revoking a partition drops its state: discard its Windows, or call [Windows.Reset] to
+// reuse the value. The new owner replays the partition from the committed offset into a
+// fresh Windows after calling Close with the partition's restored watermark (on an
+// empty Windows, Close only records how far windows are closed), so windows already
+// written are never rebuilt from a fragment and the others are rebuilt whole.
+//
+// # Aggregates
+//
+// A [Stats] holds count, sum, min and max exactly (mean is sum/count) and the values'
+// distribution for quantiles, in one of two modes.
+//
+// Exact mode: up to [ExactLimit] (256) values are kept as they are, and
+// [Stats.Quantile] is exact, by the definition of [ExactQuantile]: linear
+// interpolation between closest ranks (Hyndman and Fan type 7, numpy's and R's
+// default). Most keys of a 5-minute window see a few to a few dozen values, so they
+// get exact quantiles for at most 2 KiB each, and a merge of small partials is exact
+// too.
+//
+// Digest mode: the 257th value turns the Stats into a t-digest with compression
+// [Compression] (100). A digest buffers up to 1024 values, then sorts them and merges
+// them with its centroids in one pass that keeps every centroid within go-tdigest's own
+// size bound, 4·N·q·(1-q)/δ. The centroids are held in go-tdigest v4's encoding and
+// quantiles are estimated by go-tdigest's TDigest.Quantile, clamped to [Min, Max].
+// Building the digest in sorted batches instead of calling TDigest.Add per value is what
+// makes the throughput possible: one TDigest.Add costs hundreds of nanoseconds, several
+// times the budget of a whole event. Error bound: a test over 1,000 random windows of
+// mixed sizes (1 to 60,000 values) and distributions requires a rank error of at most 1%
+// for the 0.5, 0.9 and 0.99 quantiles, for single Stats and for merges of up to 12
+// partials; the largest P90 rank error it measures is about 0.3%.
+//
+// # Determinism
+//
+// Nothing here draws random numbers: the merge pass is a pure function of its sorted
+// input, so the same values added in the same order give bit-identical digests, and every
+// go-tdigest TDigest is still created with a fixed-seed random source so that no library
+// call could change that. [Merge] combines partials with count, min and max exact, sum
+// accumulated in argument order, and one merge pass over all parts' values and centroids:
+// the same parts in the same order give identical bytes, and quantiles do not depend on
+// the order at all. A Stats decoded from bytes is indistinguishable from the one that
+// wrote them (centroid means are stored exactly as the decoder rebuilds them), so merging
+// decoded partials gives the same bytes as merging the originals.
+//
+// # Serialization
+//
+// [Stats.MarshalBinary] writes format version 1 ([Version]); integers are uvarints unless
+// noted, floats are IEEE 754 bits, little-endian:
+//
+//	byte 0    version, 1
+//	byte 1    kind: 0 empty, 1 exact floats, 2 exact integers, 3 digest
+//	kind 0    nothing follows
+//	kind 1    count, sum (8 bytes), count values (8 bytes each) in ascending order
+//	kind 2    count, sum (8 bytes), first value (zigzag varint), count-1 gaps between
+//	          consecutive values in ascending order; used when every value is an integer
+//	          of magnitude at most 2^53, such as delays in whole seconds (one or two
+//	          bytes per value)
+//	kind 3    count, sum (8 bytes), min (8 bytes), max (8 bytes), then to the end the
+//	          go-tdigest v4 small encoding of the centroids (big-endian int32 2, float64
+//	          compression 100, int32 n, n float32 deltas between consecutive means,
+//	          n uvarint weights), readable with go-tdigest's FromBytes
+//
+// The encoding is canonical: [Stats.UnmarshalBinary] accepts exactly what MarshalBinary
+// writes, so decoding and re-encoding reproduces the input. Anything else (truncated or
+// trailing bytes, a non-minimal varint, values out of order, a digest whose weights do
+// not add up to the count, ...) is an error wrapping [ErrCorrupt], and an unknown version
+// byte one wrapping [ErrVersion]; decoding never panics.
+//
+// # Values
+//
+// Values must be finite with magnitude at most [MaxValue] (1e38), because digest
+// centroid means are stored as float32 deltas; anything else is rejected with
+// [ErrInvalidValue]. Negative zero is stored as zero.
+//
+// # Concurrency and memory
+//
+// Neither Windows nor Stats is safe for concurrent use; partitions are independent,
+// so each Windows can run on its own goroutine. The partials returned by Close are
+// sealed (values sorted, digests folded): MarshalBinary and Merge then read them without
+// changing them. Adding to a Windows does not allocate per event: value buffers come from
+// large pointer-free chunks with outgrown buffers reused, and a closed window's key map is
+// reused by a later window.
 package window

@@ -29,9 +29,11 @@ const (
 //
 // Up to [ExactLimit] values are kept exactly and quantiles are exact; past that the values
 // are summarised by a t-digest (see the package documentation for the error bound).
-// The zero value is an empty Stats ready to use. A Stats is not safe for concurrent use,
-// not even by readers: Quantile, MarshalBinary and Merge fold buffered values into the
-// digest. Copy it with [Stats.Clone], never by assignment.
+// The zero value is an empty Stats ready to use. A Stats is not safe for concurrent use:
+// Quantile, MarshalBinary and Merge first seal it (sort an exact Stats' values, fold a
+// digest's buffer), which changes no reported value; once sealed, as the partials of
+// [Windows.Close] are, MarshalBinary and Merge only read it. Copy it with
+// [Stats.Clone], never by assignment.
 type Stats struct {
 	count int64
 	sum   float64
@@ -134,14 +136,17 @@ func (s *Stats) fold(sorted []float64, sc *scratch) {
 
 // seal folds the buffered values of a digest-mode Stats, or sorts those of an exact
 // one, so that both are in the form MarshalBinary writes.
-func (s *Stats) seal() {
+func (s *Stats) seal() { s.sealWith(nil) }
+
+// sealWith is seal with scratch space, which may be nil.
+func (s *Stats) sealWith(sc *scratch) {
 	switch {
 	case s.dig != nil:
 		if len(s.vals) > 0 {
-			s.flush(nil)
+			s.flush(sc)
 		}
 	case !slices.IsSorted(s.vals):
-		sortFloats(s.vals, nil)
+		sortFloats(s.vals, sc)
 	}
 }
 

@@ -165,7 +165,8 @@ func (o *openWindow[K]) add(key K, v float64, buf *scratch) {
 // order. Afterwards any Add into a window ending at or before the highest watermark
 // passed to Close fails with [ErrLate]. A watermark below a previous one closes nothing
 // and does not move the closed-through point back. The partials' Stats belong to the
-// caller; the Windows keeps no reference to them.
+// caller, and are sealed: values sorted and digests folded, so that MarshalBinary and
+// Merge read them without changing them.
 func (w *Windows[K]) Close(watermark time.Time) []Partial[K] {
 	wm := saturatingNano(watermark)
 	if wm > w.closed {
@@ -186,7 +187,9 @@ func (w *Windows[K]) Close(watermark time.Time) []Partial[K] {
 	for _, o := range w.open[:n] {
 		start, end := fromNano(o.start), fromNano(o.start+w.size)
 		for i := range o.stats {
-			out = append(out, Partial[K]{Start: start, End: end, Key: o.keys[i], Stats: &o.stats[i]})
+			st := &o.stats[i]
+			st.sealWith(&w.buf)
+			out = append(out, Partial[K]{Start: start, End: end, Key: o.keys[i], Stats: st})
 		}
 		if o == w.last {
 			w.last = nil

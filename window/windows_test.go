@@ -264,3 +264,50 @@ func TestWindowsDeterministic(t *testing.T) {
 	}
 	assert.Positive(t, digests, "the test must cover digest mode")
 }
+
+// TestWindowsMatchesStats checks a Windows against plain Stats fed the same values, over
+// many windows and keys of very different sizes, so that shared buffers, reused maps and
+// sealing on Close cannot leak values between keys or windows.
+func TestWindowsMatchesStats(t *testing.T) {
+	const size = time.Minute
+	w := newWindows(t, size)
+	type wk struct {
+		end time.Duration
+		key string
+	}
+	ref := map[wk]*Stats{}
+	seed := uint64(9)
+	next := func() uint64 {
+		seed = seed*6364136223846793005 + 1442695040888963407
+		return seed >> 33
+	}
+	var got []Partial[string]
+	for i := range 40000 {
+		d := time.Duration(i) * 7 * time.Millisecond // about 8,500 events per window
+		keys := []string{fmt.Sprintf("k%d", next()%300), "hot", fmt.Sprintf("w%d", next()%3)}
+		v := float64(next()%5000) / 8
+		require.NoError(t, w.AddKeys(at(d), v, keys...))
+		_, end := Bounds(at(d), size)
+		for _, k := range keys {
+			key := wk{end.Sub(t0), k}
+			if ref[key] == nil {
+				ref[key] = NewStats()
+			}
+			require.NoError(t, ref[key].Add(v))
+		}
+		if i%1000 == 999 {
+			got = append(got, w.Close(at(d-10*time.Second))...)
+		}
+	}
+	got = append(got, w.Close(at(time.Hour))...)
+	require.Len(t, got, len(ref))
+	for _, p := range got {
+		want := ref[wk{p.End.Sub(t0), p.Key}]
+		require.NotNil(t, want, "unexpected partial %v %v", p.End, p.Key)
+		wb, err := want.MarshalBinary()
+		require.NoError(t, err)
+		gb, err := p.Stats.MarshalBinary()
+		require.NoError(t, err)
+		require.Equal(t, wb, gb, "partial %v %v", p.End, p.Key)
+	}
+}
