@@ -34,7 +34,7 @@ func BenchmarkWriteClose(b *testing.B) {
 			ctx := testCtx(b)
 			s, _ := newSink(b, func(c *postgres.Config) { c.Strategy = st; c.Clock = time.Now })
 			batch := func(i int) sink.CloseBatch {
-				start := sinktest.T0.Add(time.Duration(i/2) * 5 * time.Minute)
+				start := sinktest.T0().Add(time.Duration(i/2) * 5 * time.Minute)
 				end := start.Add(5 * time.Minute)
 				out := sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: int32(i % 2)}, ClosedThrough: end,
 					Partials: make([]sink.Partial, closeRows)}
@@ -66,7 +66,7 @@ func BenchmarkWriteCloseConcurrent(b *testing.B) {
 	s, _ := newSink(b, func(c *postgres.Config) { c.Clock = time.Now })
 	st := sinktest.Stats(b, 1, 5, 9, 12, 40, 41, 300)
 	batch := func(p, w int) sink.CloseBatch {
-		start := sinktest.T0.Add(time.Duration(w) * 5 * time.Minute)
+		start := sinktest.T0().Add(time.Duration(w) * 5 * time.Minute)
 		end := start.Add(5 * time.Minute)
 		out := sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: int32(p)}, ClosedThrough: end,
 			Partials: make([]sink.Partial, closeRows)}
@@ -120,7 +120,7 @@ func BenchmarkUpsertLatest(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				at := sinktest.T0.Add(time.Duration(i) * time.Second)
+				at := sinktest.T0().Add(time.Duration(i) * time.Second)
 				for k := range rows {
 					rows[k] = sink.StateRow{Key: []any{ids[(i*latestRows+k*7)%fleet]}, ObservedAt: at,
 						Values: []any{fmt.Sprintf("trip-%d", k%300), float64(k % 600), int64(k % 40)}}

@@ -25,7 +25,7 @@ func batches(t testing.TB, seed uint64, partitions, windows, keys int) [][]sink.
 	out := make([][]sink.CloseBatch, partitions)
 	for p := range partitions {
 		for w := range windows {
-			start := sinktest.T0.Add(time.Duration(w) * 5 * time.Minute)
+			start := sinktest.T0().Add(time.Duration(w) * 5 * time.Minute)
 			end := start.Add(5 * time.Minute)
 			b := sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: int32(p)}, ClosedThrough: end}
 			for k := range keys {
@@ -45,7 +45,7 @@ func batches(t testing.TB, seed uint64, partitions, windows, keys int) [][]sink.
 func readWindows(t *testing.T, ctx context.Context, s *postgres.Sink, windows int) []sink.Aggregate {
 	var out []sink.Aggregate
 	for w := range windows {
-		rows, err := s.Aggregates(ctx, sinktest.T0.Add(time.Duration(w)*5*time.Minute))
+		rows, err := s.Aggregates(ctx, sinktest.T0().Add(time.Duration(w)*5*time.Minute))
 		require.NoError(t, err)
 		out = append(out, rows...)
 	}
@@ -118,7 +118,7 @@ func TestLargeBatchTakesBoundedLocks(t *testing.T) {
 	require.NoError(t, s.WriteClose(ctx, b))
 	assert.Positive(t, held)
 	assert.LessOrEqual(t, held, 256)
-	rows, err := s.Aggregates(ctx, sinktest.T0)
+	rows, err := s.Aggregates(ctx, sinktest.T0())
 	require.NoError(t, err)
 	assert.Len(t, rows, keys)
 }

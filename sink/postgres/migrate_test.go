@@ -98,11 +98,11 @@ func TestReadinessView(t *testing.T) {
 	require.NoError(t, s.WriteClose(ctx, b))
 	complete := func() bool {
 		var c bool
-		require.NoError(t, db.Pool.QueryRow(ctx, "SELECT complete FROM delay_aggregates_status WHERE window_start = $1 AND dimension = 'line' AND dimension_id = '1'", sinktest.T0).Scan(&c))
+		require.NoError(t, db.Pool.QueryRow(ctx, "SELECT complete FROM delay_aggregates_status WHERE window_start = $1 AND dimension = 'line' AND dimension_id = '1'", sinktest.T0()).Scan(&c))
 		return c
 	}
 	assert.False(t, complete(), "partition 1 has not closed the window")
-	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: tp(1), ClosedThrough: sinktest.T0.Add(time.Hour)}))
+	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: tp(1), ClosedThrough: sinktest.T0().Add(time.Hour)}))
 	assert.True(t, complete())
 }
 

@@ -20,7 +20,7 @@ func TestDuplicateDeliveryDoesNotDoubleCountInRealPostgres(t *testing.T) {
 	s, db := newSink(t, nil)
 
 	// The ten values: mean 144 (sum 1440) and P90 300 by window's exact quantile.
-	sorted := append([]float64(nil), sinktest.SeedValues...)
+	sorted := append([]float64(nil), sinktest.SeedValues()...)
 	slices.Sort(sorted)
 	require.Equal(t, 300.0, window.ExactQuantile(sorted, 0.9))
 
@@ -30,7 +30,7 @@ func TestDuplicateDeliveryDoesNotDoubleCountInRealPostgres(t *testing.T) {
 	agg := sink.CloseBatch{
 		Source:        sink.TopicPartition{Topic: "arrivals", Partition: 0},
 		ClosedThrough: end,
-		Partials:      []sink.Partial{{Key: key, WindowEnd: end, Attrs: map[string]string{"operator": "GVB"}, Stats: sinktest.Stats(t, sinktest.SeedValues...)}},
+		Partials:      []sink.Partial{{Key: key, WindowEnd: end, Attrs: map[string]string{"operator": "GVB"}, Stats: sinktest.Stats(t, sinktest.SeedValues()...)}},
 	}
 	require.NoError(t, s.WriteClose(ctx, agg))
 	require.NoError(t, s.WriteClose(ctx, agg))

@@ -92,7 +92,7 @@ func TestGeneratedSQL(t *testing.T) {
 			require.NoError(t, s.Migrate(ctx))
 
 			const secret = "GVB-value-not-in-sql"
-			start := sinktest.T0
+			start := sinktest.T0()
 			end := start.Add(5 * time.Minute)
 			for p := range int32(2) {
 				require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{
@@ -150,7 +150,7 @@ func TestIdentifiersAreQuoted(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.NoError(t, s.Migrate(ctx))
-	start := sinktest.T0
+	start := sinktest.T0()
 	end := start.Add(5 * time.Minute)
 	k := sink.Key{WindowStart: start, Dimension: "d", DimensionID: "i"}
 	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: sink.TopicPartition{Topic: "t"}, ClosedThrough: end,
@@ -176,7 +176,7 @@ func TestPermanentErrorIsTypedAndNotRetried(t *testing.T) {
 	s, db := newSink(t, nil)
 	_, err := db.Pool.Exec(ctx, "DROP TABLE vehicle_latest")
 	require.NoError(t, err)
-	err = s.UpsertLatest(ctx, sinktest.StateTable, []sink.StateRow{{Key: []any{"v"}, ObservedAt: sinktest.T0, Values: []any{"t", 1.0, int64(1)}}})
+	err = s.UpsertLatest(ctx, sinktest.StateTable, []sink.StateRow{{Key: []any{"v"}, ObservedAt: sinktest.T0(), Values: []any{"t", 1.0, int64(1)}}})
 	var we *sink.WriteError
 	require.ErrorAs(t, err, &we)
 	assert.False(t, we.Transient)

@@ -20,7 +20,7 @@ func ExampleMemory() {
 		panic(err)
 	}
 	s := window.NewStats()
-	for _, v := range sinktest.SeedValues {
+	for _, v := range sinktest.SeedValues() {
 		_ = s.Add(v)
 	}
 	stats, _ := s.MarshalBinary()

@@ -52,11 +52,11 @@ const (
 	Topic           = "arrivals"
 )
 
-// T0 is the start of the first window the suite writes: 5-minute windows from it.
-var T0 = time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)
+// T0 returns the start of the first window the suite writes: 5-minute windows from it.
+func T0() time.Time { return time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC) }
 
-// Now is the suite's fixed clock reading.
-var Now = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+// Now() returns the suite's fixed clock reading.
+func Now() time.Time { return time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC) }
 
 const windowSize = 5 * time.Minute
 
@@ -95,7 +95,7 @@ func DefaultSetup() Setup {
 	return Setup{
 		Aggregates: DelayAggregates(),
 		States:     []sink.StateSpec{VehicleLatest()},
-		Clock:      func() time.Time { return Now },
+		Clock:      Now,
 	}
 }
 
@@ -111,10 +111,10 @@ func Stats(t testing.TB, values ...float64) []byte {
 	return b
 }
 
-// SeedValues are ten delays whose count, mean and P90 (window's exact quantile, linear
+// SeedValues returns ten delays whose count, mean and P90 (window's exact quantile, linear
 // interpolation between closest ranks) are the seed's (10, 144.0, 300.0): the sorted values
 // put ranks 8 and 9 (0-based; h = 0.9 * 9 = 8.1) both at 300, and the sum is 1440.
-var SeedValues = []float64{60, 90, 300, 60, 90, 300, 60, 90, 300, 90}
+func SeedValues() []float64 { return []float64{60, 90, 300, 60, 90, 300, 60, 90, 300, 90} }
 
 // Run runs the conformance suite against the subjects f builds.
 func Run(t *testing.T, f Factory, feat Features) {
@@ -156,7 +156,7 @@ func ctxT(t *testing.T) context.Context {
 func tp(p int32) sink.TopicPartition { return sink.TopicPartition{Topic: Topic, Partition: p} }
 
 func win(i int) (start, end time.Time) {
-	start = T0.Add(time.Duration(i) * windowSize)
+	start = T0().Add(time.Duration(i) * windowSize)
 	return start, start.Add(windowSize)
 }
 
@@ -169,10 +169,10 @@ func testSeedDuplicate(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
 	s := f(t, DefaultSetup())
 	_, end := win(0)
-	b := sink.CloseBatch{Source: tp(0), ClosedThrough: end, Partials: []sink.Partial{partial(t, 0, "line", "GVB:17", SeedValues...)}}
+	b := sink.CloseBatch{Source: tp(0), ClosedThrough: end, Partials: []sink.Partial{partial(t, 0, "line", "GVB:17", SeedValues()...)}}
 	require.NoError(t, s.WriteClose(ctx, b))
 	require.NoError(t, s.WriteClose(ctx, b), "the same finalized window delivered again")
-	rows, err := s.Aggregates(ctx, T0)
+	rows, err := s.Aggregates(ctx, T0())
 	require.NoError(t, err)
 	require.Len(t, rows, 1, "one row, not two")
 	got := rows[0]
@@ -180,7 +180,7 @@ func testSeedDuplicate(t *testing.T, f Factory, _ Features) {
 	assert.Equal(t, 300.0, got.Max)
 	assert.Equal(t, 60.0, got.Min)
 	assert.Equal(t, end, got.WindowEnd)
-	assert.Equal(t, Now, got.ComputedAt, "computed_at comes from the injected clock")
+	assert.Equal(t, Now(), got.ComputedAt, "computed_at comes from the injected clock")
 }
 
 func testPartialRewriteReplaces(t *testing.T, f Factory, _ Features) {
@@ -222,7 +222,7 @@ func testMergeAcrossPartitions(t *testing.T, f Factory, _ Features) {
 		require.NoError(t, s.WriteClose(ctx, b))
 	}
 	slices.Sort(all)
-	got, ok, err := s.Aggregate(ctx, sink.Key{WindowStart: T0, Dimension: "line", DimensionID: "A"})
+	got, ok, err := s.Aggregate(ctx, sink.Key{WindowStart: T0(), Dimension: "line", DimensionID: "A"})
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, int64(len(all)), got.Count)
@@ -230,7 +230,7 @@ func testMergeAcrossPartitions(t *testing.T, f Factory, _ Features) {
 	assert.Equal(t, 9.0, got.Max)
 	assert.InDelta(t, 42.0/9, got.Mean, 1e-12)
 	assert.Equal(t, window.ExactQuantile(all, 0.9), got.Quantile, "the quantile of all the partitions' values")
-	got, ok, err = s.Aggregate(ctx, sink.Key{WindowStart: T0, Dimension: "stop", DimensionID: "S"})
+	got, ok, err = s.Aggregate(ctx, sink.Key{WindowStart: T0(), Dimension: "stop", DimensionID: "S"})
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, sink.Summary{Count: 3, Mean: 14.0 / 3, Quantile: window.ExactQuantile([]float64{2, 5, 7}, 0.9), Max: 7, Min: 2}, got.Summary)
@@ -405,7 +405,7 @@ func testReadiness(t *testing.T, f Factory, _ Features) {
 	assert.False(t, ok, "no partition of an unknown topic")
 
 	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: tp(0), ClosedThrough: end1, Partials: []sink.Partial{partial(t, 0, "line", "1", 4)}}))
-	row, ok, err := s.Aggregate(ctx, sink.Key{WindowStart: T0, Dimension: "line", DimensionID: "1"})
+	row, ok, err := s.Aggregate(ctx, sink.Key{WindowStart: T0(), Dimension: "line", DimensionID: "1"})
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.False(t, row.Complete, "partition 1 has not closed the window: the row is still filling")
@@ -434,7 +434,7 @@ func testAttributes(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
 	s := f(t, DefaultSetup())
 	_, end := win(0)
-	key := sink.Key{WindowStart: T0, Dimension: "line", DimensionID: "17"}
+	key := sink.Key{WindowStart: T0(), Dimension: "line", DimensionID: "17"}
 	write := func(p int32, attrs map[string]string, v float64) sink.Aggregate {
 		t.Helper()
 		pa := partial(t, 0, "line", "17", v)
@@ -463,7 +463,7 @@ func stateRow(id string, at time.Time, trip string, delay float64, seq int64) si
 func testLatestGuard(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
 	s := f(t, DefaultSetup())
-	at := T0.Add(30 * time.Second)
+	at := T0().Add(30 * time.Second)
 	latest := func(id string) sink.StateRow {
 		t.Helper()
 		r, ok, err := s.Latest(ctx, StateTable, id)
@@ -504,7 +504,7 @@ func testLatestReordered(t *testing.T, f Factory, _ Features) {
 	for v := range 20 {
 		id := fmt.Sprintf("veh-%02d", v)
 		for i := range 10 {
-			row := stateRow(id, T0.Add(time.Duration(r.IntN(100000))*time.Second+time.Duration(i)), fmt.Sprintf("trip-%d", i), float64(r.IntN(600)), int64(i))
+			row := stateRow(id, T0().Add(time.Duration(r.IntN(100000))*time.Second+time.Duration(i)), fmt.Sprintf("trip-%d", i), float64(r.IntN(600)), int64(i))
 			row.ObservedAt = row.ObservedAt.Truncate(time.Second).Add(time.Duration(i) * time.Hour * 24 * 30)
 			rows = append(rows, row)
 			if w, ok := want[id]; !ok || row.ObservedAt.After(w.ObservedAt) {
@@ -552,7 +552,7 @@ func testLatestConcurrent(t *testing.T, f Factory, feat Features) {
 				// requested in conflicting orders unless the sink orders them.
 				batch := make([]sink.StateRow, 0, vehicles)
 				for _, v := range r.Perm(vehicles) {
-					at := T0.Add(time.Duration(round*writers+w) * time.Second)
+					at := T0().Add(time.Duration(round*writers+w) * time.Second)
 					batch = append(batch, stateRow(fmt.Sprintf("veh-%02d", v), at, fmt.Sprintf("w%d", w), float64(round), int64(round*writers+w)))
 				}
 				if err := s.UpsertLatest(ctx, StateTable, batch); err != nil {
@@ -570,7 +570,7 @@ func testLatestConcurrent(t *testing.T, f Factory, feat Features) {
 		got, ok, err := s.Latest(ctx, StateTable, id)
 		require.NoError(t, err)
 		require.True(t, ok)
-		assert.Equal(t, stateRow(id, T0.Add(time.Duration(last)*time.Second), fmt.Sprintf("w%d", writers-1), float64(rounds-1), int64(last)), got)
+		assert.Equal(t, stateRow(id, T0().Add(time.Duration(last)*time.Second), fmt.Sprintf("w%d", writers-1), float64(rounds-1), int64(last)), got)
 	}
 }
 
@@ -599,7 +599,7 @@ func testInvalid(t *testing.T, f Factory, _ Features) {
 	require.NoError(t, err)
 	assert.Empty(t, progress)
 
-	at := T0
+	at := T0()
 	for name, rows := range map[string][]sink.StateRow{
 		"short key":      {{Key: nil, ObservedAt: at, Values: []any{"t", 1.0, int64(1)}}},
 		"short values":   {{Key: []any{"v"}, ObservedAt: at, Values: []any{"t"}}},
