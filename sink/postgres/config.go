@@ -154,16 +154,18 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// partialFixed are the partials table's own columns; attributes must not reuse them.
-var partialFixed = []string{"window_start", "dimension", "dimension_id", "topic", "partition", "window_end", "stats", "written_at"}
+// partialFixed returns the partials table's own columns; attributes must not reuse them.
+func partialFixed() []string {
+	return []string{"window_start", "dimension", "dimension_id", "topic", "partition", "window_end", "stats", "written_at"}
+}
 
 func (c Config) validate() error {
 	if err := c.Aggregates.Validate(); err != nil {
 		return err
 	}
 	for _, a := range c.Aggregates.Attributes {
-		if slices.Contains(partialFixed, a) {
-			return fmt.Errorf("%w: attribute %q collides with a column of the partials table %q", sink.ErrInvalid, a, partialFixed)
+		if slices.Contains(partialFixed(), a) {
+			return fmt.Errorf("%w: attribute %q collides with a column of the partials table %q", sink.ErrInvalid, a, partialFixed())
 		}
 	}
 	if c.Strategy < StrategyUnnest || c.Strategy > StrategyRowByRow {

@@ -17,17 +17,20 @@ type connLostError struct{ err error }
 func (e *connLostError) Error() string { return "connection lost: " + e.err.Error() }
 func (e *connLostError) Unwrap() error { return e.err }
 
-// transientStates are the SQLSTATEs worth retrying: the class 08 connection exceptions are
-// matched by prefix.
-var transientStates = map[string]bool{
-	"40001": true, // serialization_failure
-	"40P01": true, // deadlock_detected
-	"55P03": true, // lock_not_available
-	"57P01": true, // admin_shutdown
-	"57P02": true, // crash_shutdown
-	"57P03": true, // cannot_connect_now
-	"53300": true, // too_many_connections
-	"58030": true, // io_error
+// transientState reports whether a SQLSTATE is worth retrying.
+func transientState(code string) bool {
+	switch code {
+	case "40001", // serialization_failure
+		"40P01", // deadlock_detected
+		"55P03", // lock_not_available
+		"57P01", // admin_shutdown
+		"57P02", // crash_shutdown
+		"57P03", // cannot_connect_now
+		"53300", // too_many_connections
+		"58030": // io_error
+		return true
+	}
+	return len(code) == 5 && code[:2] == "08" // connection exceptions
 }
 
 // connFailure reports whether err says that the session itself failed, as opposed to one
@@ -51,7 +54,7 @@ func IsTransient(err error) bool {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		return transientStates[pgErr.Code] || (len(pgErr.Code) == 5 && pgErr.Code[:2] == "08")
+		return transientState(pgErr.Code)
 	}
 	var lost *connLostError
 	var connect *pgconn.ConnectError
