@@ -8,6 +8,12 @@ import (
 // Version is the schema version this package reads and writes.
 const Version = 1
 
+// Default topics: positions keyed by vehicle id, predictions keyed by trip id.
+const (
+	DefaultPositionsTopic   = "ov.vehicle-positions"
+	DefaultPredictionsTopic = "ov.arrival-predictions"
+)
+
 // OnTimeThreshold is how late a vehicle may be and still count as on time (the Dutch
 // convention: at most 180 s late).
 const OnTimeThreshold = 180 * time.Second

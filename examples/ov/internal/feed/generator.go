@@ -13,8 +13,8 @@ import (
 
 // Default topics of the feed.
 const (
-	DefaultPositionsTopic   = "ov.vehicle-positions"
-	DefaultPredictionsTopic = "ov.arrival-predictions"
+	DefaultPositionsTopic   = event.DefaultPositionsTopic
+	DefaultPredictionsTopic = event.DefaultPredictionsTopic
 )
 
 // Defaults of the zero [Config] fields.

@@ -168,6 +168,13 @@ type Result struct {
 	MaxOpenPartials int
 
 	partials map[Source]map[pkey]*partial
+	// windowed holds, per partition, the offsets and window ends of admitted predictions.
+	windowed map[Source][]offsetEnd
+}
+
+type offsetEnd struct {
+	offset int64
+	end    time.Time
 }
 
 // lww keeps the winning state row of a key: the later observed_at, ties to the later offset.
@@ -189,6 +196,7 @@ func Compute(cfg Config, records []feed.Record) (*Result, error) {
 		Vehicles:   map[string]VehicleRow{},
 		Trips:      map[string]TripRow{},
 		partials:   map[Source]map[pkey]*partial{},
+		windowed:   map[Source][]offsetEnd{},
 	}
 	size := int64(cfg.WindowSize)
 	vehicleMark := map[string]lwwMark{}
@@ -281,6 +289,7 @@ func Compute(cfg Config, records []feed.Record) (*Result, error) {
 				r.partials[src] = parts
 				openByEnd[src] = map[int64][]pkey{}
 			}
+			r.windowed[src] = append(r.windowed[src], offsetEnd{offset: off, end: time.Unix(0, end).UTC()})
 			v := float64(pred.DelayS)
 			for _, k := range tables.KeysOf(pred) {
 				pk := pkey{start: start, dim: k.Dimension, id: k.ID}
@@ -383,6 +392,26 @@ func (r *Result) Aggregates(closedThrough map[Source]time.Time) (map[AggKey]AggR
 		out[k] = a.row
 	}
 	return out, nil
+}
+
+// CommittedOffsets returns the offset each partition may be committed at when every record
+// has been decided, state is flushed, dead letters are confirmed and each partition's
+// closed_through is as given: one past the longest prefix of records that are durable, the
+// first admitted prediction of a window not yet closed stopping it. The ledger must commit
+// exactly this after a graceful shutdown; never more.
+func (r *Result) CommittedOffsets(closedThrough map[Source]time.Time) map[Source]int64 {
+	out := map[Source]int64{}
+	for src, p := range r.Partitions {
+		out[src] = p.Records
+		ct, ok := closedThrough[src]
+		for _, oe := range r.windowed[src] {
+			if !ok || oe.end.After(ct) {
+				out[src] = oe.offset
+				break
+			}
+		}
+	}
+	return out
 }
 
 // ClosableThrough returns, per partition of the predictions topic, the watermark at the end

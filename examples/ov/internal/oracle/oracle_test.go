@@ -87,6 +87,11 @@ func TestOnePartition(t *testing.T) {
 	start, ok := r.LastCompleteWindow(r.ClosableThrough())
 	require.True(t, ok)
 	assert.Equal(t, t0, start)
+
+	// Offset 1 is in [12:05, 12:10), still open at 12:06: the commit stops there.
+	assert.Equal(t, map[oracle.Source]int64{src: 1}, r.CommittedOffsets(r.ClosableThrough()))
+	assert.Equal(t, map[oracle.Source]int64{src: 0}, r.CommittedOffsets(nil))
+	assert.Equal(t, map[oracle.Source]int64{src: 7}, r.CommittedOffsets(map[oracle.Source]time.Time{src: t0.Add(10 * time.Minute)}))
 }
 
 // keyIn finds a trip id that the partitioner places in partition p of n.

@@ -1,0 +1,422 @@
+package pipeline_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamledger/streamledger/dlq"
+	"github.com/streamledger/streamledger/examples/ov/internal/event"
+	"github.com/streamledger/streamledger/examples/ov/internal/feed"
+	"github.com/streamledger/streamledger/examples/ov/internal/oracle"
+	"github.com/streamledger/streamledger/examples/ov/internal/pipeline"
+	"github.com/streamledger/streamledger/examples/ov/internal/tables"
+	"github.com/streamledger/streamledger/internal/kafkatest"
+	"github.com/streamledger/streamledger/internal/pgtest"
+	"github.com/streamledger/streamledger/ledger"
+	"github.com/streamledger/streamledger/ledger/consumer"
+	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/postgres"
+)
+
+const (
+	partitions = 4
+	window     = 5 * time.Minute
+	lateness   = 2 * time.Minute
+	group      = "ov-e2e"
+)
+
+// e2eFeed is several hours of a small network over the morning, with every path: disorder
+// within the lateness, late predictions and malformed messages.
+func e2eFeed() feed.Config {
+	cfg := feed.Config{Seed: 2026, Scale: 0.02, Start: time.Date(2026, 3, 10, 5, 30, 0, 0, feed.CET()), Duration: 3 * time.Hour,
+		WindowSize: window, Lateness: lateness, DisorderShare: 0.1, LateShare: 0.01, MalformedShare: 0.004}
+	if !testing.Short() && os.Getenv("OV_E2E_LONG") != "" {
+		cfg.Scale, cfg.Duration = 0.05, 6*time.Hour
+	}
+	return cfg
+}
+
+// env is a broker with the feed's records in it, a private schema, and the oracle's answer.
+type env struct {
+	t       *testing.T
+	cluster *kafkatest.Cluster
+	db      *pgtest.DB
+	records []feed.Record
+	oracle  *oracle.Result
+	rec     *recorder
+}
+
+func newEnv(t *testing.T) *env {
+	fc := e2eFeed()
+	records, stats, err := feed.Generate(fc)
+	require.NoError(t, err)
+	dec, err := event.NewDecoder(event.Config{})
+	require.NoError(t, err)
+	or, err := oracle.Compute(oracle.Config{PositionsTopic: feed.DefaultPositionsTopic, PredictionsTopic: feed.DefaultPredictionsTopic,
+		Partitions: partitions, WindowSize: window, Lateness: lateness, Decoder: dec}, records)
+	require.NoError(t, err)
+	t.Logf("feed: %d records (%d positions, %d predictions) over %v at scale %v; oracle: %+v", len(records), stats.Positions,
+		stats.Predictions, fc.Duration, fc.Scale, or.Total)
+
+	topics := map[string]int32{}
+	for _, tp := range []string{feed.DefaultPositionsTopic, feed.DefaultPredictionsTopic} {
+		topics[tp] = partitions
+		topics[dlq.DefaultTopic(tp)] = partitions
+	}
+	cluster := kafkatest.Start(t, kafkatest.Config{Topics: topics})
+	batch := make([]*kafkatest.Record, len(records))
+	for i, r := range records {
+		batch[i] = &kafkatest.Record{Topic: r.Topic, Partition: feed.Partition(r.Key, partitions), Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}
+	}
+	cluster.Produce(t, batch...)
+	return &env{t: t, cluster: cluster, db: pgtest.New(t), records: records, oracle: or, rec: newRecorder()}
+}
+
+func (e *env) pipeline(ctx context.Context) *pipeline.Pipeline {
+	kcfg := e.cluster.ConfigMap()
+	delete(kcfg, "bootstrap.servers")
+	level := slog.LevelWarn
+	if os.Getenv("OV_E2E_LOG") != "" {
+		level = slog.LevelDebug
+	}
+	p, err := pipeline.New(ctx, pipeline.Config{
+		Brokers:       e.cluster.Addr(),
+		Group:         group,
+		Schema:        e.db.Schema,
+		Migrate:       true,
+		WindowSize:    window,
+		Lateness:      lateness,
+		IdleTimeout:   -1, // so that closed_through ends exactly at the oracle's watermark
+		FlushInterval: 100 * time.Millisecond,
+		Kafka:         kcfg,
+		Logger:        slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: level})),
+		Hooks:         []consumer.Hook{e.rec},
+	}, e.db.Pool)
+	require.NoError(e.t, err)
+	return p
+}
+
+// run runs a pipeline until the recorder has seen `until` distinct offsets decided, then stops
+// it gracefully, or with Abort when abort is set. It returns the run's counters.
+func (e *env) run(until int, abort bool) consumer.Counters {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := e.pipeline(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	deadline := time.After(3 * time.Minute)
+	for e.rec.distinct() < until {
+		select {
+		case err := <-done:
+			require.NoError(e.t, err, "the processor stopped early")
+			e.t.Fatal("the processor stopped early")
+		case <-deadline:
+			e.t.Fatalf("after 3 minutes %d of %d offsets decided", e.rec.distinct(), until)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if abort {
+		p.Abort()
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if abort {
+			require.ErrorIs(e.t, err, consumer.ErrAborted)
+		} else {
+			require.NoError(e.t, err)
+		}
+	case <-time.After(time.Minute):
+		e.t.Fatal("the processor did not stop within a minute")
+	}
+	c := p.Counters()
+	assert.Equal(e.t, c.Consumed, c.Admitted+c.Late+c.DeadLettered, "the run's counts add up: %+v", c)
+	return c
+}
+
+// check compares everything the processor stored with the oracle.
+func (e *env) check() {
+	t := e.t
+	ctx := context.Background()
+	r := e.oracle
+
+	// Every delivery of every offset was decided as the oracle decides it.
+	want := map[ledger.TopicPartition]map[int64]consumer.Outcome{}
+	for src, p := range r.Partitions {
+		m := map[int64]consumer.Outcome{}
+		for off := range p.Records {
+			m[off] = consumer.Admitted
+		}
+		want[tp(src)] = m
+	}
+	for _, l := range r.DeadLetters {
+		want[tp(l.Source)][l.Offset] = consumer.DeadLettered
+	}
+	for _, l := range r.Late {
+		want[tp(l.Source)][l.Offset] = consumer.Late
+	}
+	decided, deliveries := e.rec.snapshot()
+	require.Equal(t, len(e.records), len(decided), "every record was decided")
+	mismatches := 0
+	for key, outs := range decided {
+		for _, o := range outs {
+			if o != want[key.tp][key.offset] && mismatches < 10 {
+				mismatches++
+				t.Errorf("%s@%d decided %v, oracle says %v", key.tp, key.offset, o, want[key.tp][key.offset])
+			}
+		}
+	}
+	t.Logf("%d records decided in %d deliveries", len(decided), deliveries)
+
+	// Progress: each prediction partition closed exactly through the oracle's watermark.
+	closable := r.ClosableThrough()
+	var tps []sink.TopicPartition
+	for src := range closable {
+		tps = append(tps, tp(src))
+	}
+	snk, err := postgres.New(e.db.Pool, tables.Postgres(e.db.Schema))
+	require.NoError(t, err)
+	progress, err := snk.ClosedThrough(ctx, tps...)
+	require.NoError(t, err)
+	closed := map[oracle.Source]time.Time{}
+	for src, wm := range closable {
+		got, ok := progress[tp(src)]
+		require.True(t, ok, "no progress for %s", src)
+		assert.True(t, got.Equal(wm), "%s closed through %v, oracle watermark %v", src, got, wm)
+		closed[src] = got
+	}
+
+	// delay_aggregates equals the oracle row for row.
+	wantRows, err := r.Aggregates(closed)
+	require.NoError(t, err)
+	gotRows := e.aggregates()
+	require.Equal(t, len(wantRows), len(gotRows), "rows in delay_aggregates")
+	byDim := map[string]int{}
+	for k, w := range wantRows {
+		g, ok := gotRows[k]
+		if !assert.True(t, ok, "missing row %v", k) {
+			continue
+		}
+		byDim[k.Dimension]++
+		assert.True(t, g.WindowEnd.Equal(w.WindowEnd), "%v window_end", k)
+		assert.Equal(t, w.Operator, g.Operator, "%v operator", k)
+		assert.Equal(t, w.Count, g.Count, "%v event_count", k)
+		assert.Equal(t, w.Min, g.Min, "%v min_delay_s", k)
+		assert.Equal(t, w.Max, g.Max, "%v max_delay_s", k)
+		assert.InDelta(t, w.Mean, g.Mean, 1e-9, "%v mean_delay_s", k)
+		assert.Equal(t, w.P90, g.P90, "%v p90_delay_s", k)
+	}
+	t.Logf("delay_aggregates: %d rows equal the oracle's (%v)", len(wantRows), byDim)
+
+	// The state tables equal the oracle's last-write-wins rows.
+	vehicles, trips := e.states()
+	require.Equal(t, len(r.Vehicles), len(vehicles), "rows in vehicle_latest")
+	for id, w := range r.Vehicles {
+		g := vehicles[id]
+		assert.True(t, g.ObservedAt.Equal(w.ObservedAt), "vehicle %s observed_at", id)
+		g.ObservedAt = w.ObservedAt
+		assert.Equal(t, w, g, "vehicle %s", id)
+	}
+	require.Equal(t, len(r.Trips), len(trips), "rows in trip_delay_latest")
+	for id, w := range r.Trips {
+		g := trips[id]
+		assert.True(t, g.ObservedAt.Equal(w.ObservedAt), "trip %s observed_at", id)
+		g.ObservedAt = w.ObservedAt
+		assert.Equal(t, w, g, "trip %s", id)
+	}
+	t.Logf("vehicle_latest: %d rows, trip_delay_latest: %d rows equal the oracle's", len(vehicles), len(trips))
+
+	// The dead-letter topics hold exactly the malformed records, each at its source offset.
+	type letterKey struct {
+		src oracle.Source
+		off int64
+	}
+	letters := map[letterKey]dlq.DeadLetter{}
+	copies := 0
+	for _, topic := range []string{feed.DefaultPositionsTopic, feed.DefaultPredictionsTopic} {
+		for _, m := range e.cluster.ReadAll(t, dlq.DefaultTopic(topic)) {
+			hs := make([]dlq.Header, len(m.Headers))
+			for i, h := range m.Headers {
+				hs[i] = dlq.Header{Key: h.Key, Value: h.Value}
+			}
+			d, err := dlq.Decode(m.Key, m.Value, hs)
+			require.NoError(t, err)
+			assert.Equal(t, d.Partition, m.Partition, "a dead letter keeps its partition")
+			k := letterKey{oracle.Source{Topic: d.Topic, Partition: d.Partition}, d.Offset}
+			if prev, ok := letters[k]; ok {
+				copies++ // redelivered before its offset was committed: the same letter again
+				assert.Equal(t, prev.Record, d.Record)
+				continue
+			}
+			letters[k] = d
+		}
+	}
+	require.Len(t, letters, len(r.DeadLetters), "distinct dead letters")
+	classes := map[string]int{}
+	for _, l := range r.DeadLetters {
+		d, ok := letters[letterKey{l.Source, l.Offset}]
+		if !assert.True(t, ok, "no dead letter for %s@%d", l.Source, l.Offset) {
+			continue
+		}
+		assert.Equal(t, feed.Malformed, l.Record.Intent, "only malformed records are dead letters")
+		assert.Equal(t, l.Record.Value, d.Value)
+		assert.Equal(t, l.Record.Key, d.Key)
+		assert.Equal(t, dlq.ErrorClass(l.Err), d.ErrorClass)
+		classes[d.ErrorClass]++
+	}
+	malformed := 0
+	for _, rec := range e.records {
+		if rec.Intent == feed.Malformed {
+			malformed++
+		}
+	}
+	assert.Equal(t, malformed, len(letters), "the dead letters are exactly the malformed records")
+	t.Logf("dead letters: %d distinct (%d redelivered copies), by class %v", len(letters), copies, classes)
+
+	// The committed offsets are exactly what is durable: never past a window still open.
+	wantOffsets := r.CommittedOffsets(closed)
+	for _, topic := range []string{feed.DefaultPositionsTopic, feed.DefaultPredictionsTopic} {
+		committed := e.cluster.Committed(t, group, topic)
+		for p := range int32(partitions) {
+			src := oracle.Source{Topic: topic, Partition: p}
+			assert.Equal(t, wantOffsets[src], committed[p].Offset, "%s committed offset (of %d records)", src, r.Partitions[src].Records)
+		}
+	}
+}
+
+func tp(s oracle.Source) ledger.TopicPartition {
+	return ledger.TopicPartition{Topic: s.Topic, Partition: s.Partition}
+}
+
+func (e *env) aggregates() map[oracle.AggKey]oracle.AggRow {
+	rows, err := e.db.Pool.Query(context.Background(), `SELECT window_start, window_end, dimension, dimension_id,
+		coalesce(operator, ''), event_count, mean_delay_s, p90_delay_s, max_delay_s, min_delay_s FROM delay_aggregates`)
+	require.NoError(e.t, err)
+	defer rows.Close()
+	out := map[oracle.AggKey]oracle.AggRow{}
+	for rows.Next() {
+		var k oracle.AggKey
+		var r oracle.AggRow
+		require.NoError(e.t, rows.Scan(&k.WindowStart, &r.WindowEnd, &k.Dimension, &k.DimensionID, &r.Operator, &r.Count, &r.Mean,
+			&r.P90, &r.Max, &r.Min))
+		k.WindowStart = k.WindowStart.UTC()
+		r.WindowEnd = r.WindowEnd.UTC()
+		out[k] = r
+	}
+	require.NoError(e.t, rows.Err())
+	return out
+}
+
+func (e *env) states() (map[string]oracle.VehicleRow, map[string]oracle.TripRow) {
+	ctx := context.Background()
+	vehicles := map[string]oracle.VehicleRow{}
+	rows, err := e.db.Pool.Query(ctx, `SELECT vehicle_id, trip_id, route_id, operator, lat, lon, bearing, observed_at FROM vehicle_latest`)
+	require.NoError(e.t, err)
+	for rows.Next() {
+		var id string
+		var v oracle.VehicleRow
+		require.NoError(e.t, rows.Scan(&id, &v.TripID, &v.RouteID, &v.Operator, &v.Lat, &v.Lon, &v.Bearing, &v.ObservedAt))
+		vehicles[id] = v
+	}
+	require.NoError(e.t, rows.Err())
+	trips := map[string]oracle.TripRow{}
+	rows, err = e.db.Pool.Query(ctx, `SELECT trip_id, line, operator, stop, delay_s, observed_at FROM trip_delay_latest`)
+	require.NoError(e.t, err)
+	for rows.Next() {
+		var id string
+		var v oracle.TripRow
+		require.NoError(e.t, rows.Scan(&id, &v.Line, &v.Operator, &v.Stop, &v.DelayS, &v.ObservedAt))
+		trips[id] = v
+	}
+	require.NoError(e.t, rows.Err())
+	return vehicles, trips
+}
+
+// TestEndToEnd runs the processor over the feed once and compares every stored row, every
+// dead letter and every committed offset with the oracle.
+func TestEndToEnd(t *testing.T) {
+	e := newEnv(t)
+	start := time.Now()
+	c := e.run(len(e.records), false)
+	t.Logf("one run: %+v in %v", c, time.Since(start).Round(time.Millisecond))
+	assert.Equal(t, e.oracle.Total.Consumed, c.Consumed)
+	assert.Equal(t, e.oracle.Total.Admitted, c.Admitted)
+	assert.Equal(t, e.oracle.Total.Late, c.Late)
+	assert.Equal(t, e.oracle.Total.DeadLettered, c.DeadLettered)
+	e.check()
+}
+
+// TestEndToEndRestarts stops the processor four times in the middle, gracefully or by
+// abandoning its shutdown, and restarts it in the same group: the stored result is the same.
+func TestEndToEndRestarts(t *testing.T) {
+	e := newEnv(t)
+	total := len(e.records)
+	var sum consumer.Counters
+	for i, stop := range []struct {
+		share float64
+		abort bool
+	}{{0.2, false}, {0.4, true}, {0.55, false}, {0.75, true}, {1, false}} {
+		c := e.run(int(stop.share*float64(total)), stop.abort)
+		t.Logf("run %d (until %.0f%%, abort %v): %+v", i+1, stop.share*100, stop.abort, c)
+		sum.Consumed += c.Consumed
+		sum.Admitted += c.Admitted
+		sum.Late += c.Late
+		sum.DeadLettered += c.DeadLettered
+	}
+	assert.GreaterOrEqual(t, sum.Consumed, e.oracle.Total.Consumed, "redelivery only adds deliveries")
+	t.Logf("all runs: %+v (the oracle: %+v)", sum, e.oracle.Total)
+	e.check()
+}
+
+// recorder is a hook that remembers every decision by partition and offset.
+type recorder struct {
+	mu         sync.Mutex
+	decided    map[offsetKey][]consumer.Outcome
+	deliveries int
+}
+
+type offsetKey struct {
+	tp     ledger.TopicPartition
+	offset int64
+}
+
+func newRecorder() *recorder { return &recorder{decided: map[offsetKey][]consumer.Outcome{}} }
+
+func (r *recorder) OnMessage(i consumer.MessageInfo) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := offsetKey{i.TopicPartition, i.Offset}
+	r.decided[k] = append(r.decided[k], i.Outcome)
+	r.deliveries++
+}
+
+func (r *recorder) distinct() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.decided)
+}
+
+func (r *recorder) snapshot() (map[offsetKey][]consumer.Outcome, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[offsetKey][]consumer.Outcome, len(r.decided))
+	for k, v := range r.decided {
+		out[k] = append([]consumer.Outcome(nil), v...)
+	}
+	return out, r.deliveries
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(string(b))
+	return len(b), nil
+}

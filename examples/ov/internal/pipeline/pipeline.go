@@ -1,0 +1,251 @@
+// Package pipeline wires the OV processor: the decoders of the two topics, the Postgres sink of
+// the seed's tables, the dead-letter producer and the consumer runtime. The run and demo
+// commands and the end-to-end tests all build their processor here, so that what the tests
+// check is what users run.
+//
+// # What a message does
+//
+// A vehicle position updates vehicle_latest and moves its partition's watermark; it has no
+// window, so it is never late. An arrival prediction adds its delay (in seconds, positive when
+// late) to its 5-minute window under its line, stop, operator and the network, and updates
+// trip_delay_latest; if its window has already closed in its partition it is late and does
+// nothing. A message that fails to decode or validate (package event) goes to dlq.<topic> with
+// its error class. Offsets are committed by the runtime's ledger, never past a message that is
+// not yet durable.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/streamledger/streamledger/dlq/dlqkafka"
+	"github.com/streamledger/streamledger/examples/ov/internal/event"
+	"github.com/streamledger/streamledger/examples/ov/internal/tables"
+	"github.com/streamledger/streamledger/ledger/consumer"
+	"github.com/streamledger/streamledger/sink/postgres"
+)
+
+// Defaults of the zero Config fields.
+const (
+	DefaultGroup            = "ov-processor"
+	DefaultPositionsTopic   = event.DefaultPositionsTopic
+	DefaultPredictionsTopic = event.DefaultPredictionsTopic
+	DefaultProcessorID      = "ov-processor"
+)
+
+// Config configures a Pipeline. Brokers is required; the zero value of every other field is
+// documented.
+type Config struct {
+	// Brokers is the bootstrap server list (host:port, comma separated).
+	Brokers string
+	// Group is the consumer group [DefaultGroup].
+	Group string
+	// PositionsTopic and PredictionsTopic are the source topics [DefaultPositionsTopic],
+	// [DefaultPredictionsTopic]. Their dead letters go to dlq.<topic>.
+	PositionsTopic, PredictionsTopic string
+	// Schema holds the tables [public].
+	Schema string
+	// Migrate creates or upgrades the tables before consuming.
+	Migrate bool
+	// WindowSize, Lateness, IdleTimeout and FlushInterval are the runtime's (5 min, 120 s,
+	// 30 s, 5 s when zero); a negative IdleTimeout means partitions never go idle.
+	WindowSize, Lateness, IdleTimeout, FlushInterval time.Duration
+	// Decoder bounds what a message may hold (the Netherlands, 6 h of delay, by default).
+	Decoder event.Config
+	// ProcessorID names this instance in its dead letters and as the Kafka client.id
+	// [DefaultProcessorID].
+	ProcessorID string
+	// CreateDLQTopics lets the dead-letter producer create a missing dlq.<topic> with the
+	// source's partition count. When false a missing one stops the processor with an error
+	// naming the topic to create.
+	CreateDLQTopics bool
+	// Kafka holds extra librdkafka settings (TLS, SASL, log levels) for both the consumer
+	// and the dead-letter producer.
+	Kafka kafka.ConfigMap
+	// MaxPending and MaxOpenKeys bound memory; see consumer.Config. Zero means no bound.
+	MaxPending  int64
+	MaxOpenKeys int
+	// Clock, Ticks, Logger and Hooks pass through to the runtime (see consumer.Config); Clock
+	// also stamps computed_at and updated_at.
+	Clock  func() time.Time
+	Ticks  <-chan time.Time
+	Logger *slog.Logger
+	Hooks  []consumer.Hook
+}
+
+func (c Config) withDefaults() Config {
+	if c.Group == "" {
+		c.Group = DefaultGroup
+	}
+	if c.PositionsTopic == "" {
+		c.PositionsTopic = DefaultPositionsTopic
+	}
+	if c.PredictionsTopic == "" {
+		c.PredictionsTopic = DefaultPredictionsTopic
+	}
+	if c.ProcessorID == "" {
+		c.ProcessorID = DefaultProcessorID
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Pipeline is a configured OV processor.
+type Pipeline struct {
+	cfg  Config
+	cons *consumer.Consumer[tables.Key]
+	dlq  *dlqkafka.Producer
+	sink *postgres.Sink
+}
+
+// New builds the processor writing through pool: it migrates the tables when cfg.Migrate is
+// set, and starts the dead-letter producer. It does not consume: Run does.
+func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Brokers == "" {
+		return nil, errors.New("pipeline: no brokers given")
+	}
+	dec, err := event.NewDecoder(cfg.Decoder)
+	if err != nil {
+		return nil, err
+	}
+	pgcfg := tables.Postgres(cfg.Schema)
+	pgcfg.Clock = cfg.Clock
+	snk, err := postgres.New(pool, pgcfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Migrate {
+		if err := snk.Migrate(ctx); err != nil {
+			return nil, fmt.Errorf("pipeline: migrating the tables: %w", err)
+		}
+	}
+	common := kafka.ConfigMap{"bootstrap.servers": cfg.Brokers, "client.id": cfg.ProcessorID}
+	for k, v := range cfg.Kafka {
+		common[k] = v
+	}
+	prodCfg := kafka.ConfigMap{}
+	for k, v := range common {
+		prodCfg[k] = v
+	}
+	dlqProducer, err := dlqkafka.NewProducer(dlqkafka.Config{
+		Kafka:        prodCfg,
+		ProcessorID:  cfg.ProcessorID,
+		CreateTopics: cfg.CreateDLQTopics,
+		Clock:        cfg.Clock,
+		OnError: func(err error) {
+			cfg.Logger.Warn("dead-letter producer", "error", err)
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: dead-letter producer: %w", err)
+	}
+	consCfg := kafka.ConfigMap{"group.id": cfg.Group, "auto.offset.reset": "earliest"}
+	for k, v := range common {
+		consCfg[k] = v
+	}
+	cons, err := consumer.New(consumer.Config[tables.Key]{
+		Kafka:         consCfg,
+		Topics:        Handlers(cfg.PositionsTopic, cfg.PredictionsTopic, dec),
+		Sink:          snk,
+		Keys:          SinkKey,
+		DeadLetters:   dlqProducer,
+		WindowSize:    cfg.WindowSize,
+		Lateness:      cfg.Lateness,
+		IdleTimeout:   cfg.IdleTimeout,
+		FlushInterval: cfg.FlushInterval,
+		Ticks:         cfg.Ticks,
+		MaxPending:    cfg.MaxPending,
+		MaxOpenKeys:   cfg.MaxOpenKeys,
+		Clock:         cfg.Clock,
+		Logger:        cfg.Logger,
+		Hooks:         cfg.Hooks,
+	})
+	if err != nil {
+		closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = dlqProducer.Close(closeCtx)
+		return nil, err
+	}
+	return &Pipeline{cfg: cfg, cons: cons, dlq: dlqProducer, sink: snk}, nil
+}
+
+// Run consumes until ctx is cancelled, then shuts down gracefully (see consumer.Consumer.Run)
+// and closes the dead-letter producer. It may be called once.
+func (p *Pipeline) Run(ctx context.Context) error {
+	err := p.cons.Run(ctx)
+	closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if cerr := p.dlq.Close(closeCtx); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("pipeline: closing the dead-letter producer: %w", cerr))
+	}
+	return err
+}
+
+// Abort abandons the graceful shutdown (see consumer.Consumer.Abort).
+func (p *Pipeline) Abort() { p.cons.Abort() }
+
+// Counters returns the runtime's totals.
+func (p *Pipeline) Counters() consumer.Counters { return p.cons.Counters() }
+
+// Sink returns the Postgres sink, for reading results back.
+func (p *Pipeline) Sink() *postgres.Sink { return p.sink }
+
+// Config returns the configuration with defaults applied.
+func (p *Pipeline) Config() Config { return p.cfg }
+
+// Handlers returns the decoders of the two topics as runtime handlers. They are pure functions
+// of the message, as the runtime requires.
+func Handlers(positionsTopic, predictionsTopic string, d *event.Decoder) map[string]consumer.Handler[tables.Key] {
+	return map[string]consumer.Handler[tables.Key]{
+		positionsTopic: func(m *kafka.Message) (consumer.Event[tables.Key], error) {
+			p, err := d.DecodePosition(m.Value, brokerTime(m))
+			if err != nil {
+				return consumer.Event[tables.Key]{}, err
+			}
+			return consumer.Event[tables.Key]{
+				Time:  p.ObservedAt,
+				State: []consumer.StateRow{{Table: tables.VehiclesTable, StateRow: tables.VehicleRow(p)}},
+			}, nil
+		},
+		predictionsTopic: func(m *kafka.Message) (consumer.Event[tables.Key], error) {
+			p, err := d.DecodePrediction(m.Value, brokerTime(m))
+			if err != nil {
+				return consumer.Event[tables.Key]{}, err
+			}
+			keys := tables.KeysOf(p)
+			return consumer.Event[tables.Key]{
+				Time:   p.ObservedAt,
+				Values: []consumer.Value[tables.Key]{{Value: float64(p.DelayS), Keys: keys[:]}},
+				State:  []consumer.StateRow{{Table: tables.TripsTable, StateRow: tables.TripRow(p)}},
+			}, nil
+		},
+	}
+}
+
+// brokerTime is the message's Kafka timestamp, zero when the broker gave none (the decoder
+// then skips the checks against it).
+func brokerTime(m *kafka.Message) time.Time {
+	if m.TimestampType == kafka.TimestampNotAvailable {
+		return time.Time{}
+	}
+	return m.Timestamp
+}
+
+// SinkKey maps a window key to its merged row in delay_aggregates, with the operator column
+// when the key has one.
+func SinkKey(k tables.Key) consumer.SinkKey {
+	sk := consumer.SinkKey{Dimension: k.Dimension, DimensionID: k.ID}
+	if k.Operator != "" {
+		sk.Attrs = map[string]string{tables.OperatorAttr: k.Operator}
+	}
+	return sk
+}
