@@ -57,7 +57,7 @@ var distributions = []distribution{
 // several partials. The brief's bound is 1%.
 func TestQuantileAccuracy(t *testing.T) {
 	windows := 1000
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		windows = 200
 	}
 	r := rand.New(rand.NewPCG(2026, 90))
