@@ -51,6 +51,7 @@ type Windows[K comparable] struct {
 	// a window's key set resembles the previous one's, so reusing them avoids regrowing
 	// a map of thousands of keys every window.
 	spare []*openWindow[K]
+	hint  int // keys in the last closed window: the likely size of the next
 }
 
 type openWindow[K comparable] struct {
@@ -138,14 +139,25 @@ func (w *Windows[K]) window(t time.Time) (*openWindow[K], error) {
 	return w.last, nil
 }
 
+// newWindow returns an empty window, reusing a closed window's map and key slice if
+// there is one. Its Stats slice is new (the old one belongs to the partials) and sized
+// for the last closed window's keys and a little more, so that it rarely grows: growing
+// copies every Stats.
 func (w *Windows[K]) newWindow(start int64) *openWindow[K] {
+	size := w.hint + w.hint/8
 	if n := len(w.spare); n > 0 {
 		o := w.spare[n-1]
 		w.spare = w.spare[:n-1]
 		o.start = start
+		o.stats = make([]Stats, 0, size)
 		return o
 	}
-	return &openWindow[K]{start: start, index: make(map[K]int32)}
+	return &openWindow[K]{
+		start: start,
+		index: make(map[K]int32, size),
+		keys:  make([]K, 0, size),
+		stats: make([]Stats, 0, size),
+	}
 }
 
 func (o *openWindow[K]) add(key K, v float64, buf *scratch) {
@@ -202,17 +214,17 @@ func (w *Windows[K]) Close(watermark time.Time) []Partial[K] {
 	return out
 }
 
-// recycle keeps o's map and key slice for a later window. The stats slice now belongs to
-// the partials, so a recycled window starts a new one, sized like the last.
+// recycle keeps o's map and key slice for a later window; its Stats now belong to the
+// partials.
 func (w *Windows[K]) recycle(o *openWindow[K]) {
+	w.hint = len(o.stats)
+	o.stats = nil
 	if len(w.spare) >= 2 {
 		return
 	}
-	n := len(o.stats)
 	clear(o.index)
 	clear(o.keys) // drop references held by keys such as strings
 	o.keys = o.keys[:0]
-	o.stats = make([]Stats, 0, n)
 	w.spare = append(w.spare, o)
 }
 
@@ -233,6 +245,7 @@ func (w *Windows[K]) Reset() {
 	w.last = nil
 	w.closed = math.MinInt64
 	w.spare = nil
+	w.hint = 0
 	w.buf = scratch{slab: true}
 }
 
