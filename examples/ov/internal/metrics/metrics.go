@@ -72,6 +72,8 @@ type Snapshot struct {
 	Commits   int64
 	// StateRows and Partials count the rows written to the sink.
 	StateRows, Partials int64
+	// DeadLettersDelivered counts dead letters the broker confirmed.
+	DeadLettersDelivered int64
 	// MinWatermark is the minimum watermark over active partitions.
 	MinWatermark time.Time
 	Partitions   int
@@ -148,6 +150,10 @@ func (m *Metrics) OnDeadLetter(i consumer.DeadLetterInfo) {
 	result := "delivered"
 	if i.Err != nil {
 		result = "failed"
+	} else {
+		m.mu.Lock()
+		m.snap.DeadLettersDelivered++
+		m.mu.Unlock()
 	}
 	m.deadLetters.WithLabelValues(i.Topic, result).Inc()
 }

@@ -1,0 +1,418 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/streamledger/streamledger/examples/ov/internal/event"
+	"github.com/streamledger/streamledger/examples/ov/internal/feed"
+	"github.com/streamledger/streamledger/examples/ov/internal/metrics"
+	"github.com/streamledger/streamledger/examples/ov/internal/pipeline"
+	"github.com/streamledger/streamledger/examples/ov/internal/produce"
+	"github.com/streamledger/streamledger/examples/ov/internal/tables"
+	"github.com/streamledger/streamledger/ledger/consumer"
+	"github.com/streamledger/streamledger/window"
+)
+
+type demoFlags struct {
+	dsn, schema, start, metricsAddr, logLevel string
+	duration, flushInterval                   time.Duration
+	speed, scale, lateShare, malformedShare   float64
+	partitions, seed                          int
+}
+
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	f := newFlags("demo", "Runs the whole OV pipeline in one process: an in-process Kafka-protocol broker, the simulated\n"+
+		"national feed played accelerated, and the processor writing to Postgres at $DATABASE_URL in a\n"+
+		"schema of its own (dropped and recreated at the start). Shows a live progress line, then a\n"+
+		"report: the most delayed lines and stations of the last complete window, counts that add up,\n"+
+		"and psql queries to look further. About a minute by default; --duration makes it longer.", stderr)
+	var o demoFlags
+	f.FlagSet.StringVar(&o.dsn, "dsn", envOr("DATABASE_URL", DefaultDatabaseURL), "Postgres connection string ($DATABASE_URL)")
+	f.FlagSet.StringVar(&o.schema, "schema", "ov_demo", "schema of the demo's tables (dropped and recreated)")
+	f.FlagSet.StringVar(&o.start, "start", "06:45", "simulated start: HH:MM on Tuesday 10 March 2026 (CET), or RFC 3339")
+	f.FlagSet.DurationVar(&o.duration, "duration", 90*time.Minute, "simulated time to play")
+	f.FlagSet.Float64Var(&o.speed, "speed", 120, "simulated seconds per second")
+	f.FlagSet.Float64Var(&o.scale, "scale", 0.25, "network size: 1 is the national network (5,000 vehicles at the peak)")
+	f.FlagSet.IntVar(&o.partitions, "partitions", 8, "partitions per topic")
+	f.FlagSet.IntVar(&o.seed, "seed", 1, "random seed of the feed")
+	f.FlagSet.Float64Var(&o.lateShare, "late-share", feed.SuggestedLateShare, "share of predictions delivered beyond the lateness")
+	f.FlagSet.Float64Var(&o.malformedShare, "malformed-share", feed.SuggestedMalformedShare, "share of malformed messages")
+	f.FlagSet.DurationVar(&o.flushInterval, "flush-interval", time.Second, "the processor's flush and commit period")
+	f.FlagSet.StringVar(&o.metricsAddr, "metrics-addr", "", "serve /metrics and /healthz here while the demo runs (e.g. 127.0.0.1:9464)")
+	f.FlagSet.StringVar(&o.logLevel, "log-level", "error", "the processor's log level (logs go to stderr)")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	st, err := parseStart(o.start, feed.DefaultStart())
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, o.logLevel, "text")
+	if err != nil {
+		return err
+	}
+	return demo(ctx, o, st, log, stdout)
+}
+
+func envOr(env, def string) string {
+	if v := os.Getenv(env); v != "" {
+		return v
+	}
+	return def
+}
+
+func demo(ctx context.Context, o demoFlags, start time.Time, log *slog.Logger, out io.Writer) error {
+	began := time.Now()
+	pos, pred := feed.DefaultPositionsTopic, feed.DefaultPredictionsTopic
+	fmt.Fprintf(out, "OV demo: %s of the Dutch network (scale %g) from %s CET, played at %gx, %d partitions per topic\n",
+		o.duration, o.scale, start.In(feed.CET()).Format("15:04"), o.speed, o.partitions)
+
+	pool, err := connect(ctx, o.dsn)
+	if err != nil {
+		return fmt.Errorf("%w\n(the demo needs Postgres: set DATABASE_URL or --dsn)", err)
+	}
+	defer pool.Close()
+	ident := pgx.Identifier{o.schema}.Sanitize()
+	if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+ident+" CASCADE; CREATE SCHEMA "+ident); err != nil {
+		return fmt.Errorf("preparing schema %s: %w", o.schema, err)
+	}
+
+	broker, err := startBroker(0, int32(o.partitions), pos, pred)
+	if err != nil {
+		return err
+	}
+	defer broker.Close()
+	addr := strings.Join(broker.ListenAddrs(), ",")
+
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		return err
+	}
+	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRun()
+	p, err := pipeline.New(ctx, pipeline.Config{
+		Brokers: addr, Group: "ov-demo", Schema: o.schema, Migrate: true, FlushInterval: o.flushInterval,
+		ProcessorID: "ov-demo", Kafka: quietKafka(), Logger: log, Hooks: []consumer.Hook{m},
+	}, pool)
+	if err != nil {
+		return err
+	}
+	var running atomic.Bool
+	running.Store(true)
+	if o.metricsAddr != "" {
+		stop, bound, err := serveMetrics(o.metricsAddr, reg, running.Load, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		fmt.Fprintf(out, "metrics: http://%s/metrics\n", bound)
+	}
+	runDone := make(chan error, 1)
+	go func() { runDone <- p.Run(runCtx) }()
+
+	gen, err := feed.New(feed.Config{Seed: uint64(o.seed), Start: start, Duration: o.duration, Scale: o.scale,
+		DisorderShare: feed.SuggestedDisorderShare, LateShare: o.lateShare, MalformedShare: o.malformedShare})
+	if err != nil {
+		return err
+	}
+	prod, err := produce.New(ctx, addr, []string{pos, pred}, quietKafka())
+	if err != nil {
+		return err
+	}
+	defer prod.Close(5 * time.Second)
+
+	// The feed plays on its own goroutine; this one draws the progress line.
+	var simNow atomic.Int64
+	var produced atomic.Int64
+	feedDone := make(chan error, 1)
+	go func() {
+		pacer := &feed.Pacer{Speed: o.speed}
+		for {
+			r, ok := gen.Next()
+			if !ok {
+				fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				defer cancel()
+				feedDone <- prod.Flush(fctx)
+				return
+			}
+			if err := pacer.Wait(ctx, r.Timestamp); err != nil {
+				feedDone <- err
+				return
+			}
+			if err := prod.Send(ctx, r); err != nil {
+				feedDone <- err
+				return
+			}
+			produced.Add(1)
+			simNow.Store(r.Timestamp.UnixNano())
+		}
+	}()
+
+	prog := newProgress(out)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var lastConsumed int64
+	lastAt := time.Now()
+	line := func() {
+		s := m.Snapshot()
+		now := time.Now()
+		rate := float64(s.Consumed-lastConsumed) / now.Sub(lastAt).Seconds()
+		lastConsumed, lastAt = s.Consumed, now
+		sim := "--:--:--"
+		if n := simNow.Load(); n != 0 {
+			sim = time.Unix(0, n).In(feed.CET()).Format("15:04:05")
+		}
+		lag := "?"
+		if s.Lag >= 0 && s.Partitions > 0 {
+			lag = count(s.Lag)
+		}
+		prog.show(fmt.Sprintf("sim %s | %s ev/s | lag %s | open windows %s | committed %s | rows %s | late %s | dead-lettered %s",
+			sim, count(int64(rate)), lag, count(int64(s.OpenKeys)), count(s.Committed), count(s.Partials+s.StateRows),
+			count(s.Late), count(s.DeadLettered)))
+	}
+
+	var feedErr, runErr error
+	feedRunning, caughtUp := true, false
+	var caughtSince time.Time
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case err := <-runDone:
+			runErr = err
+			if runErr == nil {
+				runErr = errors.New("the processor stopped unexpectedly")
+			}
+			break loop
+		case err := <-feedDone:
+			feedRunning = false
+			if err != nil {
+				feedErr = err
+				break loop
+			}
+		case <-tick.C:
+			line()
+			if !feedRunning {
+				s := m.Snapshot()
+				if s.Consumed >= produced.Load() && s.Lag == 0 {
+					if !caughtUp {
+						caughtUp, caughtSince = true, time.Now()
+					}
+					// One more flush period so that the last closes and commits are visible.
+					if time.Since(caughtSince) > 2*o.flushInterval {
+						break loop
+					}
+				}
+			}
+		}
+	}
+	line()
+	prog.done()
+	if ctx.Err() != nil {
+		fmt.Fprintln(out, "interrupted: shutting down gracefully (Ctrl-C again to abort)")
+		stopAbort := secondSignal(ctx, p.Abort)
+		defer stopAbort()
+	}
+	stopRun()
+	if runErr == nil {
+		runErr = <-runDone
+	}
+	running.Store(false)
+	if err := errors.Join(feedErr, runErr); err != nil {
+		return err
+	}
+	return report(context.WithoutCancel(ctx), out, reportInput{
+		pool: pool, sink: p, schema: o.schema, dsn: o.dsn, gen: gen, metrics: m.Snapshot(), produced: produced.Load(),
+		counters: p.Counters(), began: began, start: start,
+	})
+}
+
+type reportInput struct {
+	pool     *pgxpool.Pool
+	sink     *pipeline.Pipeline
+	schema   string
+	dsn      string
+	gen      *feed.Generator
+	metrics  metrics.Snapshot
+	counters consumer.Counters
+	produced int64
+	began    time.Time
+	start    time.Time
+}
+
+func report(ctx context.Context, out io.Writer, in reportInput) error {
+	c, s, gs := in.counters, in.metrics, in.gen.Stats()
+	cet := feed.CET()
+	fmt.Fprintf(out, "\nDone in %s: simulated %s to %s CET.\n", time.Since(in.began).Round(time.Second),
+		in.start.In(cet).Format("15:04"), in.start.Add(in.gen.Config().Duration).In(cet).Format("15:04"))
+
+	fmt.Fprintln(out, "\nCounts")
+	fmt.Fprintf(out, "  produced       %12s records (%s positions, %s predictions; %s generated malformed, %s meant late)\n",
+		count(in.produced), count(int64(gs.Positions)), count(int64(gs.Predictions)), count(int64(gs.Malformed)), count(int64(gs.Late)))
+	fmt.Fprintf(out, "  consumed       %12s = admitted %s + late %s + dead-lettered %s  (%s)\n", count(c.Consumed),
+		count(c.Admitted), count(c.Late), count(c.DeadLettered), adds(c.Consumed == c.Admitted+c.Late+c.DeadLettered))
+	fmt.Fprintf(out, "  dead letters   %12s confirmed by the broker on dlq.<topic>\n", count(s.DeadLettersDelivered))
+	fmt.Fprintf(out, "  sink writes    %12s (%s partials, %s state rows); %s offset commits\n", count(c.Writes),
+		count(s.Partials), count(s.StateRows), count(c.Commits))
+
+	snk := in.sink.Sink()
+	through, ok, err := snk.CompleteThrough(ctx, feed.DefaultPredictionsTopic)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		fmt.Fprintln(out, "\nNo window is complete yet: play longer (--duration).")
+		return nil
+	}
+	wstart, _ := window.Bounds(through, window.DefaultSize)
+	wstart = wstart.Add(-window.DefaultSize)
+	if wstart.Before(in.start) {
+		fmt.Fprintln(out, "\nNo window is complete yet: play longer (--duration).")
+		return nil
+	}
+	fmt.Fprintf(out, "\nLast complete window: %s-%s CET (every partition has closed through %s)\n",
+		wstart.In(cet).Format("15:04"), wstart.Add(window.DefaultSize).In(cet).Format("15:04"), through.In(cet).Format("15:04:05"))
+	table := pgx.Identifier{in.schema, tables.AggregatesTable}.Sanitize()
+	for _, dim := range []struct{ name, title string }{{tables.DimLine, "Most delayed lines"}, {tables.DimStation, "Most delayed stations"}} {
+		rows, err := in.pool.Query(ctx, `SELECT dimension_id, coalesce(operator, ''), event_count, mean_delay_s, p90_delay_s, max_delay_s
+			FROM `+table+` WHERE window_start = $1 AND dimension = $2 AND event_count >= 3
+			ORDER BY mean_delay_s DESC, dimension_id LIMIT 5`, wstart, dim.name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "  %s (at least 3 arrivals):\n", dim.title)
+		fmt.Fprintf(out, "    %-16s %-8s %7s %10s %10s %10s\n", dim.name, "operator", "count", "mean (s)", "P90 (s)", "max (s)")
+		n := 0
+		for rows.Next() {
+			var id, op string
+			var cnt int64
+			var mean, p90, mx float64
+			if err := rows.Scan(&id, &op, &cnt, &mean, &p90, &mx); err != nil {
+				rows.Close()
+				return err
+			}
+			fmt.Fprintf(out, "    %-16s %-8s %7d %10.0f %10.0f %10.0f\n", id, op, cnt, mean, p90, mx)
+			n++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if n == 0 {
+			fmt.Fprintln(out, "    (none with 3 arrivals)")
+		}
+	}
+	var cnt int64
+	var mean, p90 float64
+	err = in.pool.QueryRow(ctx, `SELECT event_count, mean_delay_s, p90_delay_s FROM `+table+
+		` WHERE window_start = $1 AND dimension = 'network'`, wstart).Scan(&cnt, &mean, &p90)
+	if err == nil {
+		fmt.Fprintf(out, "  The whole network: %d arrivals, mean delay %.0f s, P90 %.0f s (on time: at most %.0f s late)\n",
+			cnt, mean, p90, event.OnTimeThreshold.Seconds())
+	}
+
+	q := func(sql string) string { return fmt.Sprintf("  psql %q -c %q\n", in.dsn, sql) }
+	ws := wstart.UTC().Format("2006-01-02 15:04:05+00")
+	fmt.Fprintf(out, "\nLook further (tables in schema %s):\n", in.schema)
+	fmt.Fprint(out, q(fmt.Sprintf("SELECT dimension_id, operator, event_count, round(mean_delay_s) AS mean_s, p90_delay_s "+
+		"FROM %s.delay_aggregates WHERE dimension = 'line' AND window_start = '%s' ORDER BY p90_delay_s DESC LIMIT 10", in.schema, ws)))
+	fmt.Fprint(out, q(fmt.Sprintf("SELECT window_start, event_count, round(mean_delay_s) AS mean_s, p90_delay_s, complete "+
+		"FROM %s.delay_aggregates_status WHERE dimension = 'network' ORDER BY window_start", in.schema)))
+	fmt.Fprint(out, q(fmt.Sprintf("SELECT operator, count(*) AS vehicles, max(observed_at) FROM %s.vehicle_latest GROUP BY operator ORDER BY 2 DESC", in.schema)))
+	fmt.Fprint(out, q(fmt.Sprintf("SELECT trip_id, line, stop, delay_s FROM %s.trip_delay_latest ORDER BY delay_s DESC LIMIT 10", in.schema)))
+	return nil
+}
+
+func adds(ok bool) string {
+	if ok {
+		return "adds up"
+	}
+	return "DOES NOT ADD UP"
+}
+
+// count formats n with thousands separators.
+func count(n int64) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// progress draws a status line: rewritten in place on a terminal, one line every few seconds
+// otherwise (a log file).
+type progress struct {
+	mu    sync.Mutex
+	w     io.Writer
+	tty   bool
+	width int
+	last  time.Time
+	line  string // the latest line, and whether it was printed (off a terminal)
+	shown bool
+}
+
+func newProgress(w io.Writer) *progress {
+	tty := false
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			tty = true
+		}
+	}
+	return &progress{w: w, tty: tty}
+}
+
+func (p *progress) show(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.tty {
+		p.line, p.shown = s, false
+		if time.Since(p.last) >= 5*time.Second {
+			p.last, p.shown = time.Now(), true
+			fmt.Fprintln(p.w, s)
+		}
+		return
+	}
+	pad := ""
+	if n := p.width - len(s); n > 0 {
+		pad = strings.Repeat(" ", n)
+	}
+	p.width = len(s)
+	fmt.Fprintf(p.w, "\r%s%s", s, pad)
+}
+
+func (p *progress) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.tty:
+		fmt.Fprintln(p.w)
+	case !p.shown && p.line != "":
+		fmt.Fprintln(p.w, p.line)
+	}
+}

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/streamledger/streamledger/examples/ov/internal/event"
+	"github.com/streamledger/streamledger/examples/ov/internal/metrics"
+	"github.com/streamledger/streamledger/examples/ov/internal/pipeline"
+	"github.com/streamledger/streamledger/ledger/consumer"
+)
+
+// DefaultDatabaseURL is used when neither --dsn nor $DATABASE_URL is given.
+const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	f := newFlags("run", "The OV processor: reads vehicle positions and arrival predictions from Kafka and writes\n"+
+		"delay_aggregates, vehicle_latest and trip_delay_latest to Postgres, committing offsets only\n"+
+		"past what is durable. SIGINT or SIGTERM shuts it down gracefully; a second one aborts.", stderr)
+	brokers := f.String("brokers", "OV_BROKERS", "127.0.0.1:9092", "Kafka bootstrap servers")
+	group := f.String("group", "OV_GROUP", pipeline.DefaultGroup, "consumer group")
+	posTopic := f.String("positions-topic", "OV_POSITIONS_TOPIC", pipeline.DefaultPositionsTopic, "vehicle positions topic")
+	predTopic := f.String("predictions-topic", "OV_PREDICTIONS_TOPIC", pipeline.DefaultPredictionsTopic, "arrival predictions topic")
+	dsn := f.String("dsn", "DATABASE_URL", DefaultDatabaseURL, "Postgres connection string")
+	schema := f.String("schema", "OV_SCHEMA", "public", "Postgres schema of the tables")
+	windowSize := f.Duration("window", "OV_WINDOW", 5*time.Minute, "tumbling window size")
+	lateness := f.Duration("lateness", "OV_LATENESS", 2*time.Minute, "allowed lateness")
+	flushInterval := f.Duration("flush-interval", "OV_FLUSH_INTERVAL", 5*time.Second, "period of state flush, window writes and commits")
+	idle := f.Duration("idle-timeout", "OV_IDLE_TIMEOUT", 30*time.Second, "quiet time after which a caught-up partition is idle; negative: never")
+	metricsAddr := f.String("metrics-addr", "OV_METRICS_ADDR", "127.0.0.1:9464", "listen address of /metrics and /healthz; empty disables")
+	noMigrate := f.Bool("no-migrate", "OV_NO_MIGRATE", false, "do not create or upgrade the tables on start")
+	processorID := f.String("processor-id", "OV_PROCESSOR_ID", defaultProcessorID(), "this instance's name in dead letters and as client.id")
+	createDLQ := f.Bool("create-dlq-topics", "OV_CREATE_DLQ_TOPICS", true, "create a missing dlq.<topic> with the source's partition count")
+	bbox := f.String("bbox", "OV_BBOX", formatBox(event.Netherlands()), "accepted coordinates: minLat,maxLat,minLon,maxLon")
+	maxDelay := f.Duration("max-delay", "OV_MAX_DELAY", event.DefaultMaxDelay, "largest accepted punctuality, early or late")
+	maxPending := f.Int("max-pending", "OV_MAX_PENDING", 0, "pause partitions past this many uncommitted messages; 0: no bound")
+	maxOpenKeys := f.Int("max-open-keys", "OV_MAX_OPEN_KEYS", 0, "pause partitions past this many open (window, key) aggregates; 0: no bound")
+	logLevel := f.String("log-level", "OV_LOG_LEVEL", "info", "debug, info, warn or error")
+	logFormat := f.String("log-format", "OV_LOG_FORMAT", "text", "text or json")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	box, err := parseBox(*bbox)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, *logLevel, *logFormat)
+	if err != nil {
+		return err
+	}
+
+	pool, err := connect(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m, err := metrics.New(reg)
+	if err != nil {
+		return err
+	}
+	p, err := pipeline.New(ctx, pipeline.Config{
+		Brokers:          *brokers,
+		Group:            *group,
+		PositionsTopic:   *posTopic,
+		PredictionsTopic: *predTopic,
+		Schema:           *schema,
+		Migrate:          !*noMigrate,
+		WindowSize:       *windowSize,
+		Lateness:         *lateness,
+		IdleTimeout:      *idle,
+		FlushInterval:    *flushInterval,
+		Decoder:          event.Config{Box: box, MaxDelay: *maxDelay},
+		ProcessorID:      *processorID,
+		CreateDLQTopics:  *createDLQ,
+		MaxPending:       int64(*maxPending),
+		MaxOpenKeys:      *maxOpenKeys,
+		Logger:           log,
+		Hooks:            []consumer.Hook{m},
+	}, pool)
+	if err != nil {
+		return err
+	}
+
+	var running atomic.Bool
+	running.Store(true)
+	if *metricsAddr != "" {
+		stop, addr, err := serveMetrics(*metricsAddr, reg, running.Load, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		log.Info("serving /metrics and /healthz", "addr", addr)
+	}
+	stopAbort := secondSignal(ctx, func() {
+		log.Warn("second signal: aborting the graceful shutdown")
+		p.Abort()
+	})
+	defer stopAbort()
+	err = p.Run(ctx)
+	running.Store(false)
+	c := p.Counters()
+	log.Info("processor stopped", "consumed", c.Consumed, "admitted", c.Admitted, "late", c.Late, "dead_lettered", c.DeadLettered,
+		"commits", c.Commits)
+	return err
+}
+
+func defaultProcessorID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		return pipeline.DefaultProcessorID
+	}
+	return pipeline.DefaultProcessorID + "@" + host
+}
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("log format %q: want text or json", format)
+}
+
+// connect opens a pool and checks that the server answers.
+func connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres at %s: %w", redactDSN(dsn), err)
+	}
+	return pool, nil
+}
+
+// redactDSN hides a password in a connection string for messages.
+func redactDSN(dsn string) string {
+	at := strings.LastIndex(dsn, "@")
+	scheme := strings.Index(dsn, "://")
+	if at < 0 || scheme < 0 || at < scheme {
+		return dsn
+	}
+	userinfo := dsn[scheme+3 : at]
+	if i := strings.Index(userinfo, ":"); i >= 0 {
+		return dsn[:scheme+3] + userinfo[:i] + ":xxxxx" + dsn[at:]
+	}
+	return dsn
+}
+
+// serveMetrics serves /metrics from reg and /healthz (200 while healthy() holds, 503 after)
+// on addr. It returns a function that shuts the server down, and the address bound.
+func serveMetrics(addr string, reg *prometheus.Registry, healthy func() bool, log *slog.Logger) (func(), string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("metrics endpoint: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if !healthy() {
+			http.Error(w, "stopping", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics endpoint stopped", "error", err)
+		}
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, ln.Addr().String(), nil
+}
