@@ -91,6 +91,9 @@ func TestQuantileAccuracy(t *testing.T) {
 			}
 			require.LessOrEqual(t, e, 0.01, "%s n=%d q=%v", d.name, n, q)
 			require.LessOrEqual(t, me, 0.01, "merged %s n=%d parts=%d q=%v", d.name, n, parts, q)
+			if q == 0.9 && e > maxErr && testing.Verbose() {
+				t.Logf("new max: %s n=%d err=%.4f%%", d.name, n, 100*e)
+			}
 			if q == 0.9 {
 				maxErr = math.Max(maxErr, e)
 				maxMergedErr = math.Max(maxMergedErr, me)

@@ -153,10 +153,11 @@ func fillOneWindow(b *testing.B, ws []*Windows[benchKey], evs []benchEvent) {
 }
 
 // BenchmarkWindowsMemory reports the heap bytes per open (window, key) aggregate after one
-// window of the workload, measured with runtime.MemStats around the fill.
+// window of the workload, measured with runtime.MemStats around the fill, and the
+// average number of values per key (8 bytes each of the total while exact).
 func BenchmarkWindowsMemory(b *testing.B) {
 	evs := benchWorkload()
-	var perKey, keys float64
+	var perKey, keys, values float64
 	for i := 0; i < b.N; i++ {
 		var before, after runtime.MemStats
 		runtime.GC()
@@ -165,16 +166,23 @@ func BenchmarkWindowsMemory(b *testing.B) {
 		fillOneWindow(b, ws, evs)
 		runtime.GC()
 		runtime.ReadMemStats(&after)
-		n := 0
+		n, vals := 0, int64(0)
 		for _, w := range ws {
 			n += w.OpenKeys()
+			for _, o := range w.open {
+				for i := range o.stats {
+					vals += o.stats[i].Count()
+				}
+			}
 		}
 		perKey = float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
 		keys = float64(n)
+		values = float64(vals) / float64(n)
 		runtime.KeepAlive(ws)
 	}
 	b.ReportMetric(perKey, "B/key")
 	b.ReportMetric(keys, "keys")
+	b.ReportMetric(values, "values/key")
 }
 
 // BenchmarkCloseSerialize measures closing one full window of 12 partitions and

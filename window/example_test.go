@@ -92,3 +92,32 @@ func ExampleStats_UnmarshalBinary() {
 	// true
 	// window: unsupported stats encoding version: version byte 9, want 1
 }
+
+func ExampleWindows_Reset() {
+	t0 := time.Date(2024, 5, 1, 8, 0, 0, 0, time.UTC)
+	w, err := window.New[string](window.Config{})
+	if err != nil {
+		panic(err)
+	}
+	_ = w.Add(t0.Add(time.Minute), "line:17", 30)
+	_ = w.Close(t0.Add(5 * time.Minute)) // written to the sink: closed_through = 08:05
+	_ = w.Add(t0.Add(6*time.Minute), "line:17", 45)
+
+	// The partition is revoked: its open state is dropped.
+	w.Reset()
+	fmt.Println("open after revoke:", w.OpenKeys())
+
+	// The next owner restores closed_through before replaying from the committed offset,
+	// so a replayed event of the written window is late, not a fragment of a new partial.
+	owner, err := window.New[string](window.Config{})
+	if err != nil {
+		panic(err)
+	}
+	owner.Close(t0.Add(5 * time.Minute))
+	fmt.Println(errors.Is(owner.Add(t0.Add(time.Minute), "line:17", 30), window.ErrLate))
+	fmt.Println(owner.Add(t0.Add(6*time.Minute), "line:17", 45), owner.OpenKeys())
+	// Output:
+	// open after revoke: 0
+	// true
+	// <nil> 1
+}
