@@ -91,19 +91,21 @@ func benchWindows[K comparable](b *testing.B) []*Windows[K] {
 
 // BenchmarkWindowsAddKeys measures steady-state throughput: events with four keys each,
 // spread over 12 partitions, with windows closing as the watermark (max event time minus
-// 120 s) passes their end. Partials are produced but not serialized (see
-// BenchmarkCloseSerialize). string-keys uses benchKey, int-keys benchIntKey.
+// 120 s) passes their end. string-keys uses benchKey, int-keys benchIntKey; both
+// produce the partials but do not serialize them, string-keys+serialize also serializes
+// every partial, end to end.
 func BenchmarkWindowsAddKeys(b *testing.B) {
 	evs := benchWorkload()
-	b.Run("string-keys", func(b *testing.B) {
-		benchAddKeys(b, evs, func(e *benchEvent) []benchKey { return e.keys[:] })
-	})
+	strKeys := func(e *benchEvent) []benchKey { return e.keys[:] }
+	b.Run("string-keys", func(b *testing.B) { benchAddKeys(b, evs, strKeys, false) })
 	b.Run("int-keys", func(b *testing.B) {
-		benchAddKeys(b, evs, func(e *benchEvent) []benchIntKey { return e.intKeys[:] })
+		benchAddKeys(b, evs, func(e *benchEvent) []benchIntKey { return e.intKeys[:] }, false)
 	})
+	b.Run("string-keys+serialize", func(b *testing.B) { benchAddKeys(b, evs, strKeys, true) })
 }
 
-func benchAddKeys[K comparable](b *testing.B, evs []benchEvent, keys func(*benchEvent) []K) {
+func benchAddKeys[K comparable](b *testing.B, evs []benchEvent, keys func(*benchEvent) []K, serialize bool) {
+	var buf []byte
 	ws := benchWindows[K](b)
 	base := time.Date(2024, 5, 1, 6, 0, 0, 0, time.UTC)
 	// One pass over the workload spans a whole number of windows, so time keeps advancing.
@@ -125,7 +127,11 @@ func benchAddKeys[K comparable](b *testing.B, evs []benchEvent, keys func(*bench
 		if at > maxAt[p] {
 			maxAt[p] = at
 			if wm := at - 2*time.Minute; wm >= nextClose[p] {
-				ws[p].Close(base.Add(wm))
+				for _, part := range ws[p].Close(base.Add(wm)) {
+					if serialize {
+						buf, _ = part.Stats.AppendBinary(buf[:0])
+					}
+				}
 				nextClose[p] = (wm/DefaultSize + 1) * DefaultSize
 			}
 		}
