@@ -9,10 +9,11 @@ import (
 // bounds, and resumes them as they drain. Polling goes on meanwhile, so the group never evicts
 // the consumer.
 //
-// Ledger (MaxPending): only entries that can become durable without new data are worth
-// pausing for: those of closed windows waiting for a write, of unflushed state and of
-// unconfirmed dead letters ("drainable"). Entries of windows still open wait for the
-// partition's own later messages, so pausing their partition would hold them forever. Past the
+// Ledger (MaxPending): only entries that can become committable without new data are worth
+// pausing for ("drainable"): those before the partition's first entry of a window still open
+// (closed windows waiting for a write, unflushed state, unconfirmed dead letters). From that
+// entry on they wait for the partition's own later messages, so pausing their partition would
+// hold them forever. Past the
 // bound, the partitions holding the most drainable entries are paused until the running ones
 // hold at most the low-water mark; a paused partition resumes once the total is under the
 // low-water mark or once it has drained everything it could.
@@ -46,7 +47,7 @@ func (p *processor[K]) backpressure(atTick bool) {
 		k := pt.win.OpenKeys()
 		pending += n
 		keys += k
-		loads = append(loads, load{pt: pt, pending: n, drainable: max(n-pt.openEntries, 0), keys: k})
+		loads = append(loads, load{pt: pt, pending: n, drainable: pt.drainable(), keys: k})
 	}
 
 	if p.s.MaxPending > 0 {

@@ -454,3 +454,5 @@ func aggregates(t testing.TB, m *sinktest.Memory, from, to time.Time) []sink.Agg
 	}
 	return out
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -93,11 +93,18 @@ type part[K comparable] struct {
 	seekTo    int64 // first message dropped while paused, to fetch again; -1 if none
 	inflight  int   // dead letters waiting for a report
 
-	open        map[int64]int64 // admitted entries per open window end (Unix ns)
+	open        map[int64]openWindow // admitted entries per open window, by end (Unix ns)
 	openEntries int64
+	firstAdded  int64 // first offset added in this assignment, -1 before
 	lag         int64
 
 	consumed, admitted, late, dead int64
+}
+
+// openWindow counts the ledger entries of one open window.
+type openWindow struct {
+	entries int64
+	first   int64 // lowest offset
 }
 
 type counters struct {
@@ -221,7 +228,12 @@ func (p *processor[K]) handle(ctx context.Context, m *kafka.Message) {
 			}
 		}
 		cond = ledger.Window(end)
-		pt.open[end.UnixNano()]++
+		ow, ok := pt.open[end.UnixNano()]
+		if !ok {
+			ow.first = off
+		}
+		ow.entries++
+		pt.open[end.UnixNano()] = ow
 		pt.openEntries++
 	}
 	if len(ev.State) > 0 {
@@ -253,6 +265,9 @@ func (p *processor[K]) add(pt *part[K], off int64, c ledger.Condition) bool {
 	if err := pt.led.Add(off, c); err != nil {
 		p.fail(err, "ledger add", "partition", pt.tp.String(), "offset", off)
 		return false
+	}
+	if pt.firstAdded < 0 {
+		pt.firstAdded = off
 	}
 	return true
 }
@@ -383,9 +398,9 @@ func (p *processor[K]) closePartition(ctx context.Context, pt *part[K]) {
 		}
 		pt.unwritten = append(pt.unwritten, sp...)
 	}
-	for end, n := range pt.open {
+	for end, ow := range pt.open {
 		if end <= wm.UnixNano() {
-			pt.openEntries -= n
+			pt.openEntries -= ow.entries
 			delete(pt.open, end)
 		}
 	}
@@ -656,8 +671,8 @@ func (p *processor[K]) assign(ctx context.Context, as []assignment) error {
 			handler: h, epoch: p.epoch,
 			led: led, wm: wm, win: win,
 			written: ct, hasWritten: hasCT,
-			committed: a.committed, next: -1, seekTo: -1, lag: -1,
-			open: map[int64]int64{},
+			committed: a.committed, next: -1, seekTo: -1, lag: -1, firstAdded: -1,
+			open: map[int64]openWindow{},
 		}
 		p.parts[a.tp] = pt
 		p.log.Info("partition assigned", "partition", a.tp.String(), "committed", a.committed,
@@ -742,6 +757,28 @@ func (p *processor[K]) assignedTPs() []ledger.TopicPartition {
 		out[i] = pt.tp
 	}
 	return out
+}
+
+// drainable estimates how many of the partition's uncommitted entries can become committable
+// without new data: those before the first entry of a window that is still open (closed
+// windows get written, flushes and acks arrive); the ones after it wait for the partition's
+// later messages whatever their own condition.
+func (pt *part[K]) drainable() int64 {
+	pending := pt.led.Pending()
+	if len(pt.open) == 0 || pending == 0 {
+		return pending
+	}
+	firstOpen := int64(-1)
+	for _, ow := range pt.open {
+		if firstOpen < 0 || ow.first < firstOpen {
+			firstOpen = ow.first
+		}
+	}
+	base, ok := pt.led.Committable()
+	if !ok {
+		base = pt.firstAdded
+	}
+	return min(max(firstOpen-base, 0), pending)
 }
 
 // owned returns the owned partitions for the client, sorted.
