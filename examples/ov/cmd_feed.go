@@ -131,9 +131,12 @@ func runFeed(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 		if err := pacer.Wait(ctx, r.Timestamp); err != nil {
-			return err
+			break // interrupted: deliver what was sent, then stop
 		}
 		if err := send(r); err != nil {
+			if ctx.Err() != nil {
+				break
+			}
 			return err
 		}
 		n++
@@ -148,6 +151,9 @@ func runFeed(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if *out != "-" {
 		fmt.Fprintf(stderr, "%d records up to %s%s\n", n, last.In(feed.CET()).Format(time.RFC3339), stats())
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "interrupted")
 	}
 	return nil
 }
