@@ -14,7 +14,7 @@ import (
 
 // harness drives a processor without a broker: the test plays the client's part.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	p     *processor[string]
 	cl    *fakeClient
 	mem   *sinktest.Memory
@@ -24,7 +24,7 @@ type harness struct {
 	logs  *syncBuffer
 }
 
-func newHarness(t *testing.T, mod func(*Config[string])) *harness {
+func newHarness(t testing.TB, mod func(*Config[string])) *harness {
 	t.Helper()
 	h := &harness{t: t, cl: newFakeClient(), mem: newMemory(t), dlq: &fakeDLQ{}, clock: newFakeClock(T0), logs: &syncBuffer{}}
 	h.chk = newChecker(h.mem)

@@ -1,0 +1,125 @@
+package consumer_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/streamledger/streamledger/dlq/dlqkafka"
+	"github.com/streamledger/streamledger/ledger/consumer"
+	"github.com/streamledger/streamledger/sink/sinktest"
+)
+
+// arrival is what the example's topic carries.
+type arrival struct {
+	Vehicle string    `json:"vehicle"`
+	Line    string    `json:"line"`
+	Stop    string    `json:"stop"`
+	DelayS  float64   `json:"delay_s"`
+	At      time.Time `json:"at"`
+}
+
+// key is a window key: one dimension and one value of it.
+type key struct{ dimension, id string }
+
+// decodeArrival is the whole of what a user writes per topic: decoding, and what the event does.
+func decodeArrival(m *kafka.Message) (consumer.Event[key], error) {
+	var a arrival
+	if err := json.Unmarshal(m.Value, &a); err != nil {
+		return consumer.Event[key]{}, err // dead-lettered
+	}
+	return consumer.Event[key]{
+		Time: a.At,
+		Values: []consumer.Value[key]{{
+			Value: a.DelayS,
+			Keys:  []key{{"line", a.Line}, {"stop", a.Stop}, {"network", "all"}},
+		}},
+	}, nil
+}
+
+// The minimal wiring: a handler per topic, a sink, the mapping of window keys to rows, and a
+// dead-letter producer. Run consumes until interrupted, then writes and commits what is durable;
+// a second interrupt aborts the shutdown. (It needs a broker, so it is compiled, not run.)
+func Example() {
+	store, err := sinktest.NewMemory(sinktest.MemoryConfig{}) // in production: sink/postgres
+	if err != nil {
+		log.Fatal(err)
+	}
+	brokers := kafka.ConfigMap{"bootstrap.servers": "localhost:9092"}
+	dead, err := dlqkafka.NewProducer(dlqkafka.Config{Kafka: brokers, ProcessorID: "ov-processor-1", CreateTopics: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer dead.Close(context.Background())
+
+	c, err := consumer.New(consumer.Config[key]{
+		Kafka: kafka.ConfigMap{
+			"bootstrap.servers":             "localhost:9092",
+			"group.id":                      "ov-processor",
+			"auto.offset.reset":             "earliest",
+			"partition.assignment.strategy": "cooperative-sticky",
+		},
+		Topics:      map[string]consumer.Handler[key]{"arrivals": decodeArrival},
+		Sink:        store,
+		Keys:        func(k key) consumer.SinkKey { return consumer.SinkKey{Dimension: k.dimension, DimensionID: k.id} },
+		DeadLetters: dead,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		again := make(chan os.Signal, 1)
+		signal.Notify(again, os.Interrupt)
+		<-again
+		c.Abort()
+	}()
+	if err := c.Run(ctx); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// commitLogger is a metrics adapter: it implements only the hooks it needs, and the consumer
+// finds them by type assertion.
+type commitLogger struct{}
+
+func (commitLogger) OnCommit(ci consumer.CommitInfo) {
+	if ci.Err != nil {
+		fmt.Println("commit failed:", ci.Err)
+	}
+}
+
+func (commitLogger) OnPartition(pi consumer.PartitionInfo) {
+	fmt.Printf("%v: watermark %s, lag %d, uncommitted %d, open windows %d\n",
+		pi.TopicPartition, pi.Watermark.Format(time.TimeOnly), pi.Lag, pi.Pending, pi.OpenWindows)
+}
+
+// Observability without a metrics library: hooks are plain values.
+func ExampleHook() {
+	cfg := consumer.Config[key]{Hooks: []consumer.Hook{commitLogger{}}}
+	_, isCommit := cfg.Hooks[0].(consumer.HookCommit)
+	_, isMessage := cfg.Hooks[0].(consumer.HookMessage)
+	fmt.Println(isCommit, isMessage)
+	// Output: true false
+}
+
+// Validate is what the runtime checks before applying an event, so that an event is applied
+// whole or dead-lettered.
+func ExampleEvent_Validate() {
+	ev := consumer.Event[key]{Values: []consumer.Value[key]{{Value: 60, Keys: []key{{"line", "22"}}}}}
+	fmt.Println(ev.Validate())
+	ev.Time = time.Date(2026, 3, 2, 8, 3, 0, 0, time.UTC)
+	fmt.Println(ev.Validate())
+	// Output:
+	// consumer: invalid event: an event with window values needs an event time
+	// <nil>
+}
