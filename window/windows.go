@@ -61,7 +61,8 @@ type openWindow[K comparable] struct {
 	stats []Stats
 }
 
-// New returns an empty Windows for one source partition.
+// New returns an empty Windows for one source partition, or an error wrapping
+// [ErrConfig] if cfg is invalid.
 func New[K comparable](cfg Config) (*Windows[K], error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
