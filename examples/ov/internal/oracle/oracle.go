@@ -1,31 +1,3 @@
-// Package oracle computes, in one plain pass over a feed's records, what the OV processor
-// must have stored: the rows of delay_aggregates, vehicle_latest and trip_delay_latest, which
-// records are dead letters, which are late, and what each partition's watermark ends at.
-//
-// It is the end-to-end tests' independent check, so it shares none of the processor's code
-// path: no window.Windows, no watermark or ledger package, no consumer. It decodes with
-// package event (whose own tests pin it down, and whose rejections the tests also compare
-// with the generator's intent), and takes P90 from window.Merge of per-partition
-// window.Stats, because the design defines the merged quantile as the deterministic digest's.
-// Count, min, max and sum are accumulated here by hand.
-//
-// # Semantics (the design's, restated)
-//
-// A record's partition is [feed.Partition] of its key; its offset is its position among the
-// records of that partition. Per partition, in offset order:
-//
-//   - a record that fails to decode is a dead letter;
-//   - otherwise its event time is observed after the late test: an arrival prediction whose
-//     window end is at or before the partition's watermark (max event time seen so far minus
-//     the lateness, once an event has been seen) is late and changes nothing else;
-//   - an admitted prediction adds its delay to its window under its four keys and offers its
-//     trip_delay_latest row; an admitted position offers its vehicle_latest row.
-//
-// A partition's window is in the sink once the partition's closed_through reaches its end:
-// [Result.Aggregates] takes each partition's closed_through (as read back from the sink) and
-// merges the partials of the windows closed in it, in (topic, partition) order. A state row
-// wins over another of its key when its observed_at is later, or equal and later in offset
-// order.
 package oracle
 
 import (
