@@ -111,10 +111,3 @@ func (h *harness) outcomes(tp ledger.TopicPartition, n int64) []Outcome {
 	}
 	return out
 }
-
-func (h *harness) closedThrough(tp ledger.TopicPartition) time.Time {
-	h.t.Helper()
-	m, err := h.mem.ClosedThrough(context.Background(), tp)
-	require.NoError(h.t, err)
-	return m[tp]
-}

@@ -3,7 +3,9 @@ package consumer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -418,4 +420,84 @@ func TestKafkaAbortCutsTheShutdownShort(t *testing.T) {
 	}
 	assert.Empty(t, c.Committed(t, "gab", "ab"), "the window was never written: nothing committed")
 	in.chk.verify(t)
+}
+
+// eventLog records, in order, the decisions and writes of one consumer.
+type eventLog struct {
+	mu     sync.Mutex
+	events []any
+}
+
+func (l *eventLog) OnMessage(m MessageInfo) { l.add(m) }
+func (l *eventLog) OnWrite(w WriteInfo)     { l.add(w) }
+func (l *eventLog) add(e any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, e)
+}
+
+// A partition whose close write fails decides nothing more until a write succeeds; then every
+// message is decided once, in order, none skipped, with the real client's pause, seek and resume.
+func TestKafkaFailedWriteHoldsThePartition(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Config{Topics: map[string]int32{"fw": 1}})
+	var first, second []string
+	for i := range 10 {
+		first = append(first, fmt.Sprintf("w %d A %d", 3*i, i))
+		second = append(second, fmt.Sprintf("w %d B %d", 30+3*i, i))
+	}
+	produceStream(t, c, "fw", first...)
+	mem := newMemory(t)
+	ticks := make(chan time.Time)
+	tick := func() {
+		t.Helper()
+		select {
+		case ticks <- time.Now():
+		case <-time.After(kafkatest.Timeout):
+			t.Fatal("the loop took no tick")
+		}
+	}
+	log := &eventLog{}
+	in := start(t, "fw", clientConfig(c, "gfw", ""), mem, []string{"fw"}, func(cfg *Config[string]) {
+		cfg.Ticks = ticks
+		cfg.Hooks = append(cfg.Hooks, log)
+	})
+	p0 := ledger.TopicPartition{Topic: "fw", Partition: 0}
+	waitDecided(t, map[ledger.TopicPartition]int64{p0: 9}, in)
+	mem.FailNext(errors.New("database down"))
+	produceStream(t, c, "fw", second[:5]...)
+	tick() // the write fails: paused
+	produceStream(t, c, "fw", second[5:]...)
+	tick() // the retry succeeds: resumed
+	waitDecided(t, map[ledger.TopicPartition]int64{p0: 19}, in)
+	tick()
+	require.NoError(t, in.stop(t))
+	in.chk.verify(t)
+
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	var offsets []int64
+	failed, retried := -1, -1
+	for i, e := range log.events {
+		switch e := e.(type) {
+		case MessageInfo:
+			offsets = append(offsets, e.Offset)
+			if failed >= 0 && retried < 0 {
+				t.Errorf("offset %d decided while the failed write was missing", e.Offset)
+			}
+		case WriteInfo:
+			if e.Err != nil && failed < 0 {
+				failed = i
+			} else if e.Err == nil && failed >= 0 && retried < 0 {
+				retried = i
+			}
+		}
+	}
+	require.Positive(t, failed)
+	require.Greater(t, retried, failed)
+	want := make([]int64, 20)
+	for i := range want {
+		want[i] = int64(i)
+	}
+	assert.Equal(t, want, offsets, "every offset decided once, in order")
+	t.Logf("messages dropped while paused and fetched again: %v", strings.Contains(in.logs.String(), "paused partition dropped"))
 }

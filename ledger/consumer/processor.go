@@ -90,7 +90,7 @@ type part[K comparable] struct {
 	committed int64 // committed offset at assignment, -1 if none
 	next      int64 // offset after the last decided message, -1 before the first
 	paused    uint8 // pause reasons
-	seekTo    int64 // first message dropped while paused, to fetch again; -1 if none
+	seekTo    int64 // where to fetch again after messages were dropped while paused; -1 if none
 	inflight  int   // dead letters waiting for a report
 
 	open        map[int64]openWindow // admitted entries per open window, by end (Unix ns)
@@ -179,9 +179,16 @@ func (p *processor[K]) handle(ctx context.Context, m *kafka.Message) {
 	if pt.paused != 0 || pt.seekTo >= 0 {
 		// A paused partition decides nothing (its close or progress write may be missing);
 		// librdkafka drops fetched messages at Pause, and any that still arrive are fetched
-		// again from here.
+		// again, from the first offset not decided.
 		if pt.seekTo < 0 {
 			pt.seekTo = off
+			if pt.next >= 0 {
+				pt.seekTo = min(off, pt.next)
+			} else if pt.committed >= 0 {
+				pt.seekTo = min(off, pt.committed)
+			}
+			p.log.Debug("message of a paused partition dropped; it is fetched again on resume",
+				"partition", tp.String(), "offset", off, "from", pt.seekTo)
 		}
 		return
 	}
