@@ -261,25 +261,21 @@ func (cfg Config[K]) validate() (*settings[K], error) {
 	return s, nil
 }
 
-// Properties the consumer sets itself.
-var forced = [...]struct{ key, value string }{
-	{"enable.auto.commit", "false"},
-	{"enable.auto.offset.store", "false"},
-}
-
 // kafkaConfig returns a copy of user with the forced properties, or an error naming a property
 // that contradicts them.
 func kafkaConfig(user kafka.ConfigMap) (kafka.ConfigMap, error) {
+	// The properties the consumer sets itself.
+	forced := [...]string{"enable.auto.commit", "enable.auto.offset.store"}
 	out := make(kafka.ConfigMap, len(user)+len(forced))
 	for k, v := range user {
 		out[k] = v
 	}
-	for _, f := range forced {
-		if v, ok := user[f.key]; ok && !isFalse(v) {
+	for _, key := range forced {
+		if v, ok := user[key]; ok && !isFalse(v) {
 			return nil, fmt.Errorf("%w: Kafka: %s must be false, found %v: the consumer commits only what the "+
-				"ledger says is durable, with the watermark in the commit metadata", ErrConfig, f.key, v)
+				"ledger says is durable, with the watermark in the commit metadata", ErrConfig, key, v)
 		}
-		out[f.key] = false
+		out[key] = false
 	}
 	if v, ok := user["go.events.channel.enable"]; ok && !isFalse(v) {
 		return nil, fmt.Errorf("%w: Kafka: go.events.channel.enable must be false, found %v: the consumer polls", ErrConfig, v)

@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -494,4 +495,22 @@ func TestKeysMappingToOneRowAreMerged(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, int64(4), a.Count, "A, all, B, all: four values under one row")
 	assert.Equal(t, 2.0, a.Mean)
+}
+
+func TestCommitErrorsOfARebalanceAreExpected(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{kafka.NewError(kafka.ErrState, "", false), true},
+		{kafka.NewError(kafka.ErrRebalanceInProgress, "", false), true},
+		{kafka.NewError(kafka.ErrNoOffset, "", false), true},
+		{kafka.NewError(kafka.ErrIllegalGeneration, "", false), true},
+		{kafka.NewError(kafka.ErrUnknownMemberID, "", false), true},
+		{fmt.Errorf("wrapped: %w", kafka.NewError(kafka.ErrRebalanceInProgress, "", false)), true},
+		{kafka.NewError(kafka.ErrRequestTimedOut, "", false), false},
+		{errors.New("other"), false},
+	} {
+		assert.Equal(t, tc.want, expectedCommitError(tc.err), "%v", tc.err)
+	}
 }
