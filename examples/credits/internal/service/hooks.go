@@ -1,0 +1,69 @@
+package service
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/streamledger/streamledger/examples/credits/internal/credit"
+	"github.com/streamledger/streamledger/ledger"
+)
+
+// Outcome is what the service decided for one delivery.
+type Outcome int
+
+const (
+	// Applied: this delivery's transaction committed the marker and the credit.
+	Applied Outcome = iota + 1
+	// Duplicate: the marker of the same credit was committed before; no credit this time.
+	Duplicate
+	// DeadLettered: the message was handed to the dead-letter producer; its offset becomes
+	// committable once the delivery is confirmed.
+	DeadLettered
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Applied:
+		return "applied"
+	case Duplicate:
+		return "duplicate"
+	case DeadLettered:
+		return "dead-lettered"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// Delivery is one consumed message.
+type Delivery struct {
+	ledger.TopicPartition
+	Offset    int64
+	Timestamp time.Time     // the record's timestamp; zero when it had none
+	Credit    credit.Credit // zero when the message did not decode
+}
+
+func (d Delivery) String() string {
+	return fmt.Sprintf("%s@%d", d.TopicPartition, d.Offset)
+}
+
+// Decision is the outcome of one delivery.
+type Decision struct {
+	Delivery
+	Outcome Outcome
+	// Class and Err say why a message was dead-lettered.
+	Class string
+	Err   error
+}
+
+// Hooks observe the service. Each runs on the consumer's loop goroutine and must not block
+// for long; a hook may call [Service.Abort] to make the consumer stop right there, as a crash
+// would (the tests' crash points). Nil hooks are skipped.
+type Hooks struct {
+	// BeforeApply runs for a credit that decoded, before its sink transaction begins.
+	BeforeApply func(Delivery)
+	// Decided runs once per delivery after it was decided: after the sink transaction
+	// committed (applied) or found the marker (duplicate), or after the message was handed
+	// to the dead-letter producer; before any offset commit covering it.
+	Decided func(Decision)
+	// Committed runs after the broker accepted an offset commit.
+	Committed func([]ledger.Commit)
+}
