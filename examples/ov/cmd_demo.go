@@ -23,8 +23,15 @@ import (
 	"github.com/streamledger/streamledger/examples/ov/internal/produce"
 	"github.com/streamledger/streamledger/examples/ov/internal/tables"
 	"github.com/streamledger/streamledger/ledger/consumer"
-	"github.com/streamledger/streamledger/window"
 )
+
+// demoIdleTimeout is the demo's idle timeout in simulated time: five seconds of wall time, so
+// that a producer that stalls for a moment on a busy machine does not make a partition idle
+// (its watermark would then run ahead of the data still coming), and at least the runtime's
+// default.
+func demoIdleTimeout(speed float64) time.Duration {
+	return max(30*time.Second, time.Duration(5*speed*float64(time.Second)))
+}
 
 type demoFlags struct {
 	dsn, schema, start, metricsAddr, logLevel string
@@ -55,6 +62,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	f.FlagSet.StringVar(&o.logLevel, "log-level", "error", "the processor's log level (logs go to stderr)")
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	if !(o.speed > 0) {
+		return fmt.Errorf("--speed must be positive (the demo runs on the simulated clock), found %g", o.speed)
 	}
 	st, err := parseStart(o.start, feed.DefaultStart())
 	if err != nil {
@@ -104,9 +114,19 @@ func demo(ctx context.Context, o demoFlags, start time.Time, log *slog.Logger, o
 	}
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRun()
+	// The processor runs on the simulated clock, the pacer's: idleness is measured and idle
+	// partitions' watermarks advance in simulated time, so that once the feed ends its last
+	// windows close within seconds, and computed_at and updated_at read as simulated times.
+	pacer := &feed.Pacer{Speed: o.speed}
+	pacer.Anchor(start, time.Now())
+	clock := func() time.Time {
+		t, _ := pacer.SimTime(time.Now())
+		return t
+	}
 	p, err := pipeline.New(ctx, pipeline.Config{
 		Brokers: addr, Group: "ov-demo", Schema: o.schema, Migrate: true, FlushInterval: o.flushInterval,
-		ProcessorID: "ov-demo", Kafka: quietKafka(), Logger: log, Hooks: []consumer.Hook{m},
+		IdleTimeout: demoIdleTimeout(o.speed), ProcessorID: "ov-demo", Kafka: quietKafka(), Logger: log, Hooks: []consumer.Hook{m},
+		Clock: clock,
 	}, pool)
 	if err != nil {
 		return err
@@ -140,7 +160,6 @@ func demo(ctx context.Context, o demoFlags, start time.Time, log *slog.Logger, o
 	var produced atomic.Int64
 	feedDone := make(chan error, 1)
 	go func() {
-		pacer := &feed.Pacer{Speed: o.speed}
 		for {
 			r, ok := gen.Next()
 			if !ok {
@@ -208,15 +227,15 @@ loop:
 		case <-tick.C:
 			line()
 			if !feedRunning {
+				// Done when everything is consumed, written and committed: idle partitions close
+				// their last windows on the simulated clock. A minute at most, in case a partition
+				// cannot finish.
 				s := m.Snapshot()
-				if s.Consumed >= produced.Load() && s.Lag == 0 {
-					if !caughtUp {
-						caughtUp, caughtSince = true, time.Now()
-					}
-					// One more flush period so that the last closes and commits are visible.
-					if time.Since(caughtSince) > 2*o.flushInterval {
-						break loop
-					}
+				if !caughtUp && s.Consumed >= produced.Load() && s.Lag == 0 {
+					caughtUp, caughtSince = true, time.Now()
+				}
+				if caughtUp && (s.Pending == 0 || time.Since(caughtSince) > time.Minute) {
+					break loop
 				}
 			}
 		}
@@ -269,6 +288,7 @@ func report(ctx context.Context, out io.Writer, in reportInput) error {
 	fmt.Fprintf(out, "  dead letters   %12s confirmed by the broker on dlq.<topic>\n", count(s.DeadLettersDelivered))
 	fmt.Fprintf(out, "  sink writes    %12s (%s partials, %s state rows); %s offset commits\n", count(c.Writes),
 		count(s.Partials), count(s.StateRows), count(c.Commits))
+	fmt.Fprintf(out, "  committed      %12s offsets in all; %s messages left uncommitted\n", count(s.Committed), count(s.Pending))
 
 	snk := in.sink.Sink()
 	through, ok, err := snk.CompleteThrough(ctx, feed.DefaultPredictionsTopic)
@@ -279,15 +299,19 @@ func report(ctx context.Context, out io.Writer, in reportInput) error {
 		fmt.Fprintln(out, "\nNo window is complete yet: play longer (--duration).")
 		return nil
 	}
-	wstart, _ := window.Bounds(through, window.DefaultSize)
-	wstart = wstart.Add(-window.DefaultSize)
-	if wstart.Before(in.start) {
+	table := pgx.Identifier{in.schema, tables.AggregatesTable}.Sanitize()
+	var wstart, wend time.Time
+	err = in.pool.QueryRow(ctx, `SELECT window_start, window_end FROM `+table+
+		` WHERE dimension = 'network' AND window_end <= $1 ORDER BY window_start DESC LIMIT 1`, through).Scan(&wstart, &wend)
+	if errors.Is(err, pgx.ErrNoRows) {
 		fmt.Fprintln(out, "\nNo window is complete yet: play longer (--duration).")
 		return nil
 	}
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(out, "\nLast complete window: %s-%s CET (every partition has closed through %s)\n",
-		wstart.In(cet).Format("15:04"), wstart.Add(window.DefaultSize).In(cet).Format("15:04"), through.In(cet).Format("15:04:05"))
-	table := pgx.Identifier{in.schema, tables.AggregatesTable}.Sanitize()
+		wstart.In(cet).Format("15:04"), wend.In(cet).Format("15:04"), through.In(cet).Format("15:04:05"))
 	for _, dim := range []struct{ name, title string }{{tables.DimLine, "Most delayed lines"}, {tables.DimStation, "Most delayed stations"}} {
 		rows, err := in.pool.Query(ctx, `SELECT dimension_id, coalesce(operator, ''), event_count, mean_delay_s, p90_delay_s, max_delay_s
 			FROM `+table+` WHERE window_start = $1 AND dimension = $2 AND event_count >= 3

@@ -300,6 +300,13 @@ func TestPacer(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, sim.Add(6*time.Minute), now)
 
+	anchored := &feed.Pacer{Speed: 2, Now: func() time.Time { return wall }}
+	anchored.Anchor(sim, wall.Add(-time.Minute))
+	now, ok = anchored.SimTime(wall)
+	require.True(t, ok)
+	assert.Equal(t, sim.Add(2*time.Minute), now)
+	require.NoError(t, anchored.Wait(ctx, sim.Add(time.Minute)), "already due")
+
 	fast := &feed.Pacer{}
 	require.NoError(t, fast.Wait(ctx, sim))
 	cancelled, cancel := context.WithCancel(ctx)

@@ -19,6 +19,12 @@ type Pacer struct {
 	simStart, start time.Time
 }
 
+// Anchor makes the simulated instant sim correspond to the wall-clock instant wall, instead of
+// the first record and the time it is waited for.
+func (p *Pacer) Anchor(sim, wall time.Time) {
+	p.anchored, p.simStart, p.start = true, sim, wall
+}
+
 // Wait returns when the record stamped ts is due, or when ctx ends.
 func (p *Pacer) Wait(ctx context.Context, ts time.Time) error {
 	if p.Speed <= 0 {
