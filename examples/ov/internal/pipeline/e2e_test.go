@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,7 +27,7 @@ import (
 )
 
 const (
-	partitions = 4
+	partitions = 6
 	window     = 5 * time.Minute
 	lateness   = 2 * time.Minute
 	group      = "ov-e2e"
@@ -35,7 +36,7 @@ const (
 // e2eFeed is several hours of a small network over the morning, with every path: disorder
 // within the lateness, late predictions and malformed messages.
 func e2eFeed() feed.Config {
-	cfg := feed.Config{Seed: 2026, Scale: 0.02, Start: time.Date(2026, 3, 10, 5, 30, 0, 0, feed.CET()), Duration: 3 * time.Hour,
+	cfg := feed.Config{Seed: 2026, Scale: 0.03, Start: time.Date(2026, 3, 10, 5, 30, 0, 0, feed.CET()), Duration: 4 * time.Hour,
 		WindowSize: window, Lateness: lateness, DisorderShare: 0.1, LateShare: 0.01, MalformedShare: 0.004}
 	if !testing.Short() && os.Getenv("OV_E2E_LONG") != "" {
 		cfg.Scale, cfg.Duration = 0.05, 6*time.Hour
@@ -79,7 +80,16 @@ func newEnv(t *testing.T) *env {
 	return &env{t: t, cluster: cluster, db: pgtest.New(t), records: records, oracle: or, rec: newRecorder()}
 }
 
-func (e *env) pipeline(ctx context.Context) *pipeline.Pipeline {
+// runOpts are the processor settings a test varies.
+type runOpts struct {
+	clock func() time.Time
+	idle  time.Duration
+}
+
+func (e *env) pipeline(ctx context.Context, o runOpts) *pipeline.Pipeline {
+	if o.idle == 0 {
+		o.idle = -1 // so that closed_through ends exactly at the oracle's watermark
+	}
 	kcfg := e.cluster.ConfigMap()
 	delete(kcfg, "bootstrap.servers")
 	level := slog.LevelWarn
@@ -93,7 +103,8 @@ func (e *env) pipeline(ctx context.Context) *pipeline.Pipeline {
 		Migrate:       true,
 		WindowSize:    window,
 		Lateness:      lateness,
-		IdleTimeout:   -1, // so that closed_through ends exactly at the oracle's watermark
+		IdleTimeout:   o.idle,
+		Clock:         o.clock,
 		FlushInterval: 100 * time.Millisecond,
 		Kafka:         kcfg,
 		Logger:        slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: level})),
@@ -109,7 +120,7 @@ func (e *env) run(until int, abort bool) consumer.Counters {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p := e.pipeline(ctx)
+	p := e.pipeline(ctx, runOpts{})
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
 	deadline := time.After(3 * time.Minute)
@@ -142,8 +153,10 @@ func (e *env) run(until int, abort bool) consumer.Counters {
 	return c
 }
 
-// check compares everything the processor stored with the oracle.
-func (e *env) check() {
+// check compares everything the processor stored with the oracle. With idle set, partitions
+// went idle after the last record and closed every window: closed_through is past the oracle's
+// watermark and every offset is committed.
+func (e *env) check(idle bool) {
 	t := e.t
 	ctx := context.Background()
 	r := e.oracle
@@ -190,7 +203,12 @@ func (e *env) check() {
 	for src, wm := range closable {
 		got, ok := progress[tp(src)]
 		require.True(t, ok, "no progress for %s", src)
-		assert.True(t, got.Equal(wm), "%s closed through %v, oracle watermark %v", src, got, wm)
+		if idle {
+			last := r.Partitions[src].MaxEventTime
+			assert.True(t, !got.Before(last.Add(window)), "%s closed through %v, not past its last event %v", src, got, last)
+		} else {
+			assert.True(t, got.Equal(wm), "%s closed through %v, oracle watermark %v", src, got, wm)
+		}
 		closed[src] = got
 	}
 
@@ -288,6 +306,9 @@ func (e *env) check() {
 		for p := range int32(partitions) {
 			src := oracle.Source{Topic: topic, Partition: p}
 			assert.Equal(t, wantOffsets[src], committed[p].Offset, "%s committed offset (of %d records)", src, r.Partitions[src].Records)
+			if idle {
+				assert.Equal(t, r.Partitions[src].Records, committed[p].Offset, "%s: everything is durable", src)
+			}
 		}
 	}
 }
@@ -351,7 +372,7 @@ func TestEndToEnd(t *testing.T) {
 	assert.Equal(t, e.oracle.Total.Admitted, c.Admitted)
 	assert.Equal(t, e.oracle.Total.Late, c.Late)
 	assert.Equal(t, e.oracle.Total.DeadLettered, c.DeadLettered)
-	e.check()
+	e.check(false)
 }
 
 // TestEndToEndRestarts stops the processor four times in the middle, gracefully or by
@@ -373,14 +394,60 @@ func TestEndToEndRestarts(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, sum.Consumed, e.oracle.Total.Consumed, "redelivery only adds deliveries")
 	t.Logf("all runs: %+v (the oracle: %+v)", sum, e.oracle.Total)
-	e.check()
+	e.check(false)
 }
 
-// recorder is a hook that remembers every decision by partition and offset.
+// TestEndToEndIdle lets the partitions go idle once everything is consumed and moves the
+// processor's clock two hours on: idle partitions close their last windows, so every window is
+// written and every offset committed, and the rows still equal the oracle's.
+func TestEndToEndIdle(t *testing.T) {
+	e := newEnv(t)
+	var shift atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(shift.Load())) }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := e.pipeline(ctx, runOpts{clock: clock, idle: 2 * time.Second})
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	require.Eventually(t, func() bool { return e.rec.distinct() == len(e.records) }, 3*time.Minute, 20*time.Millisecond)
+	shift.Store(int64(2 * time.Hour))
+	ticks := e.rec.tickCount()
+	require.Eventually(t, func() bool {
+		n, pending := e.rec.lastTick()
+		return n > ticks+1 && pending == 0
+	}, time.Minute, 20*time.Millisecond, "the ledger drains once idle partitions close their windows")
+	cancel()
+	require.NoError(t, <-done)
+	e.check(true)
+}
+
+// recorder is a hook that remembers every decision by partition and offset, and the ledger's
+// depth at the last tick.
 type recorder struct {
 	mu         sync.Mutex
 	decided    map[offsetKey][]consumer.Outcome
 	deliveries int
+	ticks      int
+	pending    int64
+}
+
+func (r *recorder) OnTick(i consumer.TickInfo) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ticks++
+	r.pending = i.Pending
+}
+
+func (r *recorder) tickCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ticks
+}
+
+func (r *recorder) lastTick() (int, int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ticks, r.pending
 }
 
 type offsetKey struct {
