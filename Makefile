@@ -1,9 +1,11 @@
 # streamledger: `make test` is the one command CI runs (through .ci/run).
 SHELL := /bin/bash
 GO ?= go
-# The pure packages run under the race detector; the cgo (Kafka) packages run without it to keep
-# CI time in bounds (librdkafka's own threads are not instrumented anyway).
-PURE := ./ledger/... ./window/... ./watermark/... ./sink/...
+# The library packages (the core and the consumer runtime under ledger/) run under the race
+# detector; the DLQ client, the examples and the test helpers run without it, to keep CI time in
+# bounds (their end-to-end tests are the long ones, and librdkafka's threads are not
+# instrumented anyway).
+RACE := ./ledger/... ./window/... ./watermark/... ./sink/...
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 export DATABASE_URL
@@ -20,7 +22,7 @@ vet:
 	$(GO) vet ./...
 
 test-race:
-	$(GO) test -race -count=1 $(PURE)
+	$(GO) test -race -count=1 $(RACE)
 
 test-rest:
 	@rest=$$($(GO) list ./... | grep -v -E '/(ledger|window|watermark|sink)(/|$$)'); \
