@@ -2,7 +2,6 @@ package accounts_test
 
 import (
 	"context"
-	"errors"
 	"math"
 	"testing"
 	"time"
@@ -100,6 +99,5 @@ func TestCreditEffect(t *testing.T) {
 
 func TestNewRejectsNilPool(t *testing.T) {
 	_, err := accounts.New(nil, accounts.Config{})
-	require.Error(t, err)
-	require.False(t, errors.Is(err, nil))
+	require.ErrorContains(t, err, "nil pool")
 }

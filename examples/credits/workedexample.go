@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/streamledger/streamledger/dlq/dlqkafka"
+	"github.com/streamledger/streamledger/examples/credits/internal/credit"
+	"github.com/streamledger/streamledger/examples/credits/internal/service"
+	"github.com/streamledger/streamledger/ledger"
+)
+
+// boundary is the guarantee, as the seed's interview answer names it.
+const boundary = "Within this database transaction and while operation identities are retained, repeated delivery produces one credit. " +
+	"The broker can still redeliver, and external calls require their own contract."
+
+type exampleOptions struct {
+	brokers, database, schema string
+	keep                      bool
+	logger                    *slog.Logger
+}
+
+func workedExampleCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("worked-example", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o exampleOptions
+	fs.StringVar(&o.brokers, "brokers", "", "Kafka bootstrap servers; empty runs an in-process broker")
+	fs.StringVar(&o.database, "database", databaseURL(), "Postgres URL; DATABASE_URL sets the default")
+	fs.StringVar(&o.schema, "schema", "", "schema for the example's tables; empty: a fresh one, dropped at the end")
+	fs.BoolVar(&o.keep, "keep", false, "keep the schema at the end, to look at the tables")
+	verbose := fs.Bool("v", false, "log what the consumers do to stderr")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	o.logger = slog.New(slog.DiscardHandler)
+	if *verbose {
+		o.logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return workedExample(ctx, stdout, o)
+}
+
+// workedExample walks the seed's worked example, printing each step to w: balance 100, credit
+// e42 of 10 committed with its marker, a crash before the offset commit, the redelivery found
+// duplicate, balance 110.
+func workedExample(ctx context.Context, w io.Writer, o exampleOptions) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*waitTimeout)
+	defer cancel()
+	say := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+
+	b, err := openBroker(o.brokers)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	topic, group := "credits", "credits"
+	if b.local == nil {
+		// A shared cluster: names of this run's own.
+		topic = freshSchema("credits-example")
+		group = topic
+	}
+	if err := b.createTopic(ctx, topic, 1); err != nil {
+		return err
+	}
+	pool, err := openPool(ctx, o.database)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	schema := o.schema
+	if schema == "" {
+		schema = freshSchema("credits_example")
+		if !o.keep {
+			defer func() { err = errors.Join(err, dropSchema(context.WithoutCancel(ctx), pool, schema)) }()
+		}
+	}
+	dl, err := dlqkafka.NewProducer(dlqkafka.Config{Kafka: b.config(nil), ProcessorID: "credits-worked-example", CreateTopics: true})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, dl.Close(context.WithoutCancel(ctx))) }()
+
+	say("The seed's worked example: credit e42 of 10 to account a7, and a crash before the offset commit.")
+	say("  broker:   %s, topic %s, group %s", b, topic, group)
+	say("  database: %s, schema %s", redact(o.database), schema)
+
+	// decisions and commits of the running consumer reach this goroutine through channels.
+	decided := make(chan service.Decision, 16)
+	committed := make(chan []ledger.Commit, 16)
+	newConsumer := func(crash bool) (*service.Service, error) {
+		var svc *service.Service
+		hooks := service.Hooks{
+			Decided: func(d service.Decision) {
+				decided <- d
+				if crash {
+					// The process dies here: the sink transaction is committed, the offset is not.
+					svc.Abort()
+				}
+			},
+			Committed: func(cs []ledger.Commit) { committed <- cs },
+		}
+		svc, err := service.New(service.Config{
+			Kafka:          b.config(kafka.ConfigMap{"group.id": group, "session.timeout.ms": 6000, "heartbeat.interval.ms": 100}),
+			Topic:          topic,
+			Pool:           pool,
+			Schema:         schema,
+			DeadLetters:    dl,
+			CommitInterval: service.EveryMessage,
+			PollTimeout:    10 * time.Millisecond,
+			PruneInterval:  -1,
+			Logger:         o.logger,
+			Hooks:          hooks,
+		})
+		return svc, err
+	}
+	first, err := newConsumer(true)
+	if err != nil {
+		return err
+	}
+	if err := first.Migrate(ctx); err != nil {
+		return err
+	}
+	st := first.Store()
+	state := func() (string, error) {
+		bal, _, err := st.Balance(ctx, "a7")
+		if err != nil {
+			return "", err
+		}
+		markers, err := st.Markers(ctx)
+		if err != nil {
+			return "", err
+		}
+		entries, err := st.Entries(ctx)
+		if err != nil {
+			return "", err
+		}
+		marker := "absent"
+		if _, ok := markers["e42"]; ok {
+			marker = "present"
+		}
+		return fmt.Sprintf("balance a7 = %d, marker e42 %s, entries of e42: %d", bal, marker, len(entries["e42"])), nil
+	}
+	offset := func() (string, error) {
+		off, ok, err := b.committed(ctx, group, topic, 0)
+		switch {
+		case err != nil:
+			return "", err
+		case !ok:
+			return "none", nil
+		}
+		return fmt.Sprint(off), nil
+	}
+	wait := func(what string) (service.Decision, error) {
+		select {
+		case d := <-decided:
+			return d, nil
+		case <-ctx.Done():
+			return service.Decision{}, fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		}
+	}
+
+	if _, err := st.Open(ctx, "a7", 100); err != nil {
+		return err
+	}
+	s, err := state()
+	if err != nil {
+		return err
+	}
+	say("")
+	say("1. Account a7 opens with balance 100; no marker for e42 yet.")
+	say("   %s", s)
+
+	e42 := credit.Credit{ID: "e42", Account: "a7", Amount: 10}
+	offs, err := b.produce(ctx, topic, record{key: e42.Account, value: e42.Payload()})
+	if err != nil {
+		return err
+	}
+	say("2. The credit %s is produced to partition 0 at offset %d.", e42.Payload(), offs[0])
+
+	run := func(svc *service.Service) (stop func() error) {
+		runCtx, cancelRun := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- svc.Run(runCtx) }()
+		return func() error {
+			cancelRun()
+			return <-done
+		}
+	}
+	stopFirst := run(first)
+	d, err := wait("consumer 1")
+	if err != nil {
+		return err
+	}
+	if s, err = state(); err != nil {
+		return err
+	}
+	say("3. Consumer 1 (group %s) receives offset %d and applies e42: one transaction inserts the marker", group, d.Offset)
+	say("   and adds 10 to the balance, and commits both. Outcome: %s.", d.Outcome)
+	say("   %s", s)
+	if err := stopFirst(); !errors.Is(err, service.ErrAborted) {
+		return fmt.Errorf("consumer 1 was to crash, it returned %v", err)
+	}
+	o1, err := offset()
+	if err != nil {
+		return err
+	}
+	say("4. Consumer 1 crashes after the sink commit, before the offset commit.")
+	say("   committed offset of group %s on partition 0: %s", group, o1)
+
+	second, err := newConsumer(false)
+	if err != nil {
+		return err
+	}
+	stopSecond := run(second)
+	d, err = wait("consumer 2")
+	if err != nil {
+		return err
+	}
+	say("5. Consumer 2 starts in the same group; the broker redelivers offset %d.", d.Offset)
+	say("   The marker insert finds e42 already present: outcome %s, the credit is not repeated.", d.Outcome)
+	for done := false; !done; {
+		select {
+		case cs := <-committed:
+			for _, c := range cs {
+				done = done || c.Offset > d.Offset
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for consumer 2's commit: %w", ctx.Err())
+		}
+	}
+	if err := stopSecond(); err != nil {
+		return fmt.Errorf("consumer 2: %w", err)
+	}
+	if s, err = state(); err != nil {
+		return err
+	}
+	o2, err := offset()
+	if err != nil {
+		return err
+	}
+	say("6. Consumer 2 commits the offset and stops.")
+	say("   %s; committed offset: %s", s, o2)
+	say("")
+	say("The balance stays 110: both writes share one transaction, and the marker is still retained.")
+	say(boundary)
+	return nil
+}
