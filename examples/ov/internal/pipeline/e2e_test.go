@@ -178,16 +178,30 @@ func (e *env) check(idle bool) {
 	}
 	decided, deliveries := e.rec.snapshot()
 	require.Equal(t, len(e.records), len(decided), "every record was decided")
-	mismatches := 0
-	for key, outs := range decided {
-		for _, o := range outs {
-			if o != want[key.tp][key.offset] && mismatches < 10 {
-				mismatches++
-				t.Errorf("%s@%d decided %v, oracle says %v", key.tp, key.offset, o, want[key.tp][key.offset])
+	mismatches, written := 0, 0
+	for key, ds := range decided {
+		for _, d := range ds {
+			w := want[key.tp][key.offset]
+			if d.outcome == w {
+				continue
+			}
+			// One difference is by design: the processor wrote a window (and its progress) but
+			// stopped before committing past its messages. The next owner restores the watermark
+			// from that progress, so the replayed messages of the written window are late: the
+			// window is never rebuilt from a fragment, and its row already holds them.
+			if d.outcome == consumer.Late && w == consumer.Admitted && !d.windowEnd.After(d.assign.ClosedThrough) &&
+				d.assign.ClosedThrough.After(d.assign.MetadataWatermark) {
+				written++
+				continue
+			}
+			if mismatches++; mismatches <= 10 {
+				t.Errorf("%s@%d decided %v, oracle says %v (window end %v, assigned at %d with metadata watermark %v, closed through %v)",
+					key.tp, key.offset, d.outcome, w, d.windowEnd, d.assign.Committed, d.assign.MetadataWatermark, d.assign.ClosedThrough)
 			}
 		}
 	}
-	t.Logf("%d records decided in %d deliveries", len(decided), deliveries)
+	t.Logf("%d records decided in %d deliveries (%d replayed into windows written before the last commit: late)", len(decided),
+		deliveries, written)
 
 	// Progress: each prediction partition closed exactly through the oracle's watermark.
 	closable := r.ClosableThrough()
@@ -421,14 +435,27 @@ func TestEndToEndIdle(t *testing.T) {
 	e.check(true)
 }
 
-// recorder is a hook that remembers every decision by partition and offset, and the ledger's
-// depth at the last tick.
+// recorder is a hook that remembers every decision by partition and offset, with the
+// assignment it was made in, and the ledger's depth at the last tick.
 type recorder struct {
 	mu         sync.Mutex
-	decided    map[offsetKey][]consumer.Outcome
+	decided    map[offsetKey][]decision
+	assigned   map[ledger.TopicPartition]consumer.AssignInfo
 	deliveries int
 	ticks      int
 	pending    int64
+}
+
+type decision struct {
+	outcome   consumer.Outcome
+	windowEnd time.Time
+	assign    consumer.AssignInfo
+}
+
+func (r *recorder) OnAssign(i consumer.AssignInfo) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.assigned[i.TopicPartition] = i
 }
 
 func (r *recorder) OnTick(i consumer.TickInfo) {
@@ -455,13 +482,15 @@ type offsetKey struct {
 	offset int64
 }
 
-func newRecorder() *recorder { return &recorder{decided: map[offsetKey][]consumer.Outcome{}} }
+func newRecorder() *recorder {
+	return &recorder{decided: map[offsetKey][]decision{}, assigned: map[ledger.TopicPartition]consumer.AssignInfo{}}
+}
 
 func (r *recorder) OnMessage(i consumer.MessageInfo) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k := offsetKey{i.TopicPartition, i.Offset}
-	r.decided[k] = append(r.decided[k], i.Outcome)
+	r.decided[k] = append(r.decided[k], decision{outcome: i.Outcome, windowEnd: i.WindowEnd, assign: r.assigned[i.TopicPartition]})
 	r.deliveries++
 }
 
@@ -471,12 +500,12 @@ func (r *recorder) distinct() int {
 	return len(r.decided)
 }
 
-func (r *recorder) snapshot() (map[offsetKey][]consumer.Outcome, int) {
+func (r *recorder) snapshot() (map[offsetKey][]decision, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make(map[offsetKey][]consumer.Outcome, len(r.decided))
+	out := make(map[offsetKey][]decision, len(r.decided))
 	for k, v := range r.decided {
-		out[k] = append([]consumer.Outcome(nil), v...)
+		out[k] = append([]decision(nil), v...)
 	}
 	return out, r.deliveries
 }
