@@ -256,14 +256,14 @@ loop:
 		return err
 	}
 	return report(context.WithoutCancel(ctx), out, reportInput{
-		pool: pool, sink: p, schema: o.schema, dsn: o.dsn, gen: gen, metrics: m.Snapshot(), produced: produced.Load(),
+		pool: pool, pipe: p, schema: o.schema, dsn: o.dsn, gen: gen, metrics: m.Snapshot(), produced: produced.Load(),
 		counters: p.Counters(), began: began, start: start,
 	})
 }
 
 type reportInput struct {
 	pool     *pgxpool.Pool
-	sink     *pipeline.Pipeline
+	pipe     *pipeline.Pipeline
 	schema   string
 	dsn      string
 	gen      *feed.Generator
@@ -290,7 +290,7 @@ func report(ctx context.Context, out io.Writer, in reportInput) error {
 		count(s.Partials), count(s.StateRows), count(c.Commits))
 	fmt.Fprintf(out, "  committed      %12s offsets in all; %s messages left uncommitted\n", count(s.Committed), count(s.Pending))
 
-	snk := in.sink.Sink()
+	snk := in.pipe.Sink()
 	through, ok, err := snk.CompleteThrough(ctx, feed.DefaultPredictionsTopic)
 	if err != nil {
 		return err
@@ -350,7 +350,7 @@ func report(ctx context.Context, out io.Writer, in reportInput) error {
 			cnt, mean, p90, event.OnTimeThreshold.Seconds())
 	}
 
-	q := func(sql string) string { return fmt.Sprintf("  psql %q -c %q\n", in.dsn, sql) }
+	q := func(sql string) string { return fmt.Sprintf("  psql %q -c %q\n", redactDSN(in.dsn), sql) }
 	ws := wstart.UTC().Format("2006-01-02 15:04:05+00")
 	fmt.Fprintf(out, "\nLook further (tables in schema %s):\n", in.schema)
 	fmt.Fprint(out, q(fmt.Sprintf("SELECT dimension_id, operator, event_count, round(mean_delay_s) AS mean_s, p90_delay_s "+
