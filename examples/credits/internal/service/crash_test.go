@@ -123,7 +123,8 @@ func TestCrashPoints(t *testing.T) {
 				crashed = true
 				first.svc.Abort()
 			})
-			first = e.start("first", cfg)
+			first = e.prepare("first", cfg)
+			first.run(t)
 			require.ErrorIs(t, first.wait(t), service.ErrAborted, "the first consumer crashed")
 			require.True(t, crashed)
 
@@ -162,7 +163,8 @@ func TestWorkedExampleE42(t *testing.T) {
 	cfg := e.config("g")
 	var first *instance
 	cfg.Hooks.Decided = func(service.Decision) { first.svc.Abort() }
-	first = e.start("first", cfg)
+	first = e.prepare("first", cfg)
+	first.run(t)
 	require.ErrorIs(t, first.wait(t), service.ErrAborted)
 	assert.Equal(t, []string{"e42:applied"}, first.outcomes())
 	assert.Equal(t, []int64{-1}, e.committed("g", 1), "no offset committed")

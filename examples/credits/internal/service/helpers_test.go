@@ -220,6 +220,13 @@ type instance struct {
 // hooks of cfg run.
 func (e *env) start(name string, cfg service.Config) *instance {
 	e.t.Helper()
+	return e.prepare(name, cfg).run(e.t)
+}
+
+// prepare creates the instance without running it, so that hooks can refer to it before its
+// loop starts.
+func (e *env) prepare(name string, cfg service.Config) *instance {
+	e.t.Helper()
 	in := &instance{name: name, done: make(chan error, 1), logs: &syncBuffer{}}
 	cfg.Logger = slog.New(slog.NewTextHandler(in.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	decided, committed := cfg.Hooks.Decided, cfg.Hooks.Committed
@@ -242,13 +249,18 @@ func (e *env) start(name string, cfg service.Config) *instance {
 	svc, err := service.New(cfg)
 	require.NoError(e.t, err)
 	in.svc = svc
+	return in
+}
+
+// run starts the instance's consumer; t's cleanup stops it.
+func (in *instance) run(t *testing.T) *instance {
 	ctx, cancel := context.WithCancel(context.Background())
 	in.cancel = cancel
-	go func() { in.done <- svc.Run(ctx) }()
-	e.t.Cleanup(func() {
-		in.stop(e.t)
-		if e.t.Failed() {
-			e.t.Logf("logs of %s:\n%s", name, in.logs.String())
+	go func() { in.done <- in.svc.Run(ctx) }()
+	t.Cleanup(func() {
+		in.stop(t)
+		if t.Failed() {
+			t.Logf("logs of %s:\n%s", in.name, in.logs.String())
 		}
 	})
 	return in
