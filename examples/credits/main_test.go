@@ -121,6 +121,7 @@ func TestUsage(t *testing.T) {
 	assert.NoError(t, run(context.Background(), []string{"help"}, &out, &errOut))
 	assert.True(t, errors.Is(run(context.Background(), []string{"run", "-h"}, &out, &errOut), flag.ErrHelp))
 	assert.Error(t, run(context.Background(), []string{"run", "-open", "a1"}, &out, &errOut))
+	assert.ErrorIs(t, run(context.Background(), []string{"worked-example", "extra"}, &out, &errOut), errUsage)
 }
 
 func TestParseAccounts(t *testing.T) {

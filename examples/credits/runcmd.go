@@ -26,7 +26,7 @@ import (
 type runOptions struct {
 	brokers, database, schema, topic, group string
 	horizon, retention, commitEvery         time.Duration
-	open                                    string
+	accounts                                []account // opened before consuming
 	logger                                  *slog.Logger
 }
 
@@ -42,11 +42,19 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.DurationVar(&o.horizon, "horizon", 30*24*time.Hour, "how long markers are kept; 0 keeps them forever")
 	fs.DurationVar(&o.retention, "source-retention", 0, "how far back the topic can redeliver; 0 reads its retention.ms from the broker")
 	fs.DurationVar(&o.commitEvery, "commit-interval", service.DefaultCommitInterval, "how often the durable prefix is committed")
-	fs.StringVar(&o.open, "open", "", "accounts to open before consuming, as id=balance,id=balance (existing ones are left alone)")
+	open := fs.String("open", "", "accounts to open before consuming, as id=balance,id=balance (existing ones are left alone)")
 	verbose := fs.Bool("v", false, "debug logs")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	accounts, err := parseAccounts(*open)
+	if err != nil {
+		return err
+	}
+	o.accounts = accounts
 	level := slog.LevelInfo
 	switch {
 	case *verbose:
@@ -121,11 +129,7 @@ func serveOn(ctx context.Context, b *broker, pool *pgxpool.Pool, o runOptions, h
 	if err := svc.Migrate(ctx); err != nil {
 		return err
 	}
-	accounts, err := parseAccounts(o.open)
-	if err != nil {
-		return err
-	}
-	for _, a := range accounts {
+	for _, a := range o.accounts {
 		created, err := svc.Store().Open(ctx, a.id, a.balance)
 		if err != nil {
 			return err
@@ -197,8 +201,8 @@ func demo(ctx context.Context, w io.Writer, o runOptions) (err error) {
 	if err := b.createTopic(ctx, o.topic, 1); err != nil {
 		return err
 	}
-	if o.open == "" {
-		o.open = "a1=100,a2=100"
+	if len(o.accounts) == 0 {
+		o.accounts = []account{{"a1", 100}, {"a2", 100}}
 	}
 	pool, err := openPool(ctx, o.database)
 	if err != nil {

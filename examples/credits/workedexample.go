@@ -39,6 +39,9 @@ func workedExampleCommand(ctx context.Context, args []string, stdout, stderr io.
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
 	o.logger = slog.New(slog.DiscardHandler)
 	if *verbose {
 		o.logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
