@@ -10,7 +10,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 export DATABASE_URL
 
-.PHONY: test fmt-check vet test-race test-rest bench lint fuzz
+.PHONY: test fmt-check vet test-race test-rest bench lint fuzz demo
 
 test: fmt-check vet test-race test-rest
 
@@ -31,9 +31,22 @@ test-rest:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
+# Each fuzz target runs for FUZZTIME; `go test -fuzz` takes one target per run.
+FUZZTIME ?= 60s
+FUZZ := \
+	./ledger:FuzzDecodeMetadata ./ledger:FuzzPartition ./watermark:FuzzPartition \
+	./window:FuzzStatsUnmarshal ./sink:FuzzMerge ./dlq:FuzzDecode \
+	./examples/ov/internal/event:FuzzDecode ./examples/ov/internal/feed:FuzzReader \
+	./examples/credits/internal/credit:FuzzDecode
+
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzDecodeMetadata -fuzztime 60s ./ledger
-	$(GO) test -run '^$$' -fuzz FuzzPartition -fuzztime 60s ./ledger
+	@set -e; for t in $(FUZZ); do \
+		echo "fuzz $$t"; $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
+	done
+
+# The OV demo: in-process broker, accelerated feed, processor, Postgres at DATABASE_URL.
+demo:
+	$(GO) run ./examples/ov demo
 
 lint:
 	$(GO) run $(STATICCHECK) ./...
