@@ -23,10 +23,21 @@ func Merge(q float64, parts ...[]byte) (Summary, error) {
 		}
 		stats[i] = s
 	}
-	m := stats[0]
-	if len(stats) > 1 {
+	return MergeStats(q, stats...)
+}
+
+// MergeStats is [Merge] for decoded parts: an implementation that decodes partials ahead of
+// time (while the database works) gets the same numbers as Merge of the serialized parts in
+// the same order. The parts keep the values they hold (they may be sealed, which does not
+// change any result), so a part may take part in several merges.
+func MergeStats(q float64, parts ...*window.Stats) (Summary, error) {
+	if len(parts) == 0 {
+		return Summary{}, fmt.Errorf("%w: merge of no partials", ErrInvalid)
+	}
+	m := parts[0]
+	if len(parts) > 1 {
 		var err error
-		if m, err = window.Merge(stats...); err != nil {
+		if m, err = window.Merge(parts...); err != nil {
 			return Summary{}, fmt.Errorf("sink: merge: %w", err)
 		}
 	}

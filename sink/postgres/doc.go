@@ -33,6 +33,18 @@
 // own partition's rows, run in parallel. Every upsert replaces (col = EXCLUDED.col;
 // attributes COALESCE(EXCLUDED.a, stored)); no statement adds after DO UPDATE.
 //
+// With the default strategy a batch is first written as new, which every batch but a
+// replay is: its partials go in with a plain INSERT (no speculative insertion), and so do
+// the merged rows of the keys that no other partition has written (the read under the locks
+// says which); only the merged rows the batch shares with other partitions are upserted.
+// A row that exists after all makes a plain INSERT fail; the transaction then rolls back to
+// a savepoint taken before its first write and takes the general path above, so the
+// outcome is the same either way. The transaction plans its statements for the actual
+// arrays (plan_cache_mode = force_custom_plan, set locally), and while the server inserts
+// the partials, takes the locks and reads the other partitions' partials (one round trip),
+// the writer decodes and summarizes its own partials, which is already the merged row of
+// every key it alone has written.
+//
 // # Last-write-wins state
 //
 // [Sink.UpsertLatest] collapses a batch to the newest row per key, sends it in key order

@@ -103,14 +103,17 @@ func (s *Sink) buildAggregateSQL() {
 	// The locks are taken in the order of the array, which the caller sorts.
 	s.lock = `SELECT count(pg_advisory_xact_lock($1::int4, b)) FROM unnest($2::int4[]) AS u(b)`
 
-	// Every stored partial of the batch's keys, read after the locks. The batch's own are
-	// read only when $6 is true, that is when some partial of the batch lacks an attribute:
-	// then COALESCE may have kept a stored value the writer does not have. They come
-	// without their stats, which the writer has.
-	s.others = fmt.Sprintf(`SELECT p."window_start", p."dimension", p."dimension_id", p."topic", p."partition", `+
-		`CASE WHEN p."topic" = $4::text AND p."partition" = $5::int4 THEN NULL ELSE p."stats" END%s FROM %s AS p `+
-		`JOIN unnest($1::timestamptz[], $2::text[], $3::text[]) AS k(ws, d, di) ON p."window_start" = k.ws AND p."dimension" = k.d AND p."dimension_id" = k.di `+
-		`WHERE $6::bool OR p."topic" <> $4::text OR p."partition" <> $5::int4`,
+	// Every stored partial of the batch's keys, read after the locks, by the key's position
+	// in the batch ($1 to $3, in key order). The batch's own are read only when $6 is true,
+	// that is when some partial of the batch lacks an attribute and an older own partial may
+	// have been overwritten: then COALESCE may have kept a stored value the writer does not
+	// have. They come without their stats, which the writer has. $7 and $8, the batch's
+	// first and last window start, bound the index range the join reads.
+	s.others = fmt.Sprintf(`SELECT k.i, p."topic", p."partition", `+
+		`CASE WHEN p."topic" = $4::text AND p."partition" = $5::int4 THEN NULL ELSE p."stats" END%s `+
+		`FROM unnest($1::timestamptz[], $2::text[], $3::text[]) WITH ORDINALITY AS k(ws, d, di, i) `+
+		`JOIN %s AS p ON p."window_start" = k.ws AND p."dimension" = k.d AND p."dimension_id" = k.di `+
+		`WHERE p."window_start" BETWEEN $7::timestamptz AND $8::timestamptz AND ($6::bool OR p."topic" <> $4::text OR p."partition" <> $5::int4)`,
 		prefixed(", ", quoteAll("p.", a.Attributes)), ident(schema, cfg.PartialsTable))
 
 	s.readProgress = fmt.Sprintf(`SELECT p."topic", p."partition", p."closed_through" FROM %s AS p `+

@@ -48,8 +48,12 @@ type upsert struct {
 	conflict string // ON CONFLICT (...) DO UPDATE SET ... [WHERE ...]
 	tmpName  string // unquoted name of the temporary table of StrategyCopy
 
-	values     string // INSERT ... VALUES ($1, ...) ON CONFLICT ...
-	unnest     string // INSERT ... SELECT *, $k FROM unnest($1::t[], ...) ON CONFLICT ...; "" until types are known
+	values string // INSERT ... VALUES ($1, ...) ON CONFLICT ...
+	unnest string // INSERT ... SELECT *, $k FROM unnest($1::t[], ...) ON CONFLICT ...; "" until types are known
+	// insert is unnest without ON CONFLICT, for rows known to be new: a plain insert skips
+	// the speculative insertion (probe, token, confirmation record) of ON CONFLICT, and a row
+	// that does exist makes it fail with unique_violation instead of being overwritten.
+	insert     string
 	createTemp string // CREATE TEMP TABLE ... ON COMMIT DROP AS SELECT ... WITH NO DATA
 	fromTemp   string // INSERT ... SELECT ..., $1 FROM tmp ON CONFLICT ...
 }
@@ -85,15 +89,16 @@ func newUpsert(schema, table string, varying, vtypes, consts, ctypes, key, set [
 // setTypes records the varying columns' types and builds the unnest form.
 func (u *upsert) setTypes(vtypes []string) {
 	u.vtypes = vtypes
-	u.unnest = fmt.Sprintf("INSERT INTO %s (%s) SELECT *%s FROM unnest(%s) %s", u.table, u.cols,
-		prefixed(", ", placeholders(len(vtypes)+1, u.ctypes, "")), placeholders(1, vtypes, "[]"), u.conflict)
+	u.insert = fmt.Sprintf("INSERT INTO %s (%s) SELECT *%s FROM unnest(%s)", u.table, u.cols,
+		prefixed(", ", placeholders(len(vtypes)+1, u.ctypes, "")), placeholders(1, vtypes, "[]"))
+	u.unnest = u.insert + " " + u.conflict
 }
 
 // statements returns every statement of u that is known.
 func (u *upsert) statements() []string {
 	out := []string{u.values, u.createTemp, u.fromTemp}
 	if u.unnest != "" {
-		out = append(out, u.unnest)
+		out = append(out, u.unnest, u.insert)
 	}
 	return out
 }
