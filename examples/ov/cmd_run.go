@@ -51,7 +51,21 @@ func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	maxOpenKeys := f.Int("max-open-keys", "OV_MAX_OPEN_KEYS", 0, "pause partitions past this many open (window, key) aggregates; 0: no bound")
 	logLevel := f.String("log-level", "OV_LOG_LEVEL", "info", "debug, info, warn or error")
 	logFormat := f.String("log-format", "OV_LOG_FORMAT", "text", "text or json")
+	assignor := f.String("assignor", "OV_ASSIGNOR", "", "partition.assignment.strategy: range, roundrobin or cooperative-sticky; empty: librdkafka's default")
+	kafkaProps := f.String("kafka", "OV_KAFKA", "", "extra librdkafka properties, key=value[,key=value] (TLS, SASL, timeouts); never logged")
+	clockRate := f.Float("clock-rate", "OV_CLOCK_RATE", 1, "test hook: the processor's clock runs this many times faster than the wall clock from its start (idle timeouts and idle advances)")
 	if err := f.parse(args); err != nil {
+		return err
+	}
+	extra, err := parseKafkaProps(*kafkaProps, *assignor)
+	if err != nil {
+		return err
+	}
+	if *clockRate <= 0 {
+		return fmt.Errorf("clock rate %v: want a positive number", *clockRate)
+	}
+	faults, err := parseFaults(os.Getenv(FaultEnv))
+	if err != nil {
 		return err
 	}
 	box, err := parseBox(*bbox)
@@ -91,8 +105,10 @@ func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		CreateDLQTopics:  *createDLQ,
 		MaxPending:       int64(*maxPending),
 		MaxOpenKeys:      *maxOpenKeys,
+		Kafka:            extra,
+		Clock:            rateClock(*clockRate, time.Now),
 		Logger:           log,
-		Hooks:            []consumer.Hook{m},
+		Hooks:            append([]consumer.Hook{m}, faults.hooks(log)...),
 	}, pool)
 	if err != nil {
 		return err

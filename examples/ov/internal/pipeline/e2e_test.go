@@ -18,6 +18,7 @@ import (
 	"github.com/streamledger/streamledger/examples/ov/internal/oracle"
 	"github.com/streamledger/streamledger/examples/ov/internal/pipeline"
 	"github.com/streamledger/streamledger/examples/ov/internal/tables"
+	"github.com/streamledger/streamledger/examples/ov/internal/verify"
 	"github.com/streamledger/streamledger/internal/kafkatest"
 	"github.com/streamledger/streamledger/internal/pgtest"
 	"github.com/streamledger/streamledger/ledger"
@@ -226,53 +227,20 @@ func (e *env) check(idle bool) {
 		closed[src] = got
 	}
 
-	// delay_aggregates equals the oracle row for row.
+	// The tables equal the oracle row for row, and the dead-letter topics hold exactly the
+	// malformed records, each at its source offset (package verify holds the comparison).
 	wantRows, err := r.Aggregates(closed)
 	require.NoError(t, err)
-	gotRows := e.aggregates()
-	require.Equal(t, len(wantRows), len(gotRows), "rows in delay_aggregates")
-	byDim := map[string]int{}
-	for k, w := range wantRows {
-		g, ok := gotRows[k]
-		if !assert.True(t, ok, "missing row %v", k) {
-			continue
-		}
-		byDim[k.Dimension]++
-		assert.True(t, g.WindowEnd.Equal(w.WindowEnd), "%v window_end", k)
-		assert.Equal(t, w.Operator, g.Operator, "%v operator", k)
-		assert.Equal(t, w.Count, g.Count, "%v event_count", k)
-		assert.Equal(t, w.Min, g.Min, "%v min_delay_s", k)
-		assert.Equal(t, w.Max, g.Max, "%v max_delay_s", k)
-		assert.InDelta(t, w.Mean, g.Mean, 1e-9, "%v mean_delay_s", k)
-		assert.Equal(t, w.P90, g.P90, "%v p90_delay_s", k)
-	}
-	t.Logf("delay_aggregates: %d rows equal the oracle's (%v)", len(wantRows), byDim)
-
-	// The state tables equal the oracle's last-write-wins rows.
-	vehicles, trips := e.states()
-	require.Equal(t, len(r.Vehicles), len(vehicles), "rows in vehicle_latest")
-	for id, w := range r.Vehicles {
-		g := vehicles[id]
-		assert.True(t, g.ObservedAt.Equal(w.ObservedAt), "vehicle %s observed_at", id)
-		g.ObservedAt = w.ObservedAt
-		assert.Equal(t, w, g, "vehicle %s", id)
-	}
-	require.Equal(t, len(r.Trips), len(trips), "rows in trip_delay_latest")
-	for id, w := range r.Trips {
-		g := trips[id]
-		assert.True(t, g.ObservedAt.Equal(w.ObservedAt), "trip %s observed_at", id)
-		g.ObservedAt = w.ObservedAt
-		assert.Equal(t, w, g, "trip %s", id)
-	}
-	t.Logf("vehicle_latest: %d rows, trip_delay_latest: %d rows equal the oracle's", len(vehicles), len(trips))
-
-	// The dead-letter topics hold exactly the malformed records, each at its source offset.
-	type letterKey struct {
-		src oracle.Source
-		off int64
-	}
-	letters := map[letterKey]dlq.DeadLetter{}
-	copies := 0
+	gotRows, err := verify.Aggregates(ctx, e.db.Pool, e.db.Schema)
+	require.NoError(t, err)
+	vehicles, trips, err := verify.States(ctx, e.db.Pool, e.db.Schema)
+	require.NoError(t, err)
+	rep := &verify.Report{Rows: map[string]int{}}
+	verify.CompareAggregates(rep, wantRows, gotRows)
+	verify.CompareStates(rep, r, vehicles, trips)
+	var letters []dlq.DeadLetter
+	var dlqParts []int32
+	classes := map[string]int{}
 	for _, topic := range []string{feed.DefaultPositionsTopic, feed.DefaultPredictionsTopic} {
 		for _, m := range e.cluster.ReadAll(t, dlq.DefaultTopic(topic)) {
 			hs := make([]dlq.Header, len(m.Headers))
@@ -281,37 +249,28 @@ func (e *env) check(idle bool) {
 			}
 			d, err := dlq.Decode(m.Key, m.Value, hs)
 			require.NoError(t, err)
-			assert.Equal(t, d.Partition, m.Partition, "a dead letter keeps its partition")
-			k := letterKey{oracle.Source{Topic: d.Topic, Partition: d.Partition}, d.Offset}
-			if prev, ok := letters[k]; ok {
-				copies++ // redelivered before its offset was committed: the same letter again
-				assert.Equal(t, prev.Record, d.Record)
-				continue
-			}
-			letters[k] = d
+			letters = append(letters, d)
+			dlqParts = append(dlqParts, m.Partition)
+			classes[d.ErrorClass]++
 		}
 	}
-	require.Len(t, letters, len(r.DeadLetters), "distinct dead letters")
-	classes := map[string]int{}
-	for _, l := range r.DeadLetters {
-		d, ok := letters[letterKey{l.Source, l.Offset}]
-		if !assert.True(t, ok, "no dead letter for %s@%d", l.Source, l.Offset) {
-			continue
+	verify.Letters(rep, r, letters, dlqParts)
+	for i, m := range rep.Mismatches {
+		if i == 20 {
+			t.Errorf("... and %d more", len(rep.Mismatches)-i)
+			break
 		}
-		assert.Equal(t, feed.Malformed, l.Record.Intent, "only malformed records are dead letters")
-		assert.Equal(t, l.Record.Value, d.Value)
-		assert.Equal(t, l.Record.Key, d.Key)
-		assert.Equal(t, dlq.ErrorClass(l.Err), d.ErrorClass)
-		classes[d.ErrorClass]++
+		t.Error(m)
 	}
+	t.Logf("rows equal the oracle's: %v; dead letters %d (%d redelivered copies), by class %v", rep.Rows, len(letters)-rep.LetterCopies,
+		rep.LetterCopies, classes)
 	malformed := 0
 	for _, rec := range e.records {
 		if rec.Intent == feed.Malformed {
 			malformed++
 		}
 	}
-	assert.Equal(t, malformed, len(letters), "the dead letters are exactly the malformed records")
-	t.Logf("dead letters: %d distinct (%d redelivered copies), by class %v", len(letters), copies, classes)
+	assert.Equal(t, malformed, len(letters)-rep.LetterCopies, "the dead letters are exactly the malformed records")
 
 	// The committed offsets are exactly what is durable: never past a window still open.
 	wantOffsets := r.CommittedOffsets(closed)
@@ -329,50 +288,6 @@ func (e *env) check(idle bool) {
 
 func tp(s oracle.Source) ledger.TopicPartition {
 	return ledger.TopicPartition{Topic: s.Topic, Partition: s.Partition}
-}
-
-func (e *env) aggregates() map[oracle.AggKey]oracle.AggRow {
-	rows, err := e.db.Pool.Query(context.Background(), `SELECT window_start, window_end, dimension, dimension_id,
-		coalesce(operator, ''), event_count, mean_delay_s, p90_delay_s, max_delay_s, min_delay_s FROM delay_aggregates`)
-	require.NoError(e.t, err)
-	defer rows.Close()
-	out := map[oracle.AggKey]oracle.AggRow{}
-	for rows.Next() {
-		var k oracle.AggKey
-		var r oracle.AggRow
-		require.NoError(e.t, rows.Scan(&k.WindowStart, &r.WindowEnd, &k.Dimension, &k.DimensionID, &r.Operator, &r.Count, &r.Mean,
-			&r.P90, &r.Max, &r.Min))
-		k.WindowStart = k.WindowStart.UTC()
-		r.WindowEnd = r.WindowEnd.UTC()
-		out[k] = r
-	}
-	require.NoError(e.t, rows.Err())
-	return out
-}
-
-func (e *env) states() (map[string]oracle.VehicleRow, map[string]oracle.TripRow) {
-	ctx := context.Background()
-	vehicles := map[string]oracle.VehicleRow{}
-	rows, err := e.db.Pool.Query(ctx, `SELECT vehicle_id, trip_id, route_id, operator, lat, lon, bearing, observed_at FROM vehicle_latest`)
-	require.NoError(e.t, err)
-	for rows.Next() {
-		var id string
-		var v oracle.VehicleRow
-		require.NoError(e.t, rows.Scan(&id, &v.TripID, &v.RouteID, &v.Operator, &v.Lat, &v.Lon, &v.Bearing, &v.ObservedAt))
-		vehicles[id] = v
-	}
-	require.NoError(e.t, rows.Err())
-	trips := map[string]oracle.TripRow{}
-	rows, err = e.db.Pool.Query(ctx, `SELECT trip_id, line, operator, stop, delay_s, observed_at FROM trip_delay_latest`)
-	require.NoError(e.t, err)
-	for rows.Next() {
-		var id string
-		var v oracle.TripRow
-		require.NoError(e.t, rows.Scan(&id, &v.Line, &v.Operator, &v.Stop, &v.DelayS, &v.ObservedAt))
-		trips[id] = v
-	}
-	require.NoError(e.t, rows.Err())
-	return vehicles, trips
 }
 
 // TestEndToEnd runs the processor over the feed once and compares every stored row, every

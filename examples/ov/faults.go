@@ -1,0 +1,154 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/streamledger/streamledger/ledger/consumer"
+)
+
+// FaultEnv names the environment variable that arms fault points in "ov run": a test hook for
+// the reliability harness, not a feature. Its value is a comma-separated list of point:N; the
+// process kills itself with SIGKILL (as kill -9 would) at the Nth occurrence of the point.
+const FaultEnv = "OV_FAULT"
+
+// The fault points, each observed through a consumer hook of the OV wiring.
+const (
+	// FaultCloseWritten: a close batch (partials and closed_through) committed in Postgres, its
+	// offsets not yet committed to Kafka.
+	FaultCloseWritten = "close-written"
+	// FaultDLQSent: a dead letter handed to the producer, its delivery report not yet received.
+	FaultDLQSent = "dlq-sent"
+	// FaultDLQReported: a positive delivery report received, the ledger not yet acked nor the
+	// offset committed.
+	FaultDLQReported = "dlq-reported"
+	// FaultRevokeCommitted: during a revocation, after its final commit and before the
+	// partitions are given up to the group.
+	FaultRevokeCommitted = "revoke-committed"
+)
+
+// faultSet counts occurrences of armed fault points.
+type faultSet struct {
+	at   map[string]int
+	seen map[string]int
+	kill func()
+}
+
+// parseFaults reads point:N[,point:N]; an empty string arms nothing.
+func parseFaults(s string) (*faultSet, error) {
+	fs := &faultSet{at: map[string]int{}, seen: map[string]int{}, kill: killSelf}
+	if strings.TrimSpace(s) == "" {
+		return fs, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		name, n, ok := strings.Cut(strings.TrimSpace(part), ":")
+		k, err := strconv.Atoi(n)
+		if !ok || err != nil || k < 1 {
+			return nil, fmt.Errorf("$%s: %q: want point:N with N >= 1", FaultEnv, part)
+		}
+		switch name {
+		case FaultCloseWritten, FaultDLQSent, FaultDLQReported, FaultRevokeCommitted:
+		default:
+			return nil, fmt.Errorf("$%s: unknown fault point %q: want %s, %s, %s or %s", FaultEnv, name,
+				FaultCloseWritten, FaultDLQSent, FaultDLQReported, FaultRevokeCommitted)
+		}
+		fs.at[name] = k
+	}
+	return fs, nil
+}
+
+func killSelf() {
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {} // the signal is on its way; do nothing more
+}
+
+// hooks returns the consumer hooks that watch the armed points, none when nothing is armed.
+func (fs *faultSet) hooks(log *slog.Logger) []consumer.Hook {
+	if len(fs.at) == 0 {
+		return nil
+	}
+	log.Warn("fault points armed: this process will kill itself", "points", fs.at)
+	return []consumer.Hook{faultHook{fs}}
+}
+
+func (fs *faultSet) hit(point string) {
+	n, armed := fs.at[point]
+	if !armed {
+		return
+	}
+	fs.seen[point]++
+	if fs.seen[point] == n {
+		fmt.Fprintf(os.Stderr, "fault point %s reached (occurrence %d): SIGKILL\n", point, n)
+		fs.kill()
+	}
+}
+
+// faultHook runs on the consumer's loop goroutine, so the process dies exactly at the point.
+type faultHook struct{ fs *faultSet }
+
+func (h faultHook) OnWrite(w consumer.WriteInfo) {
+	if w.Kind == consumer.WriteClose && w.Err == nil {
+		h.fs.hit(FaultCloseWritten)
+	}
+}
+
+func (h faultHook) OnMessage(m consumer.MessageInfo) {
+	if m.Outcome == consumer.DeadLettered {
+		h.fs.hit(FaultDLQSent)
+	}
+}
+
+func (h faultHook) OnDeadLetter(d consumer.DeadLetterInfo) {
+	if d.Err == nil {
+		h.fs.hit(FaultDLQReported)
+	}
+}
+
+func (h faultHook) OnCommit(c consumer.CommitInfo) {
+	if c.Reason == consumer.CommitRevoke {
+		h.fs.hit(FaultRevokeCommitted)
+	}
+}
+
+// parseKafkaProps reads key=value[,key=value] into librdkafka properties, and the assignor.
+func parseKafkaProps(s, assignor string) (kafka.ConfigMap, error) {
+	m := kafka.ConfigMap{}
+	for _, kv := range strings.Split(s, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			// The text may be a secret: do not repeat it.
+			return nil, fmt.Errorf("a kafka property without a key or '=': want key=value")
+		}
+		m[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	switch assignor {
+	case "":
+	case "range", "roundrobin", "cooperative-sticky":
+		m["partition.assignment.strategy"] = assignor
+	default:
+		return nil, fmt.Errorf("assignor %q: want range, roundrobin or cooperative-sticky", assignor)
+	}
+	return m, nil
+}
+
+// rateClock returns a clock that starts at now() and runs rate times faster.
+func rateClock(rate float64, now func() time.Time) func() time.Time {
+	if rate == 1 {
+		return nil
+	}
+	start := now()
+	return func() time.Time {
+		return start.Add(time.Duration(float64(now().Sub(start)) * rate))
+	}
+}
