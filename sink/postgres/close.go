@@ -192,15 +192,39 @@ func (s *Sink) writeNewClose(ctx context.Context, tx pgx.Tx, b sink.CloseBatch, 
 		batch.Queue(s.merged.insert, append(fresh.Columns(), fresh.Consts()...)...)
 	}
 	if shared.Len() > 0 {
-		batch.Queue(s.merged.unnest, append(shared.Columns(), shared.Consts()...)...)
+		// The merged rows of the shared keys exist (their partials were written with them,
+		// under the same locks); an UPDATE rewrites them in place, where an upsert would
+		// probe and lock each first.
+		batch.Queue(s.mergedUpdate, append(shared.Columns(), now, b.Partials[0].WindowStart, b.Partials[n-1].WindowStart)...)
 	}
 	batch.Queue(s.progress, b.Source.Topic, b.Source.Partition, b.ClosedThrough, now)
-	err = tx.SendBatch(ctx, batch).Close()
-	if isUniqueViolation(err) {
-		return false, rollbackToNew(ctx, tx)
+	br = tx.SendBatch(ctx, batch)
+	defer br.Close()
+	if fresh.Len() > 0 {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			if isUniqueViolation(err) {
+				return false, rollbackToNew(ctx, tx)
+			}
+			return false, fmt.Errorf("insert %d merged rows into %s: %w", fresh.Len(), s.merged.table, err)
+		}
 	}
-	if err != nil {
-		return false, fmt.Errorf("write %d merged rows into %s and progress of %s: %w", n, s.merged.table, b.Source, err)
+	if shared.Len() > 0 {
+		tag, err := br.Exec()
+		if err != nil {
+			return false, fmt.Errorf("update %d merged rows of %s: %w", shared.Len(), s.merged.table, err)
+		}
+		if tag.RowsAffected() != int64(shared.Len()) {
+			// Some merged row is missing although partials of its key are stored.
+			br.Close()
+			return false, rollbackToNew(ctx, tx)
+		}
+	}
+	if _, err := br.Exec(); err != nil {
+		return false, fmt.Errorf("write progress of %s: %w", b.Source, err)
+	}
+	if err := br.Close(); err != nil {
+		return false, fmt.Errorf("write close of %s: %w", b.Source, err)
 	}
 	return true, nil
 }

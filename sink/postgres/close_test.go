@@ -67,10 +67,11 @@ func TestNewBatchPathFallsBack(t *testing.T) {
 			fallback: true,
 		},
 		"partials whose merged rows were deleted": {
-			before: []sink.CloseBatch{p0},
-			tamper: `DELETE FROM delay_aggregates`,
-			write:  batch(1, partial("a", "", 5), partial("b", "", 6)),
-			want:   []sink.CloseBatch{p0, batch(1, partial("a", "", 5), partial("b", "", 6))},
+			before:   []sink.CloseBatch{p0},
+			tamper:   `DELETE FROM delay_aggregates`,
+			write:    batch(1, partial("a", "", 5), partial("b", "", 6)),
+			want:     []sink.CloseBatch{p0, batch(1, partial("a", "", 5), partial("b", "", 6))},
+			fallback: true,
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -50,9 +50,33 @@ func TestMigrateConcurrentlyAndIdempotently(t *testing.T) {
 	}
 	require.NoError(t, rows.Err())
 	assert.Equal(t, map[string]int{
-		"aggregates:delay_aggregates": 1, "markers:streamledger_markers": 1,
+		"aggregates:delay_aggregates": 2, "markers:streamledger_markers": 1,
 		"progress:streamledger_progress": 1, "state:vehicle_latest": 1,
 	}, got)
+}
+
+// A database at version 1 of the aggregates (fillfactor 80) is brought to version 2 and its
+// rows are kept.
+func TestMigrateUpgradesAggregates(t *testing.T) {
+	ctx := testCtx(t)
+	s, db := newSink(t, nil)
+	b := closeBatch(t, 0, 1, 2, 3)
+	require.NoError(t, s.WriteClose(ctx, b))
+	_, err := db.Pool.Exec(ctx, "ALTER TABLE delay_aggregates SET (fillfactor = 80)")
+	require.NoError(t, err)
+	_, err = db.Pool.Exec(ctx, "UPDATE streamledger_migrations SET version = 1 WHERE object = 'aggregates:delay_aggregates'")
+	require.NoError(t, err)
+	require.NoError(t, s.Migrate(ctx))
+	var opts []string
+	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT reloptions FROM pg_class WHERE oid = 'delay_aggregates'::regclass").Scan(&opts))
+	assert.Equal(t, []string{"fillfactor=50"}, opts)
+	var version int
+	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT version FROM streamledger_migrations WHERE object = 'aggregates:delay_aggregates'").Scan(&version))
+	assert.Equal(t, 2, version)
+	got, ok, err := s.Aggregate(ctx, b.Partials[0].Key)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, int64(3), got.Count)
 }
 
 func TestMigrateRefusesNewerSchema(t *testing.T) {

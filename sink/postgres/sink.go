@@ -20,11 +20,12 @@ type Sink struct {
 
 	lockClass int32 // first key of every advisory lock: the aggregates table's identity
 
-	partials *upsert
-	merged   *upsert
-	progress string
-	lock     string
-	others   string
+	partials     *upsert
+	merged       *upsert
+	mergedUpdate string
+	progress     string
+	lock         string
+	others       string
 
 	readProgress  string
 	readAgg       string
@@ -95,6 +96,7 @@ func (s *Sink) buildAggregateSQL() {
 	mset = append(mset, replace(c.Count, c.Mean, c.Quantile, c.Max, c.Min, c.ComputedAt)...)
 	s.merged = newUpsert(schema, a.Table, mvary, mtypes, []string{c.ComputedAt}, []string{"timestamptz"},
 		[]string{c.WindowStart, c.Dimension, c.DimensionID}, mset, "")
+	s.mergedUpdate = mergedUpdateSQL(schema, a, mvary, mtypes)
 
 	prog := ident(schema, cfg.ProgressTable)
 	s.progress = fmt.Sprintf(`INSERT INTO %s ("topic", "partition", "closed_through", "updated_at") VALUES ($1, $2, $3, $4) `+
@@ -130,6 +132,34 @@ func (s *Sink) buildAggregateSQL() {
 	sel += `, "complete" FROM ` + s.view
 	s.readAgg = fmt.Sprintf("%s WHERE %s = $1 AND %s = $2 AND %s = $3", sel, ident(c.WindowStart), ident(c.Dimension), ident(c.DimensionID))
 	s.readAggWindow = fmt.Sprintf("%s WHERE %s = $1 ORDER BY %s, %s", sel, ident(c.WindowStart), ident(c.Dimension), ident(c.DimensionID))
+}
+
+// mergedUpdateSQL returns UPDATE ... SET ... FROM unnest(...) for the merged table: the
+// varying columns vary (key columns included) as arrays of types vtypes, computed_at after
+// them, then the window range that bounds the rows the join reads. Every column is
+// replaced; attributes are COALESCE(new, stored), as in the upsert.
+func mergedUpdateSQL(schema string, a sink.AggregateSpec, vary, vtypes []string) string {
+	c := a.Columns
+	var set, as []string
+	pos := make(map[string]int, len(vary))
+	for i, col := range vary {
+		pos[col] = i
+		as = append(as, fmt.Sprintf("c%d", i))
+		switch {
+		case col == c.WindowStart || col == c.Dimension || col == c.DimensionID:
+		case slices.Contains(a.Attributes, col):
+			set = append(set, fmt.Sprintf("%s = COALESCE(u.c%d, t.%s)", ident(col), i, ident(col)))
+		default:
+			set = append(set, fmt.Sprintf("%s = u.c%d", ident(col), i))
+		}
+	}
+	n := len(vary)
+	set = append(set, fmt.Sprintf("%s = $%d::timestamptz", ident(c.ComputedAt), n+1))
+	return fmt.Sprintf("UPDATE %s AS t SET %s FROM unnest(%s) AS u(%s) "+
+		"WHERE t.%s = u.c%d AND t.%s = u.c%d AND t.%s = u.c%d AND t.%s BETWEEN $%d::timestamptz AND $%d::timestamptz",
+		ident(schema, a.Table), strings.Join(set, ", "), placeholders(1, vtypes, "[]"), strings.Join(as, ", "),
+		ident(c.WindowStart), pos[c.WindowStart], ident(c.Dimension), pos[c.Dimension], ident(c.DimensionID), pos[c.DimensionID],
+		ident(c.WindowStart), n+2, n+3)
 }
 
 func (s *Sink) newStateTable(spec sink.StateSpec) *stateTable {
@@ -174,6 +204,7 @@ func (s *Sink) newStateTable(spec sink.StateSpec) *stateTable {
 func (s *Sink) Statements() []string {
 	out := s.partials.statements()
 	out = append(out, s.merged.statements()...)
+	out = append(out, s.mergedUpdate)
 	out = append(out, s.progress, s.lock, s.others, s.readProgress, s.readAgg, s.readAggWindow, s.completeThru)
 	names := make([]string, 0, len(s.states))
 	for n := range s.states {

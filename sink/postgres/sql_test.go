@@ -60,11 +60,19 @@ func tracedPool(t *testing.T, db *pgtest.DB) (*pgxpool.Pool, *statementLog) {
 
 var plusAfterDoUpdate = regexp.MustCompile(`(?is)DO\s+UPDATE.*\+`)
 
+// updateSet captures the SET list of an UPDATE ... SET ... FROM statement.
+var updateSet = regexp.MustCompile(`(?is)^UPDATE\s.*?\sSET\s(.*)\sFROM\s`)
+
 // checkStatements applies the seed's SQL checks to every statement.
 func checkStatements(t *testing.T, stmts []string) (upserts, guards int) {
 	t.Helper()
 	guard := `WHERE EXCLUDED."observed_at" >= "vehicle_latest"."observed_at"`
 	for _, sql := range stmts {
+		if m := updateSet.FindStringSubmatch(sql); m != nil {
+			upserts++
+			assert.NotContains(t, m[1], "+", "aggregates replace, never add: %s", sql)
+			continue
+		}
 		if !strings.Contains(sql, "DO UPDATE") {
 			continue
 		}
@@ -190,4 +198,10 @@ func TestPermanentErrorIsTypedAndNotRetried(t *testing.T) {
 func TestPlusCheckCatchesAccumulator(t *testing.T) {
 	assert.True(t, plusAfterDoUpdate.MatchString(`INSERT INTO a VALUES ($1) ON CONFLICT (k) DO UPDATE SET "n" = a."n" + EXCLUDED."n"`))
 	assert.False(t, plusAfterDoUpdate.MatchString(`INSERT INTO a VALUES ($1) ON CONFLICT (k) DO UPDATE SET "n" = EXCLUDED."n"`))
+	set := updateSet.FindStringSubmatch(`UPDATE "a" AS t SET "n" = t."n" + u.c1 FROM unnest($1::int8[]) AS u(c1) WHERE true`)
+	require.NotNil(t, set)
+	assert.Contains(t, set[1], "+")
+	set = updateSet.FindStringSubmatch(`UPDATE "a" AS t SET "n" = u.c1 FROM unnest($1::int8[]) AS u(c1) WHERE t."k" = u.c0 + 0`)
+	require.NotNil(t, set)
+	assert.NotContains(t, set[1], "+", "only the SET list counts")
 }
