@@ -38,8 +38,8 @@ type DeadLetterer interface {
 	Send(ctx context.Context, rec dlq.Record, cause error, done func(dlqkafka.Delivery)) error
 }
 
-// Config configures a [Consumer]. Kafka, Topics, Sink and Keys are required; every other zero
-// value is documented and usable. [New] validates it in one place.
+// Config configures a [Consumer]. Kafka and Topics are required, and Keys with a Sink; every
+// other zero value is documented and usable. [New] validates it in one place.
 type Config[K comparable] struct {
 	// Kafka is the librdkafka configuration: bootstrap.servers and group.id are required;
 	// everything else (TLS, SASL, client.id, partition.assignment.strategy, auto.offset.reset,
@@ -59,11 +59,13 @@ type Config[K comparable] struct {
 	Topics map[string]Handler[K]
 
 	// Sink receives the closed windows with their progress, the state rows, and tells the
-	// progress (closed_through) of a partition when it is assigned.
+	// progress (closed_through) of a partition when it is assigned. Nil means the handlers
+	// return effects only ([Event.Effect]), or nothing: an event with window values or state
+	// rows is then dead-lettered as an [EventError].
 	Sink sink.Sink
 
 	// Keys maps a window key to the merged row it feeds. Two keys that map to the same row
-	// in one window are merged into one partial.
+	// in one window are merged into one partial. Required with a Sink, unused without one.
 	Keys func(K) SinkKey
 
 	// DeadLetters receives messages that fail to decode or validate. Their offsets become
@@ -184,10 +186,7 @@ func (cfg Config[K]) validate() (*settings[K], error) {
 		s.topics = append(s.topics, topic)
 	}
 	slices.Sort(s.topics)
-	if cfg.Sink == nil {
-		return bad("Sink is required")
-	}
-	if cfg.Keys == nil {
+	if cfg.Sink != nil && cfg.Keys == nil {
 		return bad("Keys: a mapping from window keys to sink keys is required")
 	}
 	durations := []struct {

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -71,7 +72,6 @@ func TestConfigErrors(t *testing.T) {
 		{"no topics", func(c *Config[string]) { c.Topics = nil }, "Topics"},
 		{"regex topic", func(c *Config[string]) { c.Topics["^t.*"] = testHandler }, "regular expression"},
 		{"nil handler", func(c *Config[string]) { c.Topics["u"] = nil }, `topic "u" has a nil handler`},
-		{"no sink", func(c *Config[string]) { c.Sink = nil }, "Sink is required"},
 		{"no keys", func(c *Config[string]) { c.Keys = nil }, "Keys"},
 		{"negative window", func(c *Config[string]) { c.WindowSize = -time.Second }, "WindowSize"},
 		{"negative flush", func(c *Config[string]) { c.FlushInterval = -1 }, "FlushInterval"},
@@ -91,6 +91,16 @@ func TestConfigErrors(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+func noEffect(context.Context) error { return nil }
+
+// Without a sink, a consumer takes effects only: no Keys are needed.
+func TestConfigWithoutSink(t *testing.T) {
+	cfg := validConfig(t)
+	cfg.Sink, cfg.Keys = nil, nil
+	_, err := New(cfg)
+	require.NoError(t, err)
 }
 
 func TestSecretsAreRedacted(t *testing.T) {
@@ -124,6 +134,10 @@ func TestEventValidate(t *testing.T) {
 		{"huge", Event[string]{Time: T0, Values: []Value[string]{{Value: 1e39, Keys: []string{"a"}}}}, "magnitude"},
 		{"far future", Event[string]{Time: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC), Values: []Value[string]{{Value: 1, Keys: []string{"a"}}}}, "outside the years"},
 		{"no table", Event[string]{State: []StateRow{{}}}, "names no table"},
+		{"effect only", Event[string]{Effect: noEffect}, ""},
+		{"effect with a time", Event[string]{Time: T0, Effect: noEffect}, ""},
+		{"effect and values", Event[string]{Time: T0, Values: []Value[string]{{Value: 1, Keys: []string{"a"}}}, Effect: noEffect}, "an event with an effect"},
+		{"effect and state", Event[string]{State: []StateRow{{Table: "x"}}, Effect: noEffect}, "an event with an effect"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

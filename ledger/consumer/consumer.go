@@ -22,8 +22,9 @@ type Consumer[K comparable] struct {
 	running atomic.Bool
 	closing atomic.Bool // the client is closing: rebalance callbacks leave the state alone
 
-	abortOnce sync.Once
-	abort     chan struct{}
+	abortOnce  sync.Once
+	abort      chan struct{}
+	cancelWork atomic.Pointer[context.CancelFunc] // cancels work, once Run has made it
 
 	work context.Context // Run's context without its cancellation, cancelled by Abort
 }
@@ -47,7 +48,18 @@ func (c *Consumer[K]) Counters() Counters { return c.p.counters.snapshot() }
 // without waiting for anything but the client (itself bounded by CloseTimeout). What was not
 // committed is redelivered to the next owner. Call it on a second interrupt, for example. It is
 // safe to call from any goroutine, more than once.
-func (c *Consumer[K]) Abort() { c.abortOnce.Do(func() { close(c.abort) }) }
+//
+// Abort cancels the context of a running [Event.Effect] before it returns, so that an effect
+// (or a hook) that calls it stops right there, as a crash would: no later message is decided
+// and nothing more is committed.
+func (c *Consumer[K]) Abort() {
+	c.abortOnce.Do(func() {
+		close(c.abort)
+		if cancel := c.cancelWork.Load(); cancel != nil {
+			(*cancel)()
+		}
+	})
+}
 
 func (c *Consumer[K]) aborted() bool {
 	select {
@@ -63,7 +75,8 @@ func (c *Consumer[K]) aborted() bool {
 // commits what is durable (never past it), gives up its partitions and closes the client, all
 // within ShutdownTimeout and CloseTimeout. It returns nil after a graceful shutdown, and an
 // error if the consumer cannot go on (ErrAssign, ErrUndecodable, a fatal client error,
-// ErrInternal) or the shutdown was cut short (ErrAborted, ErrCloseTimeout).
+// ErrInternal, or ErrEffect after the graceful shutdown) or the shutdown was cut short
+// (ErrAborted, ErrCloseTimeout).
 //
 // Run may be called once.
 func (c *Consumer[K]) Run(ctx context.Context) error {
@@ -80,7 +93,8 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
-	go func() {
+	c.cancelWork.Store(&cancelWork)
+	go func() { // an Abort that came before the Store
 		select {
 		case <-c.abort:
 			cancelWork()
@@ -109,8 +123,13 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 		case c.p.fatal != nil:
 			c.closing.Store(true)
 			return errors.Join(c.p.fatal, c.closeClient(kc))
+		case c.p.halt != nil:
+			return c.shutdown(kc)
 		}
 		c.dispatch(kc.Poll(pollMs))
+		if c.aborted() {
+			continue // a hook or an effect aborted: commit nothing more
+		}
 		c.p.drainReports()
 		c.p.resendDue(work)
 		select {
@@ -283,6 +302,9 @@ func (c *Consumer[K]) shutdown(kc *kafka.Consumer) error {
 	}
 	if c.p.fatal != nil {
 		err = errors.Join(c.p.fatal, err)
+	}
+	if c.p.halt != nil {
+		err = errors.Join(c.p.halt, err)
 	}
 	if err == nil {
 		log.Info("consumer stopped")

@@ -1,7 +1,7 @@
 // Package consumer is a Kafka consumer runtime that commits through the ledger: it consumes
 // with confluent-kafka-go, aggregates events into per-partition tumbling windows, writes closed
-// windows and last-write-wins state through a [sink.Sink], and commits an offset only once
-// every message below it is durable. A user supplies decoding and what an event does (a
+// windows and last-write-wins state through a [sink.Sink], runs per-message effects
+// ([Event.Effect]), and commits an offset only once every message below it is durable. A user supplies decoding and what an event does (a
 // [Handler] per topic); the runtime owns the order of operations that makes the guarantee
 // hold.
 //
@@ -10,8 +10,8 @@
 // Within the sink's database, and while progress and commit metadata are retained:
 //
 //   - no offset is committed before every message below it is durable: its window written
-//     with the partition's progress, the state flush that covers it written, its dead letter
-//     confirmed by a positive delivery report, or counted as late;
+//     with the partition's progress, the state flush that covers it written, its effect
+//     committed, its dead letter confirmed by a positive delivery report, or counted as late;
 //   - every decided message is accounted for exactly once per delivery: admitted, late or
 //     dead-lettered ([Counters]: Consumed = Admitted + Late + DeadLettered);
 //   - a partition replayed from its committed offset, by this or any other instance, decides
@@ -28,6 +28,32 @@
 // durable (ledger.Window, ledger.Flush, ledger.Ack for a dead letter); then observe its event
 // time in the partition watermark and report the new watermark to the ledger. The ledger thus
 // knows the watermark as of every offset it may commit at, and the commit metadata restores it.
+//
+// # Effects
+//
+// A message whose effect is not naturally idempotent (a balance credit, a payment record) is
+// an [Event] with an Effect and nothing else. The runtime runs it on the loop right after
+// decoding, once per delivery, before the message enters the ledger; the effect commits its
+// own transaction, in which an operation marker and the effect are written together (package
+// sink/postgres, Effects.Apply). Then the entry is durable at once (the zero ledger.Condition)
+// and its offset is committed at the next tick. Where a crash can strike:
+//
+//	before the effect's transaction   nothing written         redelivered, applied
+//	inside it                         rolled back             redelivered, applied
+//	after its commit, before the      effect and marker       redelivered: the effect finds
+//	offset commit                     durable                 its marker and does nothing
+//	after both                        effect and marker       not redelivered
+//	                                  durable
+//
+// So the effect happens once within its database and while its markers are retained, because
+// its transaction commits before any offset past it, and a redelivery finds the marker. An
+// effect that refuses its message returns an error wrapping a [RejectedError] ([Reject]): the
+// message is dead-lettered, with the class of the refusal, and is durable on the positive
+// delivery report, as a decode error is. Any other error is the infrastructure's: the message
+// is not recorded, Run shuts down gracefully (committing what is durable, never that message
+// or anything after it in its partition) and returns an error wrapping [ErrEffect], and a
+// restart runs the effect again. An effect has no event-time window, so the late test does not
+// apply to it. Without a [Config.Sink] a consumer takes effects only.
 //
 // # Per tick
 //
@@ -77,15 +103,17 @@
 //
 // # Shutdown
 //
-// Cancelling Run's context stops taking messages, waits for the delivery reports of dead
+// Cancelling Run's context, or an [ErrEffect], stops taking messages, waits for the delivery reports of dead
 // letters in flight, flushes, writes and commits what is durable (never past it), gives the
 // partitions up and closes the client in a goroutine bounded by [Config.CloseTimeout]
-// (confluent-kafka-go's Close can hang: issue 189). [Consumer.Abort] cuts the shutdown short.
+// (confluent-kafka-go's Close can hang: issue 189). [Consumer.Abort] cuts the shutdown short,
+// or stops a running consumer where it is, as a crash would: it cancels the context of an
+// effect in progress, and no later message is decided and nothing more committed.
 //
 // # Observability
 //
 // Hooks ([Hook]) are optional single-method interfaces found by type assertion: per message
-// ([HookMessage]), per dead-letter report, per write (with its latency), per commit, per
+// ([HookMessage], which tells an applied effect), per dead-letter report, per write (with its latency), per commit, per
 // assignment and revocation, and per tick the gauges of each partition (watermark, lag,
 // uncommitted messages, open windows) and the totals. [Consumer.Counters] returns running
 // totals from any goroutine. Logs go to a [log/slog] logger.

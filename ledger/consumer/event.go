@@ -1,12 +1,14 @@
 package consumer
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/streamledger/streamledger/dlq"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/window"
 )
@@ -33,6 +35,23 @@ type Event[K comparable] struct {
 	Values []Value[K]
 	// State holds last-write-wins rows, written at the next state flush.
 	State []StateRow
+	// Effect, if set, is the message's own synchronous effect: the runtime runs it on the loop
+	// right after decoding, before the message enters the ledger, once per delivery. It must
+	// commit whatever it does before it returns (for example one database transaction holding
+	// an operation marker and the effect, as sink/postgres Effects.Apply does), because its
+	// entry is durable at once: the offset is committed at the next tick. A redelivered message
+	// runs it again, so it must recognise its own earlier success (the marker) and do nothing.
+	//
+	// An error that wraps a [RejectedError] (see [Reject]) means the message itself cannot be
+	// applied: it is dead-lettered like a decode error. Any other error stops [Consumer.Run]
+	// with an error wrapping [ErrEffect], before the message is recorded, so neither it nor
+	// anything after it in its partition is committed and a restart runs the effect again.
+	// ctx is cancelled by [Consumer.Abort] and after [Config.WriteTimeout].
+	//
+	// An event with an Effect has no Values and no State: a message is either a window
+	// contribution or an effect, never both (the late test, which withholds a late event's
+	// contribution, has nothing to judge for an effect).
+	Effect func(ctx context.Context) error
 }
 
 // Value is one window contribution: Value added once under each of Keys (the line, station,
@@ -83,6 +102,9 @@ func (e Event[K]) Validate() error {
 			return &EventError{Reason: fmt.Sprintf("state row %d names no table", i)}
 		}
 	}
+	if e.Effect != nil && (len(e.Values) > 0 || len(e.State) > 0) {
+		return &EventError{Reason: "an event with an effect has neither window values nor state rows"}
+	}
 	return nil
 }
 
@@ -95,6 +117,29 @@ func (e *EventError) Error() string { return "consumer: invalid event: " + e.Rea
 
 // ErrorClass groups these failures in dead-letter reports (see dlq.Classifier).
 func (e *EventError) ErrorClass() string { return "consumer.invalid-event" }
+
+// Reject marks err, returned by an [Event.Effect], as the message's own fault: the effect
+// refused it (an unknown account, a conflicting operation id, a value the database rejects as
+// data) and did nothing, so the message is dead-lettered with err as its cause instead of
+// stopping the consumer. The letter's class is err's (dlq.ErrorClass). Reject(nil) is nil.
+func Reject(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &RejectedError{Err: err}
+}
+
+// RejectedError is an effect's refusal of its message; see [Reject].
+type RejectedError struct {
+	Err error
+}
+
+func (e *RejectedError) Error() string { return e.Err.Error() }
+func (e *RejectedError) Unwrap() error { return e.Err }
+
+// ErrorClass is the class of the refusal's cause, so that the dead letter is grouped by why the
+// effect refused it.
+func (e *RejectedError) ErrorClass() string { return dlq.ErrorClass(e.Err) }
 
 func checkValue(v float64) error {
 	switch {

@@ -61,11 +61,13 @@ type HookTick interface {
 type Outcome uint8
 
 const (
-	// Admitted: the event was applied (to its window, its state rows, or nothing at all).
+	// Admitted: the event was applied (to its window, its state rows, its effect, or nothing at
+	// all).
 	Admitted Outcome = iota + 1
 	// Late: its window had closed in its partition; nothing was applied.
 	Late
-	// DeadLettered: it failed to decode or validate and was sent to the dead-letter topic.
+	// DeadLettered: it failed to decode or validate, or its effect refused it, and it was sent to
+	// the dead-letter topic.
 	DeadLettered
 )
 
@@ -90,9 +92,13 @@ type MessageInfo struct {
 	WindowEnd time.Time
 	// State is the number of state rows the event buffered (admitted events only).
 	State int
+	// Effect is set when the event's [Event.Effect] ran and returned nil: it is committed, and
+	// the entry is durable at once (the zero Condition).
+	Effect bool
 	// Condition is what makes the entry durable in the ledger.
 	Condition ledger.Condition
-	// Err is the decode or validation error of a dead letter.
+	// Err is the decode or validation error of a dead letter, or the refusal of its effect
+	// (a [RejectedError]).
 	Err error
 }
 

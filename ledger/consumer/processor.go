@@ -70,6 +70,7 @@ type processor[K comparable] struct {
 
 	counters counters
 	fatal    error // set when Run must stop; nothing is committed after it
+	halt     error // set when Run must stop after committing what is durable (an effect failed)
 }
 
 // part is the state of one owned partition.
@@ -109,6 +110,7 @@ type openWindow struct {
 
 type counters struct {
 	consumed, admitted, late, dead atomic.Int64
+	effects                        atomic.Int64
 	dlFail                         atomic.Int64
 	commits, commitFail            atomic.Int64
 	writes, writeFail              atomic.Int64
@@ -119,6 +121,9 @@ type Counters struct {
 	// Consumed counts decided messages: Consumed = Admitted + Late + DeadLettered. A message
 	// redelivered after a rebalance or a seek is counted again.
 	Consumed, Admitted, Late, DeadLettered int64
+	// Effects counts the admitted messages whose [Event.Effect] ran and returned nil (part of
+	// Admitted).
+	Effects int64
 	// DeadLetterFailures counts failed sends and negative delivery reports (each is retried).
 	DeadLetterFailures int64
 	// Commits counts accepted commit requests, CommitFailures failed ones.
@@ -131,6 +136,7 @@ type Counters struct {
 func (c *counters) snapshot() Counters {
 	return Counters{
 		Consumed: c.consumed.Load(), Admitted: c.admitted.Load(), Late: c.late.Load(), DeadLettered: c.dead.Load(),
+		Effects:            c.effects.Load(),
 		DeadLetterFailures: c.dlFail.Load(),
 		Commits:            c.commits.Load(), CommitFailures: c.commitFail.Load(),
 		Writes: c.writes.Load(), WriteFailures: c.writeFail.Load(),
@@ -159,10 +165,11 @@ func (p *processor[K]) fail(err error, what string, args ...any) {
 }
 
 // handle decides one message: decode, late test against the partition watermark BEFORE the
-// event is applied, apply, add to the ledger, then move the watermark and tell the ledger.
-// That order is what makes a replay from any committed offset decide as this run did.
+// event is applied, apply (or run its effect), add to the ledger, then move the watermark and
+// tell the ledger. That order is what makes a replay from any committed offset decide as this
+// run did. ctx is cancelled only by Abort: nothing more is decided then.
 func (p *processor[K]) handle(ctx context.Context, m *kafka.Message) {
-	if p.fatal != nil || m.TopicPartition.Topic == nil {
+	if p.fatal != nil || p.halt != nil || ctx.Err() != nil || m.TopicPartition.Topic == nil {
 		return
 	}
 	tp := ledger.TopicPartition{Topic: *m.TopicPartition.Topic, Partition: m.TopicPartition.Partition}
@@ -200,6 +207,9 @@ func (p *processor[K]) handle(ctx context.Context, m *kafka.Message) {
 	if err == nil {
 		err = ev.Validate()
 	}
+	if err == nil && p.s.Sink == nil && (len(ev.Values) > 0 || len(ev.State) > 0) {
+		err = &EventError{Reason: "window values or state rows, and the consumer has no sink"}
+	}
 	if err != nil {
 		p.deadLetter(ctx, pt, m, off, arrival, err)
 		return
@@ -207,6 +217,12 @@ func (p *processor[K]) handle(ctx context.Context, m *kafka.Message) {
 
 	var cond ledger.Condition
 	info := MessageInfo{TopicPartition: tp, Offset: off, Outcome: Admitted}
+	if ev.Effect != nil {
+		if !p.effect(ctx, pt, m, off, arrival, ev.Effect) {
+			return
+		}
+		info.Effect = true
+	}
 	if len(ev.Values) > 0 {
 		_, end := window.Bounds(ev.Time, pt.win.Size())
 		info.WindowEnd = end
@@ -263,8 +279,38 @@ func (p *processor[K]) handle(ctx context.Context, m *kafka.Message) {
 	pt.next = off + 1
 	pt.admitted++
 	p.counters.admitted.Add(1)
+	if info.Effect {
+		p.counters.effects.Add(1)
+	}
 	info.Condition = cond
 	p.decided(info)
+}
+
+// effect runs an event's effect. It reports whether the message goes on to be admitted (the
+// effect committed); otherwise the message was dead-lettered (a rejection), or left undecided
+// because Run stops (an infrastructure failure, or Abort).
+func (p *processor[K]) effect(ctx context.Context, pt *part[K], m *kafka.Message, off int64, arrival time.Time, run func(context.Context) error) bool {
+	ectx, cancel := context.WithTimeout(ctx, p.s.WriteTimeout)
+	err := run(ectx)
+	cancel()
+	if err == nil {
+		return true
+	}
+	var rejected *RejectedError
+	if errors.As(err, &rejected) {
+		p.deadLetter(ctx, pt, m, off, arrival, err)
+		return false
+	}
+	// Not decided: not counted, not in the ledger, so never committed.
+	p.counters.consumed.Add(-1)
+	pt.consumed--
+	if ctx.Err() != nil {
+		return false // aborted: the effect's error is the abort's
+	}
+	p.halt = fmt.Errorf("%w: %s offset %d: %w", ErrEffect, pt.tp, off, err)
+	p.log.Error("effect failed; stopping after committing what is durable, this message excluded",
+		"partition", pt.tp.String(), "offset", off, "error", err)
+	return false
 }
 
 // add records the entry in the partition's ledger.
@@ -321,7 +367,7 @@ func (p *processor[K]) deadLetter(ctx context.Context, pt *part[K], m *kafka.Mes
 // tick is the periodic work, in the order the guarantee needs: flush state, then per
 // partition the idle advance, close and write with progress, then commit what became durable.
 func (p *processor[K]) tick(ctx context.Context, reason CommitReason) {
-	if p.fatal != nil {
+	if p.fatal != nil || ctx.Err() != nil {
 		return
 	}
 	start := time.Now()
@@ -392,6 +438,9 @@ func (p *processor[K]) wrote(w WriteInfo) {
 // and the partition decides nothing more until a write succeeds.
 func (p *processor[K]) closePartition(ctx context.Context, pt *part[K]) {
 	p.position(pt)
+	if p.s.Sink == nil {
+		return // no windows, no progress to write
+	}
 	pt.wm.Tick()
 	wm, ok := pt.wm.Watermark()
 	if !ok {
@@ -618,9 +667,12 @@ func (p *processor[K]) assign(ctx context.Context, as []assignment) error {
 	if len(tps) == 0 {
 		return nil
 	}
-	progress, err := p.s.Sink.ClosedThrough(ctx, tps...)
-	if err != nil {
-		return fmt.Errorf("%w: reading closed_through of %v: %w", ErrAssign, tps, err)
+	var progress map[ledger.TopicPartition]time.Time
+	if p.s.Sink != nil {
+		var err error
+		if progress, err = p.s.Sink.ClosedThrough(ctx, tps...); err != nil {
+			return fmt.Errorf("%w: reading closed_through of %v: %w", ErrAssign, tps, err)
+		}
 	}
 	for _, a := range as {
 		if p.parts[a.tp] != nil {
