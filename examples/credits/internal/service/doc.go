@@ -2,30 +2,29 @@
 // and applies each exactly once to a Postgres balance, within the database transaction and
 // while operation markers are retained.
 //
-// It is built directly on confluent-kafka-go, the ledger ([ledger.Tracker]), the effect sink
-// ([postgres.Effects]) and the dead-letter producer ([dlqkafka.Producer]): the "embed the
-// ledger alone in your own service" use of streamledger. The windowed runtime
-// (package ledger/consumer) does not fit: it aggregates events into windows and
-// last-write-wins rows, while a credit is one non-idempotent effect per message.
+// It is a thin layer over the consumer runtime ([consumer.Consumer], package ledger/consumer)
+// in its per-message effect mode and the effect sink ([postgres.Effects]): the runtime owns the
+// loop, the ledger, the offset commits, rebalances, dead letters and shutdown; this package
+// owns what is about credits: decoding, the effect and what counts as a refusal, the accounts
+// tables, the marker horizon and its pruning.
 //
 // # Per message
 //
-// On the loop goroutine, in partition order:
+// On the runtime's loop goroutine, in partition order:
 //
-//  1. decode the JSON credit; a message that is not a valid credit goes to the dead-letter
-//     topic (ledger condition [ledger.Ack]);
-//  2. apply it with [postgres.Effects.Apply]: in ONE transaction, insert the marker
-//     (op_id, payload hash) with ON CONFLICT DO NOTHING, and only if it was accepted, credit
-//     the balance and write the account entry;
-//  3. sink.Applied or sink.Duplicate: the message is durable at once (the zero
-//     [ledger.Condition]); a credit the sink refuses (unknown account, conflicting payload,
-//     refused by the database, beyond the marker horizon) is rolled back with its marker and
-//     dead-lettered; any other failure stops the service before the message is recorded.
+//  1. decode the JSON credit; a message that is not a valid credit is dead-lettered;
+//  2. the credit's [consumer.Event.Effect] applies it with [postgres.Effects.Apply]: in ONE
+//     transaction, insert the marker (op_id, payload hash) with ON CONFLICT DO NOTHING, and
+//     only if it was accepted, credit the balance and write the account entry;
+//  3. sink.Applied or sink.Duplicate: the message is durable at once and its offset is
+//     committed at the next commit; a credit the sink refuses (unknown account, conflicting
+//     payload, refused by the database, beyond the marker horizon) is rolled back with its
+//     marker and dead-lettered with its class ([consumer.Reject]); any other failure stops the
+//     service before the message is recorded (consumer.ErrEffect), after committing what is
+//     durable, so a restart applies it.
 //
-// Offsets are committed with CommitOffsets (enable.auto.commit=false,
-// enable.auto.offset.store=false) every [Config.CommitInterval], and only what
-// [ledger.Tracker.Commits] says is durable: a dead letter counts once its delivery report is
-// positive, never when it is sent.
+// Offsets are committed every [Config.CommitInterval], and only the ledger's durable prefix: a
+// dead letter counts once its delivery report is positive, never when it is sent.
 //
 // # Crash points
 //
@@ -38,16 +37,9 @@
 //	after both                     credit and marker durable  not redelivered; a replay is a
 //	                                                          duplicate
 //
-// [Service.Abort] stops the consumer as a crash would, and [Hooks] let tests call it at each
-// point; the tests of this package walk the table with the real client, an in-process broker
-// and Postgres.
-//
-// # Rebalances and shutdown
-//
-// A revoked partition's durable prefix is committed before it is handed over; a lost one is
-// dropped without a commit (another consumer may own it already). Cancelling Run's context
-// shuts down gracefully: dead letters in flight are waited for, the durable prefix committed,
-// the client closed.
+// [Service.Abort] stops the consumer as a crash would (the runtime's Abort cancels the
+// transaction in progress), and [Hooks] let tests call it at each point; the tests of this
+// package walk the table with the real client, an in-process broker and Postgres.
 //
 // # Retention
 //
@@ -59,7 +51,9 @@
 // backup, a copied topic) cannot credit twice; record timestamps are trusted to be no later
 // than the service's clock.
 //
+// [consumer.Consumer]: https://pkg.go.dev/github.com/streamledger/streamledger/ledger/consumer#Consumer
+// [consumer.Event.Effect]: https://pkg.go.dev/github.com/streamledger/streamledger/ledger/consumer#Event
+// [consumer.Reject]: https://pkg.go.dev/github.com/streamledger/streamledger/ledger/consumer#Reject
 // [postgres.Effects]: https://pkg.go.dev/github.com/streamledger/streamledger/sink/postgres#Effects
 // [postgres.Effects.Apply]: https://pkg.go.dev/github.com/streamledger/streamledger/sink/postgres#Effects.Apply
-// [dlqkafka.Producer]: https://pkg.go.dev/github.com/streamledger/streamledger/dlq/dlqkafka#Producer
 package service

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/streamledger/streamledger/ledger/consumer"
 )
 
 // Dead-letter classes of the credits the sink refuses, beside those of package credit
@@ -22,13 +24,15 @@ const (
 )
 
 var (
-	// ErrConfig is wrapped by every error of [New] about its [Config].
+	// ErrConfig is wrapped by every error of [New] about its [Config] (with
+	// consumer.ErrConfig for the consumer runtime's part of it).
 	ErrConfig = errors.New("service: invalid configuration")
 	// ErrAborted is returned by [Service.Run] after [Service.Abort]: the consumer stopped
-	// where it was, without committing anything more.
-	ErrAborted = errors.New("service: aborted")
-	// ErrRunning is returned by a second call of [Service.Run].
-	ErrRunning = errors.New("service: Run called twice")
+	// where it was, without committing anything more. It is the runtime's consumer.ErrAborted.
+	ErrAborted = consumer.ErrAborted
+	// ErrRunning is returned by a second call of [Service.Run]; it is the runtime's
+	// consumer.ErrRunning.
+	ErrRunning = consumer.ErrRunning
 )
 
 // HorizonError is a credit older than the marker horizon that found no marker: it is

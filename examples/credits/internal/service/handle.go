@@ -11,84 +11,66 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/streamledger/streamledger/dlq"
-	"github.com/streamledger/streamledger/dlq/dlqkafka"
 	"github.com/streamledger/streamledger/examples/credits/internal/accounts"
 	"github.com/streamledger/streamledger/examples/credits/internal/credit"
 	"github.com/streamledger/streamledger/ledger"
+	"github.com/streamledger/streamledger/ledger/consumer"
 	"github.com/streamledger/streamledger/sink"
 )
 
-// handle decides one message: applied, duplicate or dead-lettered, and records it in the
-// partition's ledger. A failure that is not the credit's fault stops the service before the
-// message is recorded, so no offset past it is ever committed.
-func (s *Service) handle(m *kafka.Message) {
-	tp := ledger.TopicPartition{Topic: *m.TopicPartition.Topic, Partition: m.TopicPartition.Partition}
-	pt := s.parts[tp]
-	d := Delivery{TopicPartition: tp, Offset: int64(m.TopicPartition.Offset)}
-	if pt == nil || d.Offset <= pt.led.LastAdded() {
-		return // not ours any more, or decided already in this assignment
-	}
-	if m.TimestampType != kafka.TimestampNotAvailable {
-		d.Timestamp = m.Timestamp
-	}
+// handle is the runtime's handler of the credits topic: it decodes the credit (an error
+// dead-letters the message) and returns its effect.
+func (s *Service) handle(m *kafka.Message) (consumer.Event[noKey], error) {
+	s.cur, s.outcome = delivery(m), 0
 	c, err := credit.Decode(m.Value)
 	if err != nil {
-		s.deadLetter(pt, m, d, err)
-		return
+		return consumer.Event[noKey]{}, err
 	}
-	d.Credit = c
+	s.cur.Credit = c
+	d := s.cur
+	return consumer.Event[noKey]{Effect: func(ctx context.Context) error { return s.apply(ctx, d) }}, nil
+}
+
+// apply is a credit's effect: marker and credit in one transaction of the effect sink. A
+// refusal that is the credit's own fault is a rejection (dead-lettered); any other failure is
+// returned as it is and stops the consumer before the credit is recorded.
+func (s *Service) apply(ctx context.Context, d Delivery) error {
 	if h := s.cfg.Hooks.BeforeApply; h != nil {
 		h(d)
 	}
-	if s.aborted() {
-		return
+	if err := ctx.Err(); err != nil {
+		return err // aborted by the hook: no transaction
 	}
-	out, err := s.apply(s.work, c, d.Timestamp)
-	if s.aborted() {
-		return
-	}
-	if err != nil {
-		if cause := refused(c, err); cause != nil {
-			s.deadLetter(pt, m, d, cause)
-			return
-		}
-		s.fatal = fmt.Errorf("service: credit %q at %s: %w", c.ID, d, err)
-		s.cfg.Logger.Error("cannot apply a credit; stopping", "delivery", d.String(), "op_id", c.ID, "error", err)
-		return
-	}
-	if err := pt.led.Add(d.Offset, ledger.Condition{}); err != nil {
-		s.fatal = fmt.Errorf("service: ledger of %s: %w", d, err)
-		return
-	}
-	o := Applied
-	if out == sink.Duplicate {
-		o = Duplicate
-		s.counts.duplicate.Add(1)
-	} else {
-		s.counts.applied.Add(1)
-	}
-	s.cfg.Logger.Debug("credit decided", "delivery", d.String(), "op_id", c.ID, "outcome", o.String())
-	if h := s.cfg.Hooks.Decided; h != nil {
-		h(Decision{Delivery: d, Outcome: o})
-	}
-}
-
-// apply runs the credit through the effect sink: marker and credit in one transaction.
-func (s *Service) apply(ctx context.Context, c credit.Credit, ts time.Time) (sink.Outcome, error) {
-	return s.effects.Apply(ctx, c.Operation(), func(ctx context.Context, tx pgx.Tx) (pgconn.CommandTag, error) {
+	c := d.Credit
+	out, err := s.effects.Apply(ctx, c.Operation(), func(ctx context.Context, tx pgx.Tx) (pgconn.CommandTag, error) {
 		// Here the marker was just accepted: no marker of this id exists. A credit older than
 		// the horizon may have had one that Prune deleted (a marker is created no earlier than
 		// its record's timestamp and pruned only once older than the horizon), so it is not
 		// applied. Judged inside the transaction, after the marker insert, so that a prune
 		// running meanwhile cannot slip between the check and the credit.
 		if s.cfg.Horizon > 0 {
-			age := s.cfg.Clock().Sub(ts)
-			if ts.IsZero() || age > s.cfg.Horizon {
-				return pgconn.CommandTag{}, &HorizonError{ID: c.ID, Timestamp: ts, Age: age, Horizon: s.cfg.Horizon}
+			age := s.cfg.Clock().Sub(d.Timestamp)
+			if d.Timestamp.IsZero() || age > s.cfg.Horizon {
+				return pgconn.CommandTag{}, &HorizonError{ID: c.ID, Timestamp: d.Timestamp, Age: age, Horizon: s.cfg.Horizon}
 			}
 		}
 		return s.store.Credit(ctx, tx, c)
 	})
+	if err != nil {
+		if cause := refused(c, err); cause != nil {
+			return consumer.Reject(cause)
+		}
+		s.cfg.Logger.Error("cannot apply a credit; stopping", "delivery", d.String(), "op_id", c.ID, "error", err)
+		return fmt.Errorf("service: credit %q: %w", c.ID, err)
+	}
+	if out == sink.Duplicate {
+		s.outcome = Duplicate
+		s.duplicate.Add(1)
+	} else {
+		s.outcome = Applied
+		s.applied.Add(1)
+	}
+	return nil
 }
 
 // refused returns the dead-letter cause when err is the credit's own fault (nothing was
@@ -110,18 +92,54 @@ func refused(c credit.Credit, err error) error {
 	return nil
 }
 
-// deadLetter records the message in the ledger as waiting for its delivery report and hands it
-// to the dead-letter producer.
-func (s *Service) deadLetter(pt *part, m *kafka.Message, d Delivery, cause error) {
-	if err := pt.led.Add(d.Offset, ledger.Ack()); err != nil {
-		s.fatal = fmt.Errorf("service: ledger of %s: %w", d, err)
+// observer turns the runtime's hooks into the service's [Hooks], and ticks the runtime after
+// every decision and delivery report when every message is committed on its own.
+type observer struct{ s *Service }
+
+func (o observer) OnMessage(mi consumer.MessageInfo) {
+	s := o.s
+	d := Decision{Delivery: s.cur}
+	if d.TopicPartition != mi.TopicPartition || d.Offset != mi.Offset {
+		d = Decision{Delivery: Delivery{TopicPartition: mi.TopicPartition, Offset: mi.Offset}} // not expected: handle runs first
+	}
+	if mi.Outcome == consumer.DeadLettered {
+		d.Outcome, d.Class, d.Err = DeadLettered, dlq.ErrorClass(mi.Err), mi.Err
+	} else {
+		d.Outcome = s.outcome
+	}
+	s.cfg.Logger.Debug("credit decided", "delivery", d.String(), "op_id", d.Credit.ID, "outcome", d.Outcome.String(), "class", d.Class)
+	if h := s.cfg.Hooks.Decided; h != nil {
+		h(d)
+	}
+	o.tick()
+}
+
+func (o observer) OnDeadLetter(consumer.DeadLetterInfo) { o.tick() }
+
+func (o observer) OnCommit(ci consumer.CommitInfo) {
+	h := o.s.cfg.Hooks.Committed
+	if h == nil || len(ci.Failed) == len(ci.Commits) {
 		return
 	}
-	s.send(pt, &letter{tp: d.TopicPartition, epoch: pt.epoch, offset: d.Offset, rec: dlqkafka.RecordFromMessage(m), cause: cause})
-	s.counts.deadLettered.Add(1)
-	class := dlq.ErrorClass(cause)
-	s.cfg.Logger.Info("credit dead-lettered", "delivery", d.String(), "class", class, "error", cause)
-	if h := s.cfg.Hooks.Decided; h != nil {
-		h(Decision{Delivery: d, Outcome: DeadLettered, Class: class, Err: cause})
+	done := make([]ledger.Commit, 0, len(ci.Commits))
+	for _, c := range ci.Commits {
+		failed := false
+		for _, f := range ci.Failed {
+			failed = failed || f.TopicPartition == c.TopicPartition
+		}
+		if !failed {
+			done = append(done, c)
+		}
+	}
+	h(done)
+}
+
+func (o observer) tick() {
+	if o.s.ticks == nil {
+		return
+	}
+	select {
+	case o.s.ticks <- time.Time{}:
+	default:
 	}
 }
