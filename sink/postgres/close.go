@@ -2,10 +2,8 @@ package postgres
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"time"
 
@@ -273,19 +271,28 @@ func firstAttrs(parts []storedPartial, na int) []*string {
 	return out
 }
 
-// lockBuckets returns the sorted, distinct lock buckets of the partials' keys.
+// lockBuckets returns the sorted, distinct lock buckets of the partials' keys: FNV-1a (64
+// bits) of the window start's nanoseconds (big endian), the dimension, a zero byte and the
+// dimension id, modulo LockBuckets. Every writer of the same tables must map a key to the
+// same bucket, so the mapping never changes.
 func (s *Sink) lockBuckets(ps []sink.Partial) []int32 {
+	const offset, prime = 14695981039346656037, 1099511628211
 	out := make([]int32, 0, min(len(ps), s.cfg.LockBuckets))
-	seen := make(map[int32]bool, cap(out))
-	var ts [8]byte
+	seen := make([]bool, s.cfg.LockBuckets)
 	for _, p := range ps {
-		h := fnv.New64a()
-		binary.BigEndian.PutUint64(ts[:], uint64(p.WindowStart.UnixNano()))
-		_, _ = h.Write(ts[:])
-		_, _ = h.Write([]byte(p.Dimension))
-		_, _ = h.Write([]byte{0})
-		_, _ = h.Write([]byte(p.DimensionID))
-		bucket := int32(h.Sum64() % uint64(s.cfg.LockBuckets))
+		h := uint64(offset)
+		ns := uint64(p.WindowStart.UnixNano())
+		for shift := 56; shift >= 0; shift -= 8 {
+			h = (h ^ uint64(byte(ns>>shift))) * prime
+		}
+		for i := 0; i < len(p.Dimension); i++ {
+			h = (h ^ uint64(p.Dimension[i])) * prime
+		}
+		h *= prime // the separating zero byte: h ^ 0 == h
+		for i := 0; i < len(p.DimensionID); i++ {
+			h = (h ^ uint64(p.DimensionID[i])) * prime
+		}
+		bucket := int32(h % uint64(s.cfg.LockBuckets))
 		if !seen[bucket] {
 			seen[bucket] = true
 			out = append(out, bucket)
