@@ -3,6 +3,7 @@ package consumer_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/streamledger/streamledger/dlq"
 	"github.com/streamledger/streamledger/dlq/dlqkafka"
 	"github.com/streamledger/streamledger/ledger/consumer"
 	"github.com/streamledger/streamledger/sink/sinktest"
@@ -122,4 +124,69 @@ func ExampleEvent_Validate() {
 	// Output:
 	// consumer: invalid event: an event with window values needs an event time
 	// <nil>
+}
+
+// unknownAccount is an effect's refusal that names its dead-letter class.
+type unknownAccount struct{ id string }
+
+func (e *unknownAccount) Error() string      { return "account " + e.id + " does not exist" }
+func (e *unknownAccount) ErrorClass() string { return "credit.unknown_account" }
+
+// An effect tells the message's own fault from the infrastructure's with Reject: a rejected
+// message is dead-lettered with the refusal's class, any other error stops the consumer.
+func ExampleReject() {
+	apply := func(ctx context.Context, account string) error {
+		if account != "a1" {
+			return consumer.Reject(fmt.Errorf("credit c7: %w", &unknownAccount{id: account}))
+		}
+		return nil
+	}
+	err := apply(context.Background(), "a9")
+	var rejected *consumer.RejectedError
+	fmt.Println(errors.As(err, &rejected), dlq.ErrorClass(err))
+	fmt.Println(err)
+	// Output:
+	// true credit.unknown_account
+	// credit c7: account a9 does not exist
+}
+
+// A consumer of effects only: no sink, no window keys; each message's Effect commits its own
+// transaction (marker and effect, for example with sink/postgres Effects.Apply) before the
+// runtime records the message, and its offset is committed at the next tick. (It needs a
+// broker, so it is compiled, not run.)
+func Example_effects() {
+	type credit struct {
+		ID      string `json:"op_id"`
+		Account string `json:"account"`
+		Amount  int64  `json:"amount"`
+	}
+	applyOnce := func(ctx context.Context, c credit) error {
+		return nil // in production: one transaction with the operation's marker and the credit
+	}
+	handle := func(m *kafka.Message) (consumer.Event[struct{}], error) {
+		var c credit
+		if err := json.Unmarshal(m.Value, &c); err != nil {
+			return consumer.Event[struct{}]{}, err // dead-lettered
+		}
+		return consumer.Event[struct{}]{Effect: func(ctx context.Context) error { return applyOnce(ctx, c) }}, nil
+	}
+	brokers := kafka.ConfigMap{"bootstrap.servers": "localhost:9092"}
+	dead, err := dlqkafka.NewProducer(dlqkafka.Config{Kafka: brokers, ProcessorID: "credits-1", CreateTopics: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer dead.Close(context.Background())
+	c, err := consumer.New(consumer.Config[struct{}]{
+		Kafka:       kafka.ConfigMap{"bootstrap.servers": "localhost:9092", "group.id": "credits"},
+		Topics:      map[string]consumer.Handler[struct{}]{"credits": handle},
+		DeadLetters: dead,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := c.Run(ctx); err != nil {
+		log.Fatal(err) // after an ErrEffect, a restart runs the failed effect again
+	}
 }
