@@ -21,11 +21,13 @@
 // # Per message
 //
 // For each message, on the loop goroutine: decode ([Handler]; an error, or an [Event] that
-// [Event.Validate] rejects, sends it to the dead-letter topic); if the event has window values,
+// [Event.Validate] rejects, sends it to the dead-letter topic); if the event has an effect, run
+// it (see Effects); if the event has window values,
 // decide whether it is late against the partition's watermark BEFORE applying it (late: counted,
 // handed to [Config.OnLate], durable at once, nothing applied); apply it to its window and
 // buffer its state rows; add it to the partition's ledger with the condition that makes it
-// durable (ledger.Window, ledger.Flush, ledger.Ack for a dead letter); then observe its event
+// durable (ledger.Window, ledger.Flush, ledger.Ack for a dead letter, nothing for an effect or
+// an event that does nothing); then observe its event
 // time in the partition watermark and report the new watermark to the ledger. The ledger thus
 // knows the watermark as of every offset it may commit at, and the commit metadata restores it.
 //

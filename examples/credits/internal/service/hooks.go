@@ -61,8 +61,9 @@ type Hooks struct {
 	// BeforeApply runs for a credit that decoded, before its sink transaction begins.
 	BeforeApply func(Delivery)
 	// Decided runs once per delivery after it was decided: after the sink transaction
-	// committed (applied) or found the marker (duplicate), or after the message was handed
-	// to the dead-letter producer; before any offset commit covering it.
+	// committed (applied) or found the marker (duplicate), or when the message is
+	// dead-lettered (just before its letter is handed to the producer); before any offset
+	// commit covering it.
 	Decided func(Decision)
 	// Committed runs after the broker accepted an offset commit.
 	Committed func([]ledger.Commit)
