@@ -41,6 +41,7 @@ func commands() []command {
 		{"feed", "the simulated national feed, to a broker or a JSONL file; --from replays a file", runFeed},
 		{"broker", "a standalone Kafka-protocol broker (kfake) with the OV topics, for local runs", runBroker},
 		{"replay-dlq", "republish dead letters to their original topic; --dry-run lists them by error class", runReplayDLQ},
+		{"chaos", "the reliability harness: kills, rebalances, outages, compared with the oracle", runChaos},
 	}
 }
 

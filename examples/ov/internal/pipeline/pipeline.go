@@ -42,6 +42,9 @@ type Config struct {
 	// WindowSize, Lateness, IdleTimeout and FlushInterval are the runtime's (5 min, 120 s,
 	// 30 s, 5 s when zero); a negative IdleTimeout means partitions never go idle.
 	WindowSize, Lateness, IdleTimeout, FlushInterval time.Duration
+	// WriteTimeout bounds the sink writes of one tick (see consumer.Config; 30 s when zero). It
+	// must stay under half of max.poll.interval.ms when Kafka sets that.
+	WriteTimeout time.Duration
 	// Decoder bounds what a message may hold (the Netherlands, 6 h of delay, by default).
 	Decoder event.Config
 	// ProcessorID names this instance in its dead letters and as the Kafka client.id
@@ -148,6 +151,7 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 		Lateness:      cfg.Lateness,
 		IdleTimeout:   cfg.IdleTimeout,
 		FlushInterval: cfg.FlushInterval,
+		WriteTimeout:  cfg.WriteTimeout,
 		Ticks:         cfg.Ticks,
 		MaxPending:    cfg.MaxPending,
 		MaxOpenKeys:   cfg.MaxOpenKeys,

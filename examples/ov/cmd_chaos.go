@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/streamledger/streamledger/examples/ov/internal/chaos"
+)
+
+func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	f := newFlags("chaos", "The reliability harness: a broker process, the simulated feed, processors as OS processes and\n"+
+		"Postgres; kills, rebalances, Postgres outages, an idle partition and fault points inside the\n"+
+		"process; after each scenario it drains and compares every table and dead letter with the oracle.\n"+
+		"Prints a table; fails on any mismatch. --full is `make chaos` (over a million records, and it\n"+
+		"stops and starts the Postgres server: not on a shared server).", stderr)
+	full := f.Bool("full", "", false, "the full size (over 1 M records; stops and starts the Postgres server)")
+	scenarios := f.String("scenarios", "", "", "comma-separated scenarios (default all): "+strings.Join(chaos.Scenarios(), ", "))
+	dsn := f.String("dsn", "DATABASE_URL", DefaultDatabaseURL, "Postgres connection string")
+	workDir := f.String("workdir", "", "", "directory for the processes' logs (default: a temporary one, removed on success)")
+	seed := f.Int("seed", "", 1, "seed of the random fault instants")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	size := chaos.Short()
+	if *full {
+		size = chaos.Full()
+	}
+	dir := *workDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "ov-chaos-"); err != nil {
+			return err
+		}
+	}
+	var names []string
+	if *scenarios != "" {
+		names = strings.Split(*scenarios, ",")
+	}
+	results, err := chaos.Run(ctx, chaos.Config{Binary: bin, DSN: *dsn, Size: size, Scenarios: names, WorkDir: dir,
+		Progress: stderr, Seed: uint64(*seed)})
+	chaos.WriteTable(stdout, size.Name, results)
+	if err != nil {
+		return err
+	}
+	for _, r := range results {
+		if !r.OK() {
+			fmt.Fprintf(stderr, "logs in %s\n", dir)
+			return errors.New("chaos: a scenario failed or mismatched the oracle")
+		}
+	}
+	if *workDir == "" {
+		os.RemoveAll(dir)
+	}
+	return nil
+}
