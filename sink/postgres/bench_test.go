@@ -57,6 +57,30 @@ func BenchmarkWriteClose(b *testing.B) {
 	}
 }
 
+// BenchmarkWriteCloseReplay rewrites a stored close batch of closeRows partials, as a
+// processor replaying after a crash would: with the default strategy the new-batch path
+// fails at its first row and the batch takes the general (upsert) path.
+func BenchmarkWriteCloseReplay(b *testing.B) {
+	const closeRows = 2000
+	ctx := testCtx(b)
+	s, _ := newSink(b, func(c *postgres.Config) { c.Clock = time.Now })
+	st := sinktest.Stats(b, 1, 5, 9, 12, 40, 41, 300)
+	start := sinktest.T0()
+	bt := sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic}, ClosedThrough: start.Add(5 * time.Minute),
+		Partials: make([]sink.Partial, closeRows)}
+	for k := range bt.Partials {
+		bt.Partials[k] = sink.Partial{Key: sink.Key{WindowStart: start, Dimension: "stop", DimensionID: fmt.Sprintf("S%05d", k)},
+			WindowEnd: bt.ClosedThrough, Attrs: map[string]string{"operator": "GVB"}, Stats: st}
+	}
+	require.NoError(b, s.WriteClose(ctx, bt))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		require.NoError(b, s.WriteClose(ctx, bt))
+	}
+	b.ReportMetric(float64(closeRows*b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
 // BenchmarkWriteCloseConcurrent is BenchmarkWriteClose with the default strategy and two
 // writers (two partitions, as two consumers would) at once over the same keys: the rate the
 // sink sustains when the server can use both cores.
