@@ -2,7 +2,9 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -131,4 +133,37 @@ func TestReplayedBatchRecordsProgress(t *testing.T) {
 	got, err := s.ClosedThrough(context.WithoutCancel(ctx), b.Source)
 	require.NoError(t, err)
 	assert.Equal(t, later.ClosedThrough, got[b.Source])
+}
+
+// Two writers of the same partition (a processor and its zombie after a rebalance) write
+// the same batches at once: one inserts, the other waits on its rows and falls back to the
+// upserts; both succeed and the rows are those of one write.
+func TestSamePartitionWrittenTwiceAtOnce(t *testing.T) {
+	ctx := testCtx(t)
+	const windows, keys = 3, 300
+	bs := batches(t, 7, 2, windows, keys)
+	single, _ := newSink(t, nil)
+	for _, pb := range bs {
+		for _, b := range pb {
+			require.NoError(t, single.WriteClose(ctx, b))
+		}
+	}
+	want := readWindows(t, ctx, single, windows)
+
+	s, _ := newSink(t, nil)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for w := range errs {
+		wg.Go(func() {
+			for _, b := range bs[w%2] {
+				if err := s.WriteClose(ctx, b); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+	assert.Equal(t, want, readWindows(t, ctx, s, windows))
 }
