@@ -57,6 +57,46 @@ func BenchmarkWriteClose(b *testing.B) {
 	}
 }
 
+// BenchmarkWriteCloseSizes is BenchmarkWriteClose with the default strategy for batches of
+// several sizes: a processor sends whatever closed since its last tick, from a few partials
+// to a whole window's keys.
+func BenchmarkWriteCloseSizes(b *testing.B) {
+	stats := make([][]byte, 64)
+	for i := range stats {
+		vals := make([]float64, 20)
+		for j := range vals {
+			vals[j] = float64((i*31 + j*7) % 600)
+		}
+		stats[i] = sinktest.Stats(b, vals...)
+	}
+	for _, rows := range []int{100, 500, 2000, 10000} {
+		b.Run(fmt.Sprint(rows), func(b *testing.B) {
+			ctx := testCtx(b)
+			s, _ := newSink(b, func(c *postgres.Config) { c.Clock = time.Now })
+			batch := func(i int) sink.CloseBatch {
+				start := sinktest.T0().Add(time.Duration(i/2) * 5 * time.Minute)
+				end := start.Add(5 * time.Minute)
+				out := sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: int32(i % 2)}, ClosedThrough: end,
+					Partials: make([]sink.Partial, rows)}
+				for k := range out.Partials {
+					out.Partials[k] = sink.Partial{Key: sink.Key{WindowStart: start, Dimension: "stop", DimensionID: fmt.Sprintf("S%05d", k)},
+						WindowEnd: end, Attrs: map[string]string{"operator": "GVB"}, Stats: stats[(i+k)%len(stats)]}
+				}
+				return out
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				bt := batch(i)
+				b.StartTimer()
+				require.NoError(b, s.WriteClose(ctx, bt))
+			}
+			b.ReportMetric(float64(rows*b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
+
 // BenchmarkWriteCloseReplay rewrites a stored close batch of closeRows partials, as a
 // processor replaying after a crash would: with the default strategy the new-batch path
 // fails at its first row and the batch takes the general (upsert) path.

@@ -69,12 +69,14 @@
 // chosen by the benchmarks of this package (go test -bench . ./sink/postgres), which report
 // rows/s for every strategy side by side: on the development machine (two shared cores,
 // server included) unnest was the fastest for state upserts, and for close batches, with
-// the new-batch path above (which only the default strategy takes), about twice COPY and
-// nine times the row-by-row baseline (close batches of 2,000 partials: 50 to 69 thousand
-// partial-plus-merged rows per second with one writer, against 36 to 43 thousand before
-// that path). Unnest also leaves the catalog alone, where COPY creates and drops a
-// temporary table per transaction. Columns whose value is the same for a whole batch (source partition, write
-// time, computed_at, updated_at) travel once, as scalar parameters.
+// the new-batch path above (which only the default strategy takes), about one and a half
+// times COPY and twelve times the row-by-row baseline: with batches of 2,000 partials and
+// one writer, 58 to 72 thousand partial-plus-merged rows per second in quiet runs (42 to 44
+// thousand before that path), 39 to 64 thousand while other work shared the cores; two
+// writers of the same keys, 66 to 99 thousand. Unnest also leaves the catalog alone, where
+// COPY creates and drops a temporary table per transaction. Columns whose value is the same
+// for a whole batch (source partition, write time, computed_at, updated_at) travel once, as
+// scalar parameters.
 //
 // # Readiness
 //
