@@ -99,11 +99,13 @@ const (
 // writeNewClose writes b assuming that it is new: none of its partials is stored yet, which
 // holds for every batch but a replay. The partials go in with a plain INSERT, and the merged
 // row of every key that no other partition has written yet (as read under the locks) with
-// another; only the merged rows of keys that other partitions share are upserted. Either
-// insert fails on a row that does exist; the work is then rolled back to a savepoint taken
-// before it, and writeNewClose reports false so that the general path writes the batch
-// instead. The plain inserts cannot lose a concurrent writer's row: a partial row is
-// written only by its own partition's batches, and a merged row only under its key's lock.
+// another; the merged rows of the keys that other partitions share are rewritten with an
+// UPDATE. A plain insert fails on a row that does exist, and the UPDATE counts the rows it
+// found; on either surprise the work is rolled back to a savepoint taken before it, and
+// writeNewClose reports false so that the general path writes the batch instead. The plain
+// inserts cannot lose a concurrent writer's row: a partial row is written only by its own
+// partition's batches (a second writer of the partition waits for the first and then
+// fails), and a merged row only under its key's lock.
 //
 // The first round trip carries the partials, the locks and the read of the other
 // partitions' partials; while the server works on it, the batch's own stats are decoded
