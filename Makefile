@@ -10,7 +10,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 export DATABASE_URL
 
-.PHONY: test fmt-check vet test-race test-rest bench lint fuzz demo
+.PHONY: test fmt-check vet test-race test-rest bench lint fuzz demo chaos
 
 test: fmt-check vet test-race test-rest
 
@@ -47,6 +47,11 @@ fuzz:
 # The OV demo: in-process broker, accelerated feed, processor, Postgres at DATABASE_URL.
 demo:
 	$(GO) run ./examples/ov demo
+
+# The full reliability harness of the OV example (over 1 M records); it stops and starts the
+# Postgres server, so never on a shared one. `make test` runs the short version.
+chaos:
+	$(GO) run ./examples/ov chaos --full
 
 lint:
 	$(GO) run $(STATICCHECK) ./...

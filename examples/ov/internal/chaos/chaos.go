@@ -129,7 +129,7 @@ type Result struct {
 	// Messages is the number of records produced.
 	Messages int
 	// Processes counts the processor processes started.
-	Processes                 int
+	Processes                  int
 	Kills, Rebalances, Outages int
 	// Mismatched counts rows (and dead letters, and accounting identities) that differ from
 	// the oracle; Mismatches holds the first of them.
@@ -308,10 +308,7 @@ func (h *harness) scenario(ctx context.Context, name string, all []feed.Record) 
 		res.Err = err
 		return res
 	}
-	static := ""
-	if name == ScenarioKill {
-		static = killStatic
-	}
+	static := map[string]string{ScenarioKill: killStatic, ScenarioFaultPoints: faultStatic}[name]
 	if err := s.drain(ctx, static); err != nil {
 		res.Err = err
 		return res
@@ -469,7 +466,7 @@ func (s *scene) startProc(ctx context.Context, name string, o procOpts) (*proc, 
 	if o.wait {
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		if err := waitPort(wctx, metrics, p); err != nil {
+		if err := waitPort(wctx, metrics, p); err != nil && !p.selfKilled() {
 			return nil, err
 		}
 	}

@@ -327,6 +327,10 @@ func busiest(records []feed.Record, d time.Duration) int {
 	return best
 }
 
+// faultStatic is the group.instance.id of the fault-points scenario's armed processor, so that
+// its restart replaces it at once.
+const faultStatic = "chaos-fault"
+
 // faultPoints: a processor armed (by $OV_FAULT) to kill itself at the Nth occurrence of a
 // point inside the process: right after a close batch committed in Postgres and before the
 // offsets are committed; right after a dead letter was handed to the producer and before its
@@ -346,7 +350,10 @@ func (s *scene) faultPoints(ctx context.Context) error {
 		}
 		point := points[i%len(points)]
 		n := 1 + s.h.randN(5)
-		o := procOpts{idle: BusyIdleTimeout, fault: fmt.Sprintf("%s:%d", point, n), wait: true}
+		if point == "revoke-committed" {
+			n = 1 // one revocation per lifetime
+		}
+		o := procOpts{idle: BusyIdleTimeout, fault: fmt.Sprintf("%s:%d", point, n), wait: true, static: faultStatic}
 		p, err := s.startProc(ctx, "a", o)
 		if err != nil {
 			return err
@@ -361,7 +368,7 @@ func (s *scene) faultPoints(ctx context.Context) error {
 		}
 		select {
 		case <-p.done:
-		case <-time.After(6 * time.Second):
+		case <-time.After(8 * time.Second):
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -1,0 +1,89 @@
+package chaos_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamledger/streamledger/examples/ov/internal/chaos"
+	"github.com/streamledger/streamledger/internal/pgtest"
+)
+
+// ovBinary is the ov command, built once by TestMain into a temporary directory.
+var ovBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ov-chaos-bin-")
+	if err != nil {
+		panic(err)
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	ovBinary = filepath.Join(dir, "ov")
+	if out, err := exec.Command(goBin, "build", "-o", ovBinary, "../..").CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		panic("go build ../..: " + err.Error() + ": " + string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type logWriter struct{ t *testing.T }
+
+func (w logWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+// TestChaosShort is the short harness of `make test`: every scenario at the short size, each
+// compared with the oracle after a drain. With -short only the kill scenario runs.
+func TestChaosShort(t *testing.T) {
+	pgtest.New(t) // fails when Postgres is unreachable in CI, skips elsewhere
+	bin := ovBinary
+	size := chaos.Short()
+	var scenarios []string
+	if testing.Short() {
+		scenarios = []string{chaos.ScenarioKill}
+	}
+	dir, err := os.MkdirTemp("", "ov-chaos-test-")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	results, err := chaos.Run(ctx, chaos.Config{Binary: bin, DSN: pgtest.URL(), Size: size, Scenarios: scenarios, WorkDir: dir,
+		Progress: logWriter{t}, Seed: 1})
+	var table strings.Builder
+	chaos.WriteTable(&table, size.Name, results)
+	t.Log(table.String())
+	require.NoError(t, err)
+	ok := true
+	for _, r := range results {
+		ok = assert.NoError(t, r.Err, r.Scenario) && ok
+		ok = assert.Zero(t, r.Mismatched, "%s: mismatched rows", r.Scenario) && ok
+		switch r.Scenario {
+		case chaos.ScenarioKill:
+			assert.GreaterOrEqual(t, r.Kills, size.Kills, "kills")
+		case chaos.ScenarioGroupRange, chaos.ScenarioGroupCooperative:
+			assert.GreaterOrEqual(t, r.Rebalances, size.GroupChanges, "rebalances")
+		case chaos.ScenarioPostgres:
+			assert.GreaterOrEqual(t, r.Outages, size.Terminations, "terminations")
+		case chaos.ScenarioFaultPoints:
+			assert.GreaterOrEqual(t, r.Kills, size.FaultKills, "processes killed at a fault point")
+		}
+	}
+	if ok {
+		os.RemoveAll(dir)
+	} else {
+		t.Logf("processes' logs kept in %s", dir)
+	}
+}
