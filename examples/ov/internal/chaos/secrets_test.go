@@ -111,4 +111,3 @@ func startBroker(t *testing.T) string {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
-
