@@ -48,6 +48,38 @@ func TestMergeIsDeterministicInDigestMode(t *testing.T) {
 	assert.Equal(t, int64(2100), a.Count)
 }
 
+// MergeStats of decoded parts gives Merge's numbers, in exact and digest mode, also when a
+// part was summarized alone first and then reused in a merge (as the Postgres sink does).
+func TestMergeStatsMatchesMerge(t *testing.T) {
+	for _, n := range []int{5, 700} {
+		var enc [][]byte
+		var parts []*window.Stats
+		for p := range 3 {
+			vals := make([]float64, n)
+			for i := range vals {
+				vals[i] = float64((i*37+p*11)%1000) / 3
+			}
+			enc = append(enc, stats(t, vals...))
+			s := new(window.Stats)
+			require.NoError(t, s.UnmarshalBinary(enc[p]))
+			parts = append(parts, s)
+		}
+		alone, err := sink.MergeStats(0.9, parts[0])
+		require.NoError(t, err)
+		want, err := sink.Merge(0.9, enc[0])
+		require.NoError(t, err)
+		assert.Equal(t, want, alone, "%d values", n)
+
+		got, err := sink.MergeStats(0.9, parts...)
+		require.NoError(t, err)
+		want, err = sink.Merge(0.9, enc...)
+		require.NoError(t, err)
+		assert.Equal(t, want, got, "%d values", n)
+	}
+	_, err := sink.MergeStats(0.9)
+	assert.ErrorIs(t, err, sink.ErrInvalid)
+}
+
 func TestMergeRejects(t *testing.T) {
 	_, err := sink.Merge(0.9)
 	assert.ErrorIs(t, err, sink.ErrInvalid)
