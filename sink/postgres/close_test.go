@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -166,4 +167,52 @@ func TestSamePartitionWrittenTwiceAtOnce(t *testing.T) {
 	wg.Wait()
 	require.NoError(t, errors.Join(errs...))
 	assert.Equal(t, want, readWindows(t, ctx, s, windows))
+}
+
+// A large batch sharing every key with another partition: a surprise at its last key (a
+// merged row deleted behind the sink's back) still rolls the whole attempt back to the
+// general path.
+func TestNewBatchPathLargeBatch(t *testing.T) {
+	const keys = 1300
+	start := sinktest.T0()
+	end := start.Add(5 * time.Minute)
+	batch := func(p int32, vals ...float64) sink.CloseBatch {
+		b := sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: p}, ClosedThrough: end}
+		for k := range keys {
+			b.Partials = append(b.Partials, sink.Partial{Key: sink.Key{WindowStart: start, Dimension: "stop", DimensionID: fmt.Sprintf("S%05d", k)},
+				WindowEnd: end, Stats: sinktest.Stats(t, append(vals, float64(k))...)})
+		}
+		return b
+	}
+	first, second := batch(0, 1, 2), batch(1, 3)
+	setup := sinktest.DefaultSetup()
+	mem, err := sinktest.NewMemory(sinktest.MemoryConfig{Aggregates: setup.Aggregates, Clock: setup.Clock})
+	require.NoError(t, err)
+	for _, b := range []sink.CloseBatch{first, second} {
+		require.NoError(t, mem.WriteClose(testCtx(t), b))
+	}
+	want, err := mem.Aggregates(testCtx(t), start)
+	require.NoError(t, err)
+	for name, tamper := range map[string]string{
+		"untouched":                       "",
+		"merged row of the last key gone": fmt.Sprintf(`DELETE FROM delay_aggregates WHERE dimension_id = 'S%05d'`, keys-1),
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := testCtx(t)
+			s, db := newSink(t, nil)
+			require.NoError(t, s.WriteClose(ctx, first))
+			if tamper != "" {
+				_, err := db.Pool.Exec(ctx, tamper)
+				require.NoError(t, err)
+			}
+			require.NoError(t, s.WriteClose(ctx, second))
+			got, err := s.Aggregates(ctx, start)
+			require.NoError(t, err)
+			require.Len(t, got, keys)
+			for i := range got {
+				got[i].Complete, want[i].Complete = false, false
+			}
+			assert.Equal(t, want, got)
+		})
+	}
 }
