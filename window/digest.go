@@ -27,8 +27,6 @@ type digest struct {
 	td  *tdigest.TDigest // lazily decoded view of enc for quantile queries; nil when not built
 }
 
-func (d *digest) centroids() int { return int(binary.BigEndian.Uint32(d.enc[12:16])) }
-
 // view returns enc decoded by go-tdigest, or nil if the library rejects it, which the
 // checks in this package make unreachable.
 func (d *digest) view() *tdigest.TDigest {
