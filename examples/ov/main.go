@@ -12,10 +12,11 @@
 //	ov feed        the simulated national feed, to a broker or a JSONL file (--from replays one)
 //	ov broker      a standalone Kafka-protocol broker (kfake) on 127.0.0.1:9092 with the topics
 //	ov replay-dlq  republish dead letters to their topic (--dry-run lists them by error class)
+//	ov chaos       the reliability harness
+//	ov bench       end-to-end benchmark against a raw consumer, scaling and memory (--quick, --json)
 //
 // Run "ov <command> -h" for a command's flags; every flag of run can also be set by the
-// environment variable shown in its help. There is no bench command yet: the performance
-// issue will add it.
+// environment variable shown in its help.
 package main
 
 import (
@@ -42,6 +43,7 @@ func commands() []command {
 		{"broker", "a standalone Kafka-protocol broker (kfake) with the OV topics, for local runs", runBroker},
 		{"replay-dlq", "republish dead letters to their original topic; --dry-run lists them by error class", runReplayDLQ},
 		{"chaos", "the reliability harness: kills, rebalances, outages, compared with the oracle", runChaos},
+		{"bench", "end-to-end benchmark: pipeline vs raw consume, stages, scaling, memory per open window", runBench},
 	}
 }
 

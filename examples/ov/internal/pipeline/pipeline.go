@@ -66,6 +66,9 @@ type Config struct {
 	Ticks  <-chan time.Time
 	Logger *slog.Logger
 	Hooks  []consumer.Hook
+	// WrapHandler, if set, wraps the handler of each topic, for instrumentation (the bench
+	// command times decoding with it). Nil means the handlers run as they are.
+	WrapHandler func(topic string, h consumer.Handler[tables.Key]) consumer.Handler[tables.Key]
 }
 
 func (c Config) withDefaults() Config {
@@ -141,9 +144,15 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 	for k, v := range common {
 		consCfg[k] = v
 	}
+	handlers := Handlers(cfg.PositionsTopic, cfg.PredictionsTopic, dec)
+	if cfg.WrapHandler != nil {
+		for t, h := range handlers {
+			handlers[t] = cfg.WrapHandler(t, h)
+		}
+	}
 	cons, err := consumer.New(consumer.Config[tables.Key]{
 		Kafka:         consCfg,
-		Topics:        Handlers(cfg.PositionsTopic, cfg.PredictionsTopic, dec),
+		Topics:        handlers,
 		Sink:          snk,
 		Keys:          SinkKey,
 		DeadLetters:   dlqProducer,

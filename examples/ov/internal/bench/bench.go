@@ -1,0 +1,316 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/streamledger/streamledger/dlq"
+	"github.com/streamledger/streamledger/examples/ov/internal/feed"
+	"github.com/streamledger/streamledger/examples/ov/internal/pipeline"
+	"github.com/streamledger/streamledger/examples/ov/internal/produce"
+	"github.com/streamledger/streamledger/ledger/consumer"
+)
+
+// SeedOpenWindows is the seed's figure: 6,994 (window, key) aggregates open at once at the
+// morning peak of the Dutch network. Sizes are given as multiples of it.
+const SeedOpenWindows = 6994
+
+// Defaults of the zero Case fields.
+const (
+	DefaultPartitions    = 6
+	DefaultFlushInterval = time.Second
+	DefaultDuration      = 10 * time.Minute
+)
+
+// DefaultStart is the simulated start of a bench feed: 07:45 CET, the morning peak.
+func DefaultStart() time.Time { return time.Date(2026, 3, 10, 7, 45, 0, 0, feed.CET()) }
+
+// Case is one measurement.
+type Case struct {
+	// Name labels the case in the table and the JSON.
+	Name string
+	// Size is the target open (window, key) aggregates as a multiple of SeedOpenWindows; it is
+	// informational (the feed's Scale decides), the result carries what was measured.
+	Size float64
+	// Scale is the feed's (1: the national network).
+	Scale float64
+	// Partitions per topic [DefaultPartitions].
+	Partitions int
+	// Start and Duration are the simulated span of the feed [DefaultStart], [DefaultDuration].
+	Start    time.Time
+	Duration time.Duration
+	// Seed of the feed.
+	Seed uint64
+}
+
+// Config is what every case shares.
+type Config struct {
+	// DSN is the Postgres connection string.
+	DSN string
+	// FlushInterval is the processor's tick [DefaultFlushInterval].
+	FlushInterval time.Duration
+	// Kafka holds extra librdkafka settings for the producer and both consumers.
+	Kafka kafka.ConfigMap
+	// Logger receives the processor's logs; nil discards them.
+	Logger *slog.Logger
+	// Progress, if set, receives a line per phase.
+	Progress io.Writer
+}
+
+func (c Case) withDefaults() Case {
+	if c.Partitions == 0 {
+		c.Partitions = DefaultPartitions
+	}
+	if c.Start.IsZero() {
+		c.Start = DefaultStart()
+	}
+	if c.Duration == 0 {
+		c.Duration = DefaultDuration
+	}
+	if c.Scale == 0 {
+		c.Scale = 1
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	return c
+}
+
+// Run measures one case: it starts a broker, produces the feed, consumes it raw, then runs the
+// pipeline through it into a schema of its own, dropped at the end.
+func Run(ctx context.Context, cfg Config, c Case) (Result, error) {
+	c = c.withDefaults()
+	if cfg.FlushInterval == 0 {
+		cfg.FlushInterval = DefaultFlushInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	progress := func(format string, args ...any) {
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, "  %s: "+format+"\n", append([]any{c.Name}, args...)...)
+		}
+	}
+	res := Result{Name: c.Name, Size: c.Size, Scale: c.Scale, Partitions: c.Partitions,
+		FeedStart: c.Start, FeedDuration: c.Duration.String(), FlushInterval: cfg.FlushInterval.String()}
+
+	pos, pred := feed.DefaultPositionsTopic, feed.DefaultPredictionsTopic
+	topics := []string{pos, pred, dlq.DefaultTopic(pos), dlq.DefaultTopic(pred)}
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(c.Partitions), topics...))
+	if err != nil {
+		return res, fmt.Errorf("bench: starting the broker: %w", err)
+	}
+	defer cluster.Close()
+	brokers := cluster.ListenAddrs()[0]
+
+	// Produce first; the clock starts afterwards.
+	t0 := time.Now()
+	ends, err := produceFeed(ctx, brokers, cfg.Kafka, c, &res)
+	if err != nil {
+		return res, err
+	}
+	res.ProduceSeconds = time.Since(t0).Seconds()
+	progress("produced %d records in %.1fs", res.Records, res.ProduceSeconds)
+
+	raw, err := consumeRaw(ctx, brokers, cfg.Kafka, res.Records)
+	if err != nil {
+		return res, err
+	}
+	res.Raw = raw
+	progress("raw consume %.0f ev/s", raw.EventsPerSec)
+
+	if err := runPipeline(ctx, cfg, c, brokers, ends, &res); err != nil {
+		return res, err
+	}
+	if res.Raw.EventsPerSec > 0 {
+		res.Ratio = res.Pipeline.EventsPerSec / res.Raw.EventsPerSec
+	}
+	progress("pipeline %.0f ev/s (ratio %.2f), peak open keys %d", res.Pipeline.EventsPerSec, res.Ratio, res.PeakOpenKeys)
+	return res, nil
+}
+
+// produceFeed produces the whole feed and returns the end offset of every partition.
+func produceFeed(ctx context.Context, brokers string, extra kafka.ConfigMap, c Case, res *Result) (map[partKey]int64, error) {
+	gen, err := feed.New(feed.Config{Seed: c.Seed, Start: c.Start, Duration: c.Duration, Scale: c.Scale,
+		DisorderShare: feed.SuggestedDisorderShare, LateShare: feed.SuggestedLateShare,
+		MalformedShare: feed.SuggestedMalformedShare})
+	if err != nil {
+		return nil, err
+	}
+	prod, err := produce.New(ctx, brokers, []string{feed.DefaultPositionsTopic, feed.DefaultPredictionsTopic}, quiet(extra))
+	if err != nil {
+		return nil, err
+	}
+	defer prod.Close(10 * time.Second)
+	ends := map[partKey]int64{}
+	n := int32(c.Partitions)
+	for {
+		r, ok := gen.Next()
+		if !ok {
+			break
+		}
+		if err := prod.Send(ctx, r); err != nil {
+			return nil, fmt.Errorf("bench: producing: %w", err)
+		}
+		ends[partKey{r.Topic, feed.Partition(r.Key, n)}]++
+	}
+	if err := prod.Flush(ctx); err != nil {
+		return nil, fmt.Errorf("bench: flushing the producer: %w", err)
+	}
+	if err := prod.Err(); err != nil {
+		return nil, fmt.Errorf("bench: producing: %w", err)
+	}
+	st := gen.Stats()
+	res.Records = int64(st.Records)
+	res.Positions, res.Predictions = int64(st.Positions), int64(st.Predictions)
+	res.PeakVehicles = st.PeakVehicles
+	return ends, nil
+}
+
+type partKey struct {
+	topic string
+	part  int32
+}
+
+func quiet(extra kafka.ConfigMap) kafka.ConfigMap {
+	m := kafka.ConfigMap{"log_level": 4}
+	for k, v := range extra {
+		m[k] = v
+	}
+	return m
+}
+
+// consumerConfig is the consumer configuration both the raw reference and the pipeline use
+// (pipeline.New adds group.id, auto.offset.reset, bootstrap.servers and client.id the same way).
+func consumerConfig(brokers, group string, extra kafka.ConfigMap) kafka.ConfigMap {
+	m := kafka.ConfigMap{"group.id": group, "auto.offset.reset": "earliest", "bootstrap.servers": brokers,
+		"client.id": "ov-bench"}
+	for k, v := range quiet(extra) {
+		m[k] = v
+	}
+	return m
+}
+
+// consumeRaw polls every record with the same client and settings, doing nothing with them.
+func consumeRaw(ctx context.Context, brokers string, extra kafka.ConfigMap, total int64) (Rate, error) {
+	cm := consumerConfig(brokers, "ov-bench-raw", extra)
+	cm["enable.auto.commit"] = false
+	cons, err := kafka.NewConsumer(&cm)
+	if err != nil {
+		return Rate{}, fmt.Errorf("bench: raw consumer: %w", err)
+	}
+	defer cons.Close()
+	if err := cons.SubscribeTopics([]string{feed.DefaultPositionsTopic, feed.DefaultPredictionsTopic}, nil); err != nil {
+		return Rate{}, fmt.Errorf("bench: raw consumer: %w", err)
+	}
+	var n int64
+	var first time.Time
+	deadline := time.Now().Add(10 * time.Minute)
+	for n < total {
+		if err := ctx.Err(); err != nil {
+			return Rate{}, err
+		}
+		if time.Now().After(deadline) {
+			return Rate{}, fmt.Errorf("bench: raw consumer read %d of %d records in 10 minutes", n, total)
+		}
+		switch e := cons.Poll(100).(type) {
+		case *kafka.Message:
+			if e.TopicPartition.Error != nil {
+				continue
+			}
+			if n == 0 {
+				first = time.Now()
+			}
+			n++
+		case kafka.Error:
+			if e.IsFatal() {
+				return Rate{}, fmt.Errorf("bench: raw consumer: %w", e)
+			}
+		}
+	}
+	d := time.Since(first)
+	return Rate{Events: n, Seconds: d.Seconds(), EventsPerSec: float64(n) / d.Seconds()}, nil
+}
+
+// runPipeline runs the OV processor until it has committed every partition's end offset.
+func runPipeline(ctx context.Context, cfg Config, c Case, brokers string, ends map[partKey]int64, res *Result) error {
+	pool, err := pgxpool.New(ctx, cfg.DSN)
+	if err != nil {
+		return fmt.Errorf("bench: postgres: %w", err)
+	}
+	defer pool.Close()
+	schema := fmt.Sprintf("ov_bench_%d", time.Now().UnixNano())
+	ident := pgx.Identifier{schema}.Sanitize()
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+ident); err != nil {
+		return fmt.Errorf("bench: creating schema %s: %w", schema, err)
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_, _ = pool.Exec(dctx, "DROP SCHEMA IF EXISTS "+ident+" CASCADE")
+	}()
+
+	// The clock jumps an hour ahead once every record is consumed, so that the partitions go
+	// idle and close their last windows at the next tick.
+	var skew atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	m := newMeter(res.Records, ends, func() { skew.Store(int64(time.Hour)) })
+
+	runtime.GC()
+	m.baseHeap = liveHeap()
+	rssBase := rssNow()
+	resetPeakRSS()
+
+	p, err := pipeline.New(ctx, pipeline.Config{
+		Brokers: brokers, Group: "ov-bench", Schema: schema, Migrate: true, FlushInterval: cfg.FlushInterval,
+		ProcessorID: "ov-bench", CreateDLQTopics: true, Kafka: quiet(cfg.Kafka), Logger: cfg.Logger,
+		Clock: clock, Hooks: []consumer.Hook{m}, WrapHandler: m.wrap,
+	}, pool)
+	if err != nil {
+		return err
+	}
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	runDone := make(chan error, 1)
+	go func() { runDone <- p.Run(runCtx) }()
+
+	var runErr error
+	timeout := time.NewTimer(15 * time.Minute)
+	defer timeout.Stop()
+	select {
+	case <-m.drained:
+	case err := <-runDone:
+		runErr = err
+		if runErr == nil {
+			runErr = errors.New("the processor stopped before draining the feed")
+		}
+		return fmt.Errorf("bench: pipeline: %w", runErr)
+	case <-ctx.Done():
+		stop()
+		<-runDone
+		return ctx.Err()
+	case <-timeout.C:
+		stop()
+		<-runDone
+		return fmt.Errorf("bench: pipeline did not drain in 15 minutes (%s)", m.progress())
+	}
+	stop()
+	if err := <-runDone; err != nil {
+		return fmt.Errorf("bench: pipeline shutdown: %w", err)
+	}
+	m.fill(res, p.Counters())
+	res.RSSGrowth = max(0, peakRSS()-rssBase)
+	res.PeakRSS = peakRSS()
+	return nil
+}

@@ -1,0 +1,59 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamledger/streamledger/internal/pgtest"
+)
+
+// TestRun runs one small case end to end: every record is consumed raw and by the pipeline,
+// the pipeline drains (its figures are filled from a commit through every partition's end),
+// and the report round-trips through JSON.
+func TestRun(t *testing.T) {
+	pgtest.New(t) // skips (or fails in CI) without a server
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, Config{DSN: pgtest.URL(), FlushInterval: 200 * time.Millisecond},
+		Case{Name: "tiny", Size: 1, Scale: 0.05, Partitions: 2, Duration: 10 * time.Minute})
+	require.NoError(t, err)
+	require.Positive(t, res.Records)
+	assert.Equal(t, res.Records, res.Raw.Events)
+	assert.Equal(t, res.Records, res.Pipeline.Events, "one consumer, no rebalance: each record decided once")
+	assert.Equal(t, res.Pipeline.Events, res.Admitted+res.Late+res.DeadLettered)
+	assert.Positive(t, res.Pipeline.EventsPerSec)
+	assert.Positive(t, res.Ratio)
+	assert.Positive(t, res.RowsState)
+	assert.Positive(t, res.RowsPartials, "the last windows were closed by the idle advance and written")
+	assert.Positive(t, res.Stages.DecodeNsPerEvent)
+	assert.Positive(t, res.Stages.Ticks)
+	assert.GreaterOrEqual(t, res.TickP99Ms, res.TickP50Ms)
+
+	rep := NewReport("test")
+	rep.Cases = append(rep.Cases, res)
+	var tables, js bytes.Buffer
+	require.NoError(t, rep.WriteTables(&tables))
+	assert.Contains(t, tables.String(), "tiny")
+	require.NoError(t, rep.WriteJSON(&js))
+	var back Report
+	require.NoError(t, json.Unmarshal(js.Bytes(), &back))
+	require.Len(t, back.Cases, 1)
+	assert.Equal(t, res.Records, back.Cases[0].Records)
+}
+
+func TestQuantile(t *testing.T) {
+	ds := []time.Duration{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for _, tc := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.5, 5}, {0.99, 10}, {1, 10}, {0, 1}} {
+		assert.Equal(t, tc.want, quantile(ds, tc.q), "q=%v", tc.q)
+	}
+	assert.Zero(t, quantile(nil, 0.5))
+}

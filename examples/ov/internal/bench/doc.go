@@ -1,0 +1,41 @@
+// Package bench measures the OV processor end to end: the real client (confluent-kafka-go)
+// against an in-process Kafka-protocol broker (franz-go's kfake), into the real Postgres, on a
+// feed produced before the clock starts.
+//
+// # What one case measures
+//
+// Run generates a feed (package feed) at a scale, produces all of it to a fresh broker with
+// the example's producer, and then consumes it twice with the same client and the same
+// consumer settings:
+//
+//   - raw: a plain confluent-kafka-go consumer that polls every message and does nothing with
+//     it, timed from its first message to its last: the reference rate;
+//   - pipeline: the OV processor (package pipeline) against its own Postgres schema, timed
+//     from the first message decided to the commit that reaches the end of every partition
+//     (the drain: committed offsets equal the high watermarks), so the time includes the last
+//     windows' writes. Once every record is consumed the processor's clock jumps an hour
+//     ahead, so that its partitions go idle and close their last windows at the next tick
+//     instead of after seven minutes of wall time.
+//
+// The ratio pipeline/raw is the processing overhead, measured in the same process on the same
+// machine, which is steadier than either rate on a shared machine.
+//
+// # Stages
+//
+// The runtime's hooks and a wrapper around the handlers split the pipeline's wall time into:
+// the client (Poll and the loop between two messages), decode (the handler: scan, validate,
+// build the event), apply (everything the runtime does with a decoded event: late test,
+// windows, state buffer, ledger, watermark, hooks) and the ticks (state flushes and close
+// batches written to Postgres, and commits). The runtime has no hook between its windowing and
+// its ledger, so apply is one figure; a CPU profile (--cpuprofile) splits it.
+//
+// # Memory
+//
+// Broker, producer and processor share the process, so peak RSS (VmHWM, reset before each
+// phase where the kernel allows it) includes the broker's copy of the feed; the table also
+// gives the RSS growth during the pipeline phase. Memory per open (window, key) is the growth
+// of the live Go heap over the baseline taken after the feed was produced (a forced GC when
+// the open keys reach a new high, at a tick; that pause is excluded from the rates) divided by
+// the open keys at that moment. It is an upper bound: it also holds the ledgers, the buffered
+// state rows and the messages in flight.
+package bench

@@ -1,0 +1,233 @@
+package bench
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/metrics"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/streamledger/streamledger/examples/ov/internal/tables"
+	"github.com/streamledger/streamledger/ledger"
+	"github.com/streamledger/streamledger/ledger/consumer"
+)
+
+// probeGrowth is how much the open keys must grow past the last probe before the meter forces
+// a GC to measure the live heap again: a few probes per run, not one per tick.
+const probeGrowth = 1.15
+
+// meter implements the consumer's hooks and wraps the handlers. Everything but drained, done
+// and the atomics runs on the consumer's loop goroutine.
+type meter struct {
+	total         int64
+	ends          map[partKey]int64
+	left          int // partitions not yet committed through their end
+	consumedAll   func()
+	drained       chan struct{}
+	drainedOnce   sync.Once
+	decidedAtomic atomic.Int64
+
+	first, decEnd, lastEnd, lastCommit time.Time
+	decided                            int64
+	decode, apply, gap                 time.Duration
+	tickWhileConsuming, probe          time.Duration
+	ticks                              []time.Duration
+	writeState, writeClose, commit     time.Duration
+	writesState, writesClose           int64
+	rowsState, rowsPartials            int64
+	peakPending                        int64
+	peakOpenKeys                       int
+
+	baseHeap, peakHeapDelta uint64
+	probeKeys               int
+	probeHeapDelta          uint64
+}
+
+func newMeter(total int64, ends map[partKey]int64, consumedAll func()) *meter {
+	left := 0
+	for _, e := range ends {
+		if e > 0 {
+			left++
+		}
+	}
+	return &meter{total: total, ends: ends, left: left, consumedAll: consumedAll, drained: make(chan struct{})}
+}
+
+func (m *meter) wrap(_ string, h consumer.Handler[tables.Key]) consumer.Handler[tables.Key] {
+	return func(msg *kafka.Message) (consumer.Event[tables.Key], error) {
+		t := time.Now()
+		if m.first.IsZero() {
+			m.first = t
+		} else if !m.lastEnd.IsZero() {
+			m.gap += t.Sub(m.lastEnd)
+		}
+		ev, err := h(msg)
+		m.decEnd = time.Now()
+		m.decode += m.decEnd.Sub(t)
+		return ev, err
+	}
+}
+
+// OnMessage implements consumer.HookMessage.
+func (m *meter) OnMessage(consumer.MessageInfo) {
+	now := time.Now()
+	m.apply += now.Sub(m.decEnd)
+	m.lastEnd = now
+	m.decided++
+	m.decidedAtomic.Store(m.decided)
+	if m.decided == m.total {
+		m.consumedAll()
+	}
+}
+
+// OnTick implements consumer.HookTick.
+func (m *meter) OnTick(i consumer.TickInfo) {
+	m.ticks = append(m.ticks, i.Duration)
+	if m.decided > 0 && m.decided < m.total {
+		m.tickWhileConsuming += i.Duration
+	}
+	m.peakPending = max(m.peakPending, i.Pending)
+	m.peakOpenKeys = max(m.peakOpenKeys, i.OpenKeys)
+	if i.OpenKeys > 1000 && float64(i.OpenKeys) > probeGrowth*float64(m.probeKeys) {
+		start := time.Now()
+		runtime.GC()
+		h := liveHeap()
+		d := time.Since(start)
+		m.probe += d
+		if m.decided > 0 && m.decided < m.total {
+			m.tickWhileConsuming += d
+		}
+		delta := uint64(0)
+		if h > m.baseHeap {
+			delta = h - m.baseHeap
+		}
+		m.probeKeys, m.probeHeapDelta = i.OpenKeys, delta
+		m.peakHeapDelta = max(m.peakHeapDelta, delta)
+	}
+}
+
+// OnWrite implements consumer.HookWrite.
+func (m *meter) OnWrite(i consumer.WriteInfo) {
+	if i.Err != nil {
+		return
+	}
+	switch i.Kind {
+	case consumer.WriteState:
+		m.writeState += i.Duration
+		m.writesState++
+		m.rowsState += int64(i.Rows)
+	case consumer.WriteClose:
+		m.writeClose += i.Duration
+		m.writesClose++
+		m.rowsPartials += int64(i.Rows)
+	}
+}
+
+// OnCommit implements consumer.HookCommit.
+func (m *meter) OnCommit(i consumer.CommitInfo) {
+	m.commit += i.Duration
+	if i.Err != nil {
+		return
+	}
+	for _, c := range i.Commits {
+		if slices.ContainsFunc(i.Failed, func(f ledger.Commit) bool { return f.TopicPartition == c.TopicPartition }) {
+			continue
+		}
+		k := partKey{c.Topic, c.Partition}
+		end, ok := m.ends[k]
+		if !ok || end == 0 || c.Offset < end {
+			continue
+		}
+		m.ends[k] = 0 // reached: counted once
+		m.left--
+	}
+	if m.left == 0 && m.decided >= m.total {
+		m.drainedOnce.Do(func() {
+			m.lastCommit = time.Now()
+			close(m.drained)
+		})
+	}
+}
+
+// progress says how far the pipeline got, from any goroutine.
+func (m *meter) progress() string {
+	return fmt.Sprintf("%d of %d records decided", m.decidedAtomic.Load(), m.total)
+}
+
+// fill writes the figures into res; call it after Run returned.
+func (m *meter) fill(res *Result, c consumer.Counters) {
+	elapsed := m.lastCommit.Sub(m.first) - m.probe
+	sec := elapsed.Seconds()
+	res.Pipeline = Rate{Events: c.Consumed, Seconds: sec, EventsPerSec: float64(c.Consumed) / sec}
+	res.Admitted, res.Late, res.DeadLettered = c.Admitted, c.Late, c.DeadLettered
+	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(max(m.decided, 1)) }
+	client := m.gap - m.tickWhileConsuming
+	res.Stages = Stages{
+		ClientNsPerEvent:   per(client),
+		DecodeNsPerEvent:   per(m.decode),
+		ApplyNsPerEvent:    per(m.apply),
+		TickNsPerEvent:     per(sum(m.ticks)),
+		ClientSeconds:      client.Seconds(),
+		DecodeSeconds:      m.decode.Seconds(),
+		ApplySeconds:       m.apply.Seconds(),
+		TickSeconds:        sum(m.ticks).Seconds(),
+		StateWriteSeconds:  m.writeState.Seconds(),
+		CloseWriteSeconds:  m.writeClose.Seconds(),
+		CommitSeconds:      m.commit.Seconds(),
+		DrainSeconds:       m.lastCommit.Sub(m.lastEnd).Seconds(),
+		GCProbeSeconds:     m.probe.Seconds(),
+		StateWrites:        m.writesState,
+		CloseWrites:        m.writesClose,
+		Ticks:              len(m.ticks),
+		TickWhileConsuming: m.tickWhileConsuming.Seconds(),
+	}
+	sorted := slices.Clone(m.ticks)
+	slices.Sort(sorted)
+	res.TickP50Ms = ms(quantile(sorted, 0.5))
+	res.TickP99Ms = ms(quantile(sorted, 0.99))
+	res.TickMaxMs = ms(quantile(sorted, 1))
+	res.PeakPending = m.peakPending
+	res.PeakOpenKeys = m.peakOpenKeys
+	res.SizeMeasured = float64(m.peakOpenKeys) / SeedOpenWindows
+	res.RowsState, res.RowsPartials = m.rowsState, m.rowsPartials
+	res.RowsPerSec = float64(m.rowsState+m.rowsPartials) / sec
+	res.HeapBase = m.baseHeap
+	res.HeapPeakGrowth = m.peakHeapDelta
+	if m.probeKeys > 0 {
+		res.BytesPerOpenKey = float64(m.probeHeapDelta) / float64(m.probeKeys)
+		res.ProbeOpenKeys = m.probeKeys
+	}
+}
+
+func sum(ds []time.Duration) time.Duration {
+	var t time.Duration
+	for _, d := range ds {
+		t += d
+	}
+	return t
+}
+
+// quantile of sorted durations by the nearest rank.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(sorted))+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// liveHeap is the live heap marked by the last GC.
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
