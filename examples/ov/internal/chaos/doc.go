@@ -47,6 +47,10 @@
 //     the other partitions must keep committing, and the ledger (processor_uncommitted_messages)
 //     and the open windows (processor_open_windows) must stay within a bound derived from the
 //     feed: the records of the busiest stretch of window + lateness + disorder + two ticks.
+//     Its feed ends at the feed's end time, without the sparse tail of delayed predictions:
+//     with the short idle timeout every partition runs with here, a partition goes idle in
+//     that tail and a delayed prediction then arriving for a window the idle advance closed is
+//     late (as the design says), while the oracle, which knows nothing of idleness, admits it.
 //   - fault-points: a processor armed by $OV_FAULT kills itself at the Nth occurrence of a point
 //     inside the process, through the consumer's hooks: after a close batch committed in
 //     Postgres and before the offset commit; after a dead letter was handed to the producer and
