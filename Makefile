@@ -28,8 +28,15 @@ test-rest:
 	@rest=$$($(GO) list ./... | grep -v -E '/(ledger|window|watermark|sink)(/|$$)'); \
 	if [ -n "$$rest" ]; then $(GO) test -count=1 $$rest; fi
 
+# Micro benchmarks in benchstat's format, with allocations. A time-based -benchtime, never Nx:
+# some benchmarks do a lot per op (the ledger's BenchmarkPendingMemoryInOrder adds 10 M
+# entries). Compare runs with: make bench BENCHCOUNT=6 > new.txt; benchstat old.txt new.txt.
+# The end-to-end benchmark is `go run ./examples/ov bench [--quick] [--json FILE]`.
+BENCHTIME ?= 300ms
+BENCHCOUNT ?= 1
+BENCH ?= .
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./...
 
 # Each fuzz target runs for FUZZTIME; `go test -fuzz` takes one target per run.
 FUZZTIME ?= 60s
