@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/streamledger/streamledger/examples/ov/internal/bench"
+	"github.com/streamledger/streamledger/examples/ov/internal/tables"
+	"github.com/streamledger/streamledger/ledger/consumer"
 )
 
 // benchOptions holds ov bench's flags.
@@ -28,6 +30,7 @@ type benchOptions struct {
 	duration, sizeSpan  time.Duration
 	flush               time.Duration
 	seed                int
+	compare             bool
 	only                string
 }
 
@@ -39,7 +42,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	f.FlagSet.StringVar(&o.dsn, "dsn", envOr("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), "Postgres connection string ($DATABASE_URL)")
 	f.FlagSet.BoolVar(&o.quick, "quick", false, "a run of about a minute: 1 and 6 partitions at 1x, and 10x")
 	f.FlagSet.StringVar(&o.jsonOut, "json", "", "write the results as JSON to this file")
-	f.FlagSet.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the pipeline phases (all cases) to this file")
+	f.FlagSet.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the pipeline phase to this file (FILE.<case> when several cases run)")
 	f.FlagSet.StringVar(&o.memProf, "memprofile", "", "write an allocation profile (alloc_space) to this file at the end")
 	f.FlagSet.StringVar(&o.partitions, "partitions", "", "partition counts of the partition sweep at 1x (default 1,2,6,12; quick: 1,6)")
 	f.FlagSet.StringVar(&o.sizes, "sizes", "", "sizes of the open-window sweep, multiples of 6,994 (default 1,10,100; quick: 1,10)")
@@ -49,6 +52,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	f.FlagSet.DurationVar(&o.sizeSpan, "size-duration", 0, "simulated span of the larger sizes' feeds (default: 10m at 10x, 7m30s at 100x; quick: 7m30s)")
 	f.FlagSet.DurationVar(&o.flush, "flush-interval", bench.DefaultFlushInterval, "the processor's tick (state flush, window writes, commits)")
 	f.FlagSet.IntVar(&o.seed, "seed", 1, "feed seed")
+	f.FlagSet.BoolVar(&o.compare, "compare-handlers", false, "run each case twice, with the OV handlers before the profile (-former) and now, in that order")
 	f.FlagSet.StringVar(&o.only, "cases", "", "run only these cases (comma separated names, e.g. p6-1x,p6-100x)")
 	if err := f.parse(args); err != nil {
 		return err
@@ -59,17 +63,6 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errUsage
 	}
 
-	if o.cpuProfile != "" {
-		pf, err := os.Create(o.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
 	if o.memProf != "" {
 		runtime.MemProfileRate = 64 << 10
 	}
@@ -83,12 +76,53 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	fmt.Fprintf(stdout, "ov bench (%s): %d cases on %d CPUs, flush every %s\n", mode, len(cases), runtime.NumCPU(), o.flush)
 	began := time.Now()
-	for _, c := range cases {
-		res, err := bench.Run(ctx, cfg, c)
-		if err != nil {
-			return fmt.Errorf("case %s: %w", c.Name, err)
+	if o.cpuProfile != "" {
+		cfg.AroundPipeline = func(c bench.Case) func() {
+			name := o.cpuProfile
+			if len(cases) > 1 || o.compare {
+				name += "." + c.Name
+			}
+			pf, err := os.Create(name)
+			if err != nil {
+				fmt.Fprintf(stderr, "cpu profile: %v\n", err)
+				return func() {}
+			}
+			if err := pprof.StartCPUProfile(pf); err != nil {
+				fmt.Fprintf(stderr, "cpu profile: %v\n", err)
+				pf.Close()
+				return func() {}
+			}
+			return func() {
+				pprof.StopCPUProfile()
+				pf.Close()
+			}
 		}
-		rep.Cases = append(rep.Cases, res)
+	}
+	var former func(string, consumer.Handler[tables.Key]) consumer.Handler[tables.Key]
+	if o.compare {
+		var err error
+		if former, err = bench.FormerHandlers(); err != nil {
+			return err
+		}
+	}
+	for _, c := range cases {
+		runs := []bench.Case{c}
+		if o.compare {
+			fc := c
+			fc.Name += "-former"
+			runs = []bench.Case{fc, c}
+		}
+		for i, rc := range runs {
+			rcfg := cfg
+			if o.compare && i == 0 {
+				rcfg.Handlers = former
+			}
+			res, err := bench.Run(ctx, rcfg, rc)
+			if err != nil {
+				return fmt.Errorf("case %s: %w", rc.Name, err)
+			}
+			rep.Cases = append(rep.Cases, res)
+		}
 	}
 	fmt.Fprintf(stdout, "\ndone in %s\n\n", time.Since(began).Round(time.Second))
 	if err := rep.WriteTables(stdout); err != nil {

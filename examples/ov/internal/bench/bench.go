@@ -19,6 +19,7 @@ import (
 	"github.com/streamledger/streamledger/examples/ov/internal/feed"
 	"github.com/streamledger/streamledger/examples/ov/internal/pipeline"
 	"github.com/streamledger/streamledger/examples/ov/internal/produce"
+	"github.com/streamledger/streamledger/examples/ov/internal/tables"
 	"github.com/streamledger/streamledger/ledger/consumer"
 )
 
@@ -66,6 +67,13 @@ type Config struct {
 	Logger *slog.Logger
 	// Progress, if set, receives a line per phase.
 	Progress io.Writer
+	// AroundPipeline, if set, is called when the pipeline phase of a case starts, and the
+	// function it returns when the phase ends: the command starts and stops its CPU profile
+	// there, so that the profile holds the processor, not the feed's generation.
+	AroundPipeline func(c Case) (end func())
+	// Handlers, if set, replaces the pipeline's handler of each topic (the command's
+	// --compare-handlers runs the former handlers beside the current ones in one run).
+	Handlers func(topic string, current consumer.Handler[tables.Key]) consumer.Handler[tables.Key]
 }
 
 func (c Case) withDefaults() Case {
@@ -272,10 +280,20 @@ func runPipeline(ctx context.Context, cfg Config, c Case, brokers string, ends m
 	rssBase := rssNow()
 	resetPeakRSS()
 
+	wrap := m.wrap
+	if cfg.Handlers != nil {
+		wrap = func(topic string, h consumer.Handler[tables.Key]) consumer.Handler[tables.Key] {
+			return m.wrap(topic, cfg.Handlers(topic, h))
+		}
+	}
+	if cfg.AroundPipeline != nil {
+		end := cfg.AroundPipeline(c)
+		defer end()
+	}
 	p, err := pipeline.New(ctx, pipeline.Config{
 		Brokers: brokers, Group: "ov-bench", Schema: schema, Migrate: true, FlushInterval: cfg.FlushInterval,
 		ProcessorID: "ov-bench", CreateDLQTopics: true, Kafka: quiet(cfg.Kafka), Logger: cfg.Logger,
-		Clock: clock, Hooks: []consumer.Hook{m}, WrapHandler: m.wrap,
+		Clock: clock, Hooks: []consumer.Hook{m}, WrapHandler: wrap,
 	}, pool)
 	if err != nil {
 		return err

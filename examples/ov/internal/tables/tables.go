@@ -105,18 +105,39 @@ func KeysOf(p event.Prediction) [4]Key {
 
 // VehicleRow is the vehicle_latest row of a position.
 func VehicleRow(p event.Position) sink.StateRow {
-	return sink.StateRow{
-		Key:        []any{p.VehicleID},
-		ObservedAt: p.ObservedAt,
-		Values:     []any{p.TripID, p.Line, p.Operator, p.Lat, p.Lon, p.Bearing},
-	}
+	var b VehicleRowBuf
+	return b.Row(p)
 }
 
 // TripRow is the trip_delay_latest row of a prediction.
 func TripRow(p event.Prediction) sink.StateRow {
-	return sink.StateRow{
-		Key:        []any{p.TripID},
-		ObservedAt: p.ObservedAt,
-		Values:     []any{p.Line, p.Operator, p.Stop, p.DelayS},
-	}
+	var b TripRowBuf
+	return b.Row(p)
+}
+
+// VehicleRowBuf holds the key and values of one vehicle_latest row, so that a caller can
+// allocate them together with the rest of its event: one allocation instead of two.
+type VehicleRowBuf struct {
+	key  [1]any
+	vals [6]any
+}
+
+// Row fills b with the row of p and returns it; the row refers to b.
+func (b *VehicleRowBuf) Row(p event.Position) sink.StateRow {
+	b.key = [1]any{p.VehicleID}
+	b.vals = [6]any{p.TripID, p.Line, p.Operator, p.Lat, p.Lon, p.Bearing}
+	return sink.StateRow{Key: b.key[:], ObservedAt: p.ObservedAt, Values: b.vals[:]}
+}
+
+// TripRowBuf holds the key and values of one trip_delay_latest row (see VehicleRowBuf).
+type TripRowBuf struct {
+	key  [1]any
+	vals [4]any
+}
+
+// Row fills b with the row of p and returns it; the row refers to b.
+func (b *TripRowBuf) Row(p event.Prediction) sink.StateRow {
+	b.key = [1]any{p.TripID}
+	b.vals = [4]any{p.Line, p.Operator, p.Stop, p.DelayS}
+	return sink.StateRow{Key: b.key[:], ObservedAt: p.ObservedAt, Values: b.vals[:]}
 }
