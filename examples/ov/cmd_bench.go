@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
 	"os"
+	"os/exec"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
@@ -14,8 +16,6 @@ import (
 	"time"
 
 	"github.com/streamledger/streamledger/examples/ov/internal/bench"
-	"github.com/streamledger/streamledger/examples/ov/internal/tables"
-	"github.com/streamledger/streamledger/ledger/consumer"
 )
 
 // benchOptions holds ov bench's flags.
@@ -32,6 +32,8 @@ type benchOptions struct {
 	seed                int
 	compare             bool
 	only                string
+	inProcess           bool
+	child               string
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -43,7 +45,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	f.FlagSet.BoolVar(&o.quick, "quick", false, "a run of about a minute: 1 and 6 partitions at 1x, and 10x")
 	f.FlagSet.StringVar(&o.jsonOut, "json", "", "write the results as JSON to this file")
 	f.FlagSet.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the pipeline phase to this file (FILE.<case> when several cases run)")
-	f.FlagSet.StringVar(&o.memProf, "memprofile", "", "write an allocation profile (alloc_space) to this file at the end")
+	f.FlagSet.StringVar(&o.memProf, "memprofile", "", "write an allocation profile to this file at the end (FILE.<case> from each child process)")
 	f.FlagSet.StringVar(&o.partitions, "partitions", "", "partition counts of the partition sweep at 1x (default 1,2,6,12; quick: 1,6)")
 	f.FlagSet.StringVar(&o.sizes, "sizes", "", "sizes of the open-window sweep, multiples of 6,994 (default 1,10,100; quick: 1,10)")
 	f.FlagSet.IntVar(&o.basePartitions, "size-partitions", 6, "partitions of the size sweep")
@@ -52,10 +54,15 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	f.FlagSet.DurationVar(&o.sizeSpan, "size-duration", 0, "simulated span of the larger sizes' feeds (default: 10m at 10x, 7m30s at 100x; quick: 7m30s)")
 	f.FlagSet.DurationVar(&o.flush, "flush-interval", bench.DefaultFlushInterval, "the processor's tick (state flush, window writes, commits)")
 	f.FlagSet.IntVar(&o.seed, "seed", 1, "feed seed")
-	f.FlagSet.BoolVar(&o.compare, "compare-handlers", false, "run each case twice, with the OV handlers before the profile (-former) and now, in that order")
+	f.FlagSet.BoolVar(&o.inProcess, "in-process", false, "consume in this process instead of a child process (RSS and GC then include the broker's copy of the feed)")
+	f.FlagSet.StringVar(&o.child, "child", "", "internal: run the consuming phases of one case (a JSON spec) and print its result as JSON")
+	f.FlagSet.BoolVar(&o.compare, "compare-handlers", false, "run each case four times: with the OV handlers before the profile (-former), now, now again (-2), and before again (-former-2)")
 	f.FlagSet.StringVar(&o.only, "cases", "", "run only these cases (comma separated names, e.g. p6-1x,p6-100x)")
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	if o.child != "" {
+		return benchChildMain(ctx, o, stdout, stderr)
 	}
 	cases, err := benchPlan(o)
 	if err != nil {
@@ -72,52 +79,36 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		mode = "quick"
 	}
 	rep := bench.NewReport(mode)
-	cfg := bench.Config{DSN: o.dsn, FlushInterval: o.flush, Progress: stdout,
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	cfg := bench.Config{DSN: o.dsn, FlushInterval: o.flush, Progress: stdout, Logger: benchLogger(stderr)}
 	fmt.Fprintf(stdout, "ov bench (%s): %d cases on %d CPUs, flush every %s\n", mode, len(cases), runtime.NumCPU(), o.flush)
 	began := time.Now()
 	if o.cpuProfile != "" {
-		cfg.AroundPipeline = func(c bench.Case) func() {
-			name := o.cpuProfile
-			if len(cases) > 1 || o.compare {
-				name += "." + c.Name
-			}
-			pf, err := os.Create(name)
-			if err != nil {
-				fmt.Fprintf(stderr, "cpu profile: %v\n", err)
-				return func() {}
-			}
-			if err := pprof.StartCPUProfile(pf); err != nil {
-				fmt.Fprintf(stderr, "cpu profile: %v\n", err)
-				pf.Close()
-				return func() {}
-			}
-			return func() {
-				pprof.StopCPUProfile()
-				pf.Close()
-			}
-		}
+		cfg.AroundPipeline = cpuProfiler(o.cpuProfile, len(cases) > 1 || o.compare, stderr)
 	}
-	var former func(string, consumer.Handler[tables.Key]) consumer.Handler[tables.Key]
-	if o.compare {
-		var err error
-		if former, err = bench.FormerHandlers(); err != nil {
-			return err
+
+	if !o.inProcess {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("finding the ov binary for the child process: %w (--in-process avoids it)", err)
+		}
+		cfg.Exec = func(ctx context.Context, spec bench.Spec) (bench.Result, error) {
+			return benchChild(ctx, exe, spec, o, len(cases) > 1 || o.compare, stderr)
 		}
 	}
 	for _, c := range cases {
 		runs := []bench.Case{c}
 		if o.compare {
-			fc := c
+			// Former, current, current, former: a drift of the machine's load during the run
+			// weighs on both sides alike.
+			fc, fc2, c2 := c, c, c
 			fc.Name += "-former"
-			runs = []bench.Case{fc, c}
+			fc2.Name += "-former-2"
+			c2.Name += "-2"
+			fc.FormerHandlers, fc2.FormerHandlers = true, true
+			runs = []bench.Case{fc, c, c2, fc2}
 		}
-		for i, rc := range runs {
-			rcfg := cfg
-			if o.compare && i == 0 {
-				rcfg.Handlers = former
-			}
-			res, err := bench.Run(ctx, rcfg, rc)
+		for _, rc := range runs {
+			res, err := bench.Run(ctx, cfg, rc)
 			if err != nil {
 				return fmt.Errorf("case %s: %w", rc.Name, err)
 			}
@@ -141,15 +132,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
-	if o.memProf != "" {
-		mf, err := os.Create(o.memProf)
-		if err != nil {
-			return err
-		}
-		defer mf.Close()
-		if err := pprof.Lookup("allocs").WriteTo(mf, 0); err != nil {
-			return err
-		}
+	if o.memProf != "" && o.inProcess {
+		return writeAllocProfile(o.memProf)
 	}
 	return nil
 }
@@ -237,4 +221,104 @@ func parseList(s string) ([]float64, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// cpuProfiler returns a Config.AroundPipeline that profiles each pipeline phase into file, or
+// file.<case> when perCase.
+func cpuProfiler(file string, perCase bool, stderr io.Writer) func(bench.Case) func() {
+	return func(c bench.Case) func() {
+		name := file
+		if perCase {
+			name += "." + c.Name
+		}
+		pf, err := os.Create(name)
+		if err != nil {
+			fmt.Fprintf(stderr, "cpu profile: %v\n", err)
+			return func() {}
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			fmt.Fprintf(stderr, "cpu profile: %v\n", err)
+			pf.Close()
+			return func() {}
+		}
+		return func() {
+			pprof.StopCPUProfile()
+			pf.Close()
+		}
+	}
+}
+
+func benchLogger(stderr io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// benchChild runs the consuming phases of spec in a child process (ov bench --child), so that
+// the processor's RSS and garbage collector are its own, not shared with the broker's copy of
+// the feed.
+func benchChild(ctx context.Context, exe string, spec bench.Spec, o benchOptions, perCase bool, stderr io.Writer) (bench.Result, error) {
+	js, err := json.Marshal(spec)
+	if err != nil {
+		return bench.Result{}, err
+	}
+	args := []string{"bench", "--child", string(js)}
+	if o.cpuProfile != "" {
+		name := o.cpuProfile
+		if perCase {
+			name += "." + spec.Case.Name
+		}
+		args = append(args, "--cpuprofile", name)
+	}
+	if o.memProf != "" {
+		args = append(args, "--memprofile", o.memProf+"."+spec.Case.Name)
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Stderr = stderr
+	cmd.WaitDelay = 30 * time.Second
+	out, err := cmd.Output()
+	if err != nil {
+		return bench.Result{}, fmt.Errorf("child process: %w", err)
+	}
+	var res bench.Result
+	if err := json.Unmarshal(out, &res); err != nil {
+		return bench.Result{}, fmt.Errorf("child process result: %w", err)
+	}
+	return res, nil
+}
+
+// benchChildMain is ov bench --child: it consumes one case's feed and prints the result.
+func benchChildMain(ctx context.Context, o benchOptions, stdout, stderr io.Writer) error {
+	var spec bench.Spec
+	if err := json.Unmarshal([]byte(o.child), &spec); err != nil {
+		return fmt.Errorf("--child: %w", err)
+	}
+	if o.memProf != "" {
+		runtime.MemProfileRate = 64 << 10
+	}
+	cfg := bench.Config{Logger: benchLogger(stderr)}
+	if o.cpuProfile != "" {
+		file := o.cpuProfile
+		cfg.AroundPipeline = func(bench.Case) func() { return cpuProfiler(file, false, stderr)(spec.Case) }
+	}
+	var res bench.Result
+	if err := bench.Consume(ctx, cfg, spec, &res); err != nil {
+		return err
+	}
+	if o.memProf != "" {
+		if err := writeAllocProfile(o.memProf); err != nil {
+			return err
+		}
+	}
+	return json.NewEncoder(stdout).Encode(res)
+}
+
+func writeAllocProfile(file string) error {
+	mf, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(mf, 0); err != nil {
+		mf.Close()
+		return err
+	}
+	return mf.Close()
 }

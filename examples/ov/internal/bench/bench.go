@@ -53,6 +53,9 @@ type Case struct {
 	Duration time.Duration
 	// Seed of the feed.
 	Seed uint64
+	// FormerHandlers runs the pipeline with the OV handlers as they were before the profile
+	// (FormerHandlers), for a before/after measurement in one run.
+	FormerHandlers bool
 }
 
 // Config is what every case shares.
@@ -71,9 +74,10 @@ type Config struct {
 	// function it returns when the phase ends: the command starts and stops its CPU profile
 	// there, so that the profile holds the processor, not the feed's generation.
 	AroundPipeline func(c Case) (end func())
-	// Handlers, if set, replaces the pipeline's handler of each topic (the command's
-	// --compare-handlers runs the former handlers beside the current ones in one run).
-	Handlers func(topic string, current consumer.Handler[tables.Key]) consumer.Handler[tables.Key]
+	// Exec, if set, runs the consuming phases of a case (Consume) elsewhere, in a child
+	// process, so that the processor's memory and garbage collector are its own and not
+	// shared with the broker's copy of the feed.
+	Exec func(ctx context.Context, spec Spec) (Result, error)
 }
 
 func (c Case) withDefaults() Case {
@@ -131,21 +135,79 @@ func Run(ctx context.Context, cfg Config, c Case) (Result, error) {
 	res.ProduceSeconds = time.Since(t0).Seconds()
 	progress("produced %d records in %.1fs", res.Records, res.ProduceSeconds)
 
-	raw, err := consumeRaw(ctx, brokers, cfg.Kafka, res.Records)
-	if err != nil {
+	spec := Spec{Case: c, Brokers: brokers, Records: res.Records, DSN: cfg.DSN, FlushInterval: cfg.FlushInterval}
+	for k, e := range ends {
+		spec.Ends = append(spec.Ends, End{Topic: k.topic, Partition: k.part, Offset: e})
+	}
+	if cfg.Exec != nil {
+		cres, err := cfg.Exec(ctx, spec)
+		if err != nil {
+			return res, err
+		}
+		cres.ProduceSeconds, cres.Records, cres.Positions, cres.Predictions, cres.PeakVehicles =
+			res.ProduceSeconds, res.Records, res.Positions, res.Predictions, res.PeakVehicles
+		cres.InChild = true
+		res = cres
+	} else if err := Consume(ctx, cfg, spec, &res); err != nil {
 		return res, err
 	}
-	res.Raw = raw
-	progress("raw consume %.0f ev/s", raw.EventsPerSec)
+	progress("raw %.0f ev/s, pipeline %.0f ev/s (ratio %.2f), peak open keys %d", res.Raw.EventsPerSec,
+		res.Pipeline.EventsPerSec, res.Ratio, res.PeakOpenKeys)
+	return res, nil
+}
 
-	if err := runPipeline(ctx, cfg, c, brokers, ends, &res); err != nil {
-		return res, err
+// Spec is what the consuming phases of a case need, so that they can run in a child process
+// (Config.Exec), apart from the broker and the producer.
+type Spec struct {
+	Case          Case
+	Brokers       string
+	Records       int64
+	Ends          []End
+	DSN           string
+	FlushInterval time.Duration
+}
+
+// End is a partition's end offset: the pipeline has drained when it committed every one.
+type End struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+}
+
+// Consume runs the consuming phases of a case on a feed already produced: the raw reference,
+// then the pipeline. It fills res's consumer figures.
+func Consume(ctx context.Context, cfg Config, spec Spec, res *Result) error {
+	c := spec.Case.withDefaults()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg.DSN, cfg.FlushInterval = spec.DSN, spec.FlushInterval
+	if cfg.FlushInterval == 0 {
+		cfg.FlushInterval = DefaultFlushInterval
+	}
+	res.Name, res.Size, res.Scale, res.Partitions = c.Name, c.Size, c.Scale, c.Partitions
+	res.FeedStart, res.FeedDuration, res.FlushInterval = c.Start, c.Duration.String(), cfg.FlushInterval.String()
+	res.FormerHandlers = c.FormerHandlers
+	if res.Records == 0 {
+		res.Records = spec.Records
+	}
+	ends := map[partKey]int64{}
+	for _, e := range spec.Ends {
+		ends[partKey{e.Topic, e.Partition}] = e.Offset
+	}
+	resetPeakRSS()
+	raw, err := consumeRaw(ctx, spec.Brokers, cfg.Kafka, spec.Records)
+	if err != nil {
+		return err
+	}
+	res.Raw = raw
+	if err := runPipeline(ctx, cfg, c, spec.Brokers, ends, res); err != nil {
+		return err
 	}
 	if res.Raw.EventsPerSec > 0 {
 		res.Ratio = res.Pipeline.EventsPerSec / res.Raw.EventsPerSec
 	}
-	progress("pipeline %.0f ev/s (ratio %.2f), peak open keys %d", res.Pipeline.EventsPerSec, res.Ratio, res.PeakOpenKeys)
-	return res, nil
+	return nil
 }
 
 // produceFeed produces the whole feed and returns the end offset of every partition.
@@ -281,9 +343,13 @@ func runPipeline(ctx context.Context, cfg Config, c Case, brokers string, ends m
 	resetPeakRSS()
 
 	wrap := m.wrap
-	if cfg.Handlers != nil {
+	if c.FormerHandlers {
+		former, err := FormerHandlers()
+		if err != nil {
+			return err
+		}
 		wrap = func(topic string, h consumer.Handler[tables.Key]) consumer.Handler[tables.Key] {
-			return m.wrap(topic, cfg.Handlers(topic, h))
+			return m.wrap(topic, former(topic, h))
 		}
 	}
 	if cfg.AroundPipeline != nil {

@@ -56,6 +56,11 @@ type Result struct {
 	FeedStart     time.Time `json:"feed_start"`
 	FeedDuration  string    `json:"feed_duration"`
 	FlushInterval string    `json:"flush_interval"`
+	// FormerHandlers: the case ran the OV handlers as they were before the profile.
+	FormerHandlers bool `json:"former_handlers,omitempty"`
+	// InChild: the raw consumer and the pipeline ran in a child process, apart from the
+	// broker and the producer.
+	InChild bool `json:"in_child"`
 
 	Records      int64 `json:"records"`
 	Positions    int64 `json:"positions"`
@@ -84,8 +89,9 @@ type Result struct {
 	RowsPartials int64   `json:"rows_partials"`
 	RowsPerSec   float64 `json:"rows_per_sec"`
 
-	// PeakRSS is the process's (broker, producer and processor together); RSSGrowth its growth
-	// during the pipeline phase.
+	// PeakRSS is the peak RSS of the process that consumed: the child (raw consumer, then
+	// processor) with InChild, otherwise the whole process, broker included; RSSGrowth the
+	// growth during the pipeline phase.
 	PeakRSS   uint64 `json:"peak_rss_bytes"`
 	RSSGrowth uint64 `json:"rss_growth_bytes"`
 	// HeapBase is the live heap before the pipeline started (mostly the broker's copy of the
