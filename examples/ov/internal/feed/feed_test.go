@@ -233,7 +233,7 @@ func TestConfigErrors(t *testing.T) {
 	for _, c := range []feed.Config{
 		{},
 		{Duration: time.Hour, Scale: -1},
-		{Duration: time.Hour, Scale: 11},
+		{Duration: time.Hour, Scale: 51},
 		{Duration: time.Hour, MaxDisorder: 3 * time.Minute},
 		{Duration: time.Hour, LateShare: 1.5},
 		{Duration: time.Hour, MalformedShare: -0.1},

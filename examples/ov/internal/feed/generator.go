@@ -54,7 +54,8 @@ type Config struct {
 	// [Start, Start+Duration) and delivered afterwards if they are delayed.
 	Duration time.Duration
 	// Scale sizes the network: 1 is the national network (about 45,000 stops and 5,000
-	// vehicles at the morning peak); 0.02 is a small town's worth, for tests [1].
+	// vehicles at the morning peak), up to 50 for benchmarks of larger networks; 0.02 is a small
+	// town's worth, for tests [1].
 	Scale float64
 	// PositionsTopic and PredictionsTopic name the topics [DefaultPositionsTopic],
 	// [DefaultPredictionsTopic].
@@ -105,8 +106,8 @@ func (c Config) withDefaults() (Config, error) {
 	switch {
 	case c.Duration <= 0:
 		return c, fmt.Errorf("%w: duration must be positive, found %v", ErrConfig, c.Duration)
-	case !(c.Scale > 0 && c.Scale <= 10):
-		return c, fmt.Errorf("%w: scale must be in (0, 10], found %v", ErrConfig, c.Scale)
+	case !(c.Scale > 0 && c.Scale <= 50):
+		return c, fmt.Errorf("%w: scale must be in (0, 50], found %v", ErrConfig, c.Scale)
 	case c.PositionsTopic == c.PredictionsTopic:
 		return c, fmt.Errorf("%w: the two topics must differ, both are %q", ErrConfig, c.PositionsTopic)
 	case c.PositionInterval < time.Second || c.PredictionInterval < time.Second:
