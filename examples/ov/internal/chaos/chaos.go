@@ -91,7 +91,7 @@ func baseFeed() feed.Config {
 func Short() Size {
 	f := baseFeed()
 	f.Scale, f.Duration = 0.02, 3*time.Hour
-	return Size{Name: "short", Feed: f, Partitions: 6, Span: 12 * time.Second, Kills: 20, GroupChanges: 10, Terminations: 15,
+	return Size{Name: "short", Feed: f, Partitions: 6, Span: 12 * time.Second, Kills: 12, GroupChanges: 10, Terminations: 15,
 		FaultKills: 8, DrainTimeout: 2 * time.Minute}
 }
 

@@ -33,7 +33,7 @@
 // # The scenarios
 //
 //   - kill: one processor killed with SIGKILL at random instants (0.3 to 2.5 s after each start)
-//     and restarted, at least 20 times. It uses static group membership so that a restart
+//     and restarted, 30 times in the full run (12 in the short one). It uses static group membership so that a restart
 //     replaces the dead member at once.
 //   - group-range, group-cooperative: three processors in one group, with random joins,
 //     graceful leaves and kills (each a rebalance), under the range and the

@@ -377,6 +377,16 @@ func (s *scene) faultPoints(ctx context.Context) error {
 			fired[point]++
 		} else if p.running() {
 			p.term(45 * time.Second)
+			if prodDone {
+				// Everything is produced and the point was not reached: the input that could
+				// reach it (new dead letters, new windows) is used up, so more lives would
+				// only wait.
+				s.note("fault point %s not reached after the feed was produced; stopping", o.fault)
+				if b != nil {
+					b.term(45 * time.Second)
+				}
+				break
+			}
 		} else {
 			desc, _ := p.exit()
 			s.note("processor armed with %s exited otherwise: %s", o.fault, desc)
