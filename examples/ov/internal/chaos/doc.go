@@ -67,5 +67,7 @@
 // [WriteTable] prints per scenario: messages, kills, rebalances (membership changes), outages
 // (rounds of terminated backends, server restarts), mismatched rows (must be 0), the highest
 // processor_uncommitted_messages any processor exported, the peak resident set of the processor
-// processes (VmHWM while running, wait4's ru_maxrss at exit), and the wall time.
+// processes (VmHWM from /proc/<pid>/status, sampled every 100 ms while each runs; not wait4's
+// ru_maxrss, which on Linux carries over the forking harness's own high-water mark), and the
+// wall time.
 package chaos

@@ -61,9 +61,9 @@ func start(name, bin string, args, env []string, logPath, metrics string) (*proc
 		logFile.Close()
 		p.mu.Lock()
 		p.state = cmd.ProcessState
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru != nil {
-			p.rssKB = max(p.rssKB, ru.Maxrss) // kilobytes on Linux
-		}
+		// Not wait4's ru_maxrss: Linux carries the high-water mark of the memory image an
+		// execve replaces (here the harness's own, forked) into the child's, so it reports the
+		// harness's size, not the processor's.
 		p.mu.Unlock()
 		close(p.done)
 	}()
@@ -163,6 +163,9 @@ func (p *proc) scrape(ctx context.Context, g *gauges, every time.Duration) {
 		}
 		if kb, ok := vmHWM(p.cmd.Process.Pid); ok {
 			storeMax(&g.rssKB, kb)
+			p.mu.Lock()
+			p.rssKB = max(p.rssKB, kb)
+			p.mu.Unlock()
 		}
 		if p.metrics == "" {
 			continue
