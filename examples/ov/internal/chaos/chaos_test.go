@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -25,9 +24,11 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	// go test puts its own GOROOT/bin first on PATH, so this finds the go command running us.
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		os.RemoveAll(dir)
+		panic("the go command is not on PATH: " + err.Error())
 	}
 	ovBinary = filepath.Join(dir, "ov")
 	if out, err := exec.Command(goBin, "build", "-o", ovBinary, "../..").CombinedOutput(); err != nil {
