@@ -21,38 +21,10 @@ var strategies = []postgres.Strategy{postgres.StrategyRowByRow, postgres.Strateg
 // merges with the other partition's stored partials. rows/s counts partials (= merged rows).
 func BenchmarkWriteClose(b *testing.B) {
 	const closeRows = 2000
-	stats := make([][]byte, 64)
-	for i := range stats {
-		vals := make([]float64, 20)
-		for j := range vals {
-			vals[j] = float64((i*31 + j*7) % 600)
-		}
-		stats[i] = sinktest.Stats(b, vals...)
-	}
+	stats := benchPartialStats(b)
 	for _, st := range strategies {
 		b.Run(st.String(), func(b *testing.B) {
-			ctx := testCtx(b)
-			s, _ := newSink(b, func(c *postgres.Config) { c.Strategy = st; c.Clock = time.Now })
-			batch := func(i int) sink.CloseBatch {
-				start := sinktest.T0().Add(time.Duration(i/2) * 5 * time.Minute)
-				end := start.Add(5 * time.Minute)
-				out := sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: int32(i % 2)}, ClosedThrough: end,
-					Partials: make([]sink.Partial, closeRows)}
-				for k := range out.Partials {
-					out.Partials[k] = sink.Partial{Key: sink.Key{WindowStart: start, Dimension: "stop", DimensionID: fmt.Sprintf("S%05d", k)},
-						WindowEnd: end, Attrs: map[string]string{"operator": "GVB"}, Stats: stats[(i+k)%len(stats)]}
-				}
-				return out
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				bt := batch(i)
-				b.StartTimer()
-				require.NoError(b, s.WriteClose(ctx, bt))
-			}
-			b.ReportMetric(float64(closeRows*b.N)/b.Elapsed().Seconds(), "rows/s")
+			benchWriteClose(b, stats, closeRows, func(c *postgres.Config) { c.Strategy = st })
 		})
 	}
 }
@@ -61,6 +33,16 @@ func BenchmarkWriteClose(b *testing.B) {
 // several sizes: a processor sends whatever closed since its last tick, from a few partials
 // to a whole window's keys.
 func BenchmarkWriteCloseSizes(b *testing.B) {
+	stats := benchPartialStats(b)
+	for _, rows := range []int{100, 500, 2000, 10000} {
+		b.Run(fmt.Sprint(rows), func(b *testing.B) {
+			benchWriteClose(b, stats, rows, func(*postgres.Config) {})
+		})
+	}
+}
+
+// benchPartialStats returns 64 serialized partials of 20 values each.
+func benchPartialStats(b *testing.B) [][]byte {
 	stats := make([][]byte, 64)
 	for i := range stats {
 		vals := make([]float64, 20)
@@ -69,32 +51,35 @@ func BenchmarkWriteCloseSizes(b *testing.B) {
 		}
 		stats[i] = sinktest.Stats(b, vals...)
 	}
-	for _, rows := range []int{100, 500, 2000, 10000} {
-		b.Run(fmt.Sprint(rows), func(b *testing.B) {
-			ctx := testCtx(b)
-			s, _ := newSink(b, func(c *postgres.Config) { c.Clock = time.Now })
-			batch := func(i int) sink.CloseBatch {
-				start := sinktest.T0().Add(time.Duration(i/2) * 5 * time.Minute)
-				end := start.Add(5 * time.Minute)
-				out := sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: int32(i % 2)}, ClosedThrough: end,
-					Partials: make([]sink.Partial, rows)}
-				for k := range out.Partials {
-					out.Partials[k] = sink.Partial{Key: sink.Key{WindowStart: start, Dimension: "stop", DimensionID: fmt.Sprintf("S%05d", k)},
-						WindowEnd: end, Attrs: map[string]string{"operator": "GVB"}, Stats: stats[(i+k)%len(stats)]}
-				}
-				return out
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				bt := batch(i)
-				b.StartTimer()
-				require.NoError(b, s.WriteClose(ctx, bt))
-			}
-			b.ReportMetric(float64(rows*b.N)/b.Elapsed().Seconds(), "rows/s")
-		})
+	return stats
+}
+
+// benchWriteClose writes batches of rows partials through a sink configured by configure:
+// partitions 0 and 1 alternate over the same keys, so every second batch merges with the
+// other partition's stored partials. rows/s counts partials (= merged rows).
+func benchWriteClose(b *testing.B, stats [][]byte, rows int, configure func(*postgres.Config)) {
+	ctx := testCtx(b)
+	s, _ := newSink(b, func(c *postgres.Config) { configure(c); c.Clock = time.Now })
+	batch := func(i int) sink.CloseBatch {
+		start := sinktest.T0().Add(time.Duration(i/2) * 5 * time.Minute)
+		end := start.Add(5 * time.Minute)
+		out := sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: int32(i % 2)}, ClosedThrough: end,
+			Partials: make([]sink.Partial, rows)}
+		for k := range out.Partials {
+			out.Partials[k] = sink.Partial{Key: sink.Key{WindowStart: start, Dimension: "stop", DimensionID: fmt.Sprintf("S%05d", k)},
+				WindowEnd: end, Attrs: map[string]string{"operator": "GVB"}, Stats: stats[(i+k)%len(stats)]}
+		}
+		return out
 	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		bt := batch(i)
+		b.StartTimer()
+		require.NoError(b, s.WriteClose(ctx, bt))
+	}
+	b.ReportMetric(float64(rows*b.N)/b.Elapsed().Seconds(), "rows/s")
 }
 
 // BenchmarkWriteCloseReplay rewrites a stored close batch of closeRows partials, as a
