@@ -144,8 +144,11 @@ type WriteInfo struct {
 	Rows int
 	// ClosedThrough is the progress a close batch carries.
 	ClosedThrough time.Time
-	Duration      time.Duration
-	Err           error
+	// Revoke is set on the writes made while partitions are given up (a revocation or the
+	// shutdown), before their final commit.
+	Revoke   bool
+	Duration time.Duration
+	Err      error
 }
 
 // CommitReason tells why a commit happened.

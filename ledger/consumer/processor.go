@@ -67,6 +67,7 @@ type processor[K comparable] struct {
 	ticks        uint64 // ticks so far
 	keysPausedAt uint64 // tick of the last pause for open windows
 	overWarned   bool   // the ledger bound was passed with nothing that pausing could drain
+	revoking     bool   // the writes under way are a revocation's
 
 	counters counters
 	fatal    error // set when Run must stop; nothing is committed after it
@@ -403,7 +404,7 @@ func (p *processor[K]) flushState(ctx context.Context) {
 		rows := p.state[table]
 		start := time.Now()
 		err := p.s.Sink.UpsertLatest(ctx, table, rows)
-		p.wrote(WriteInfo{Kind: WriteState, Table: table, Rows: len(rows), Duration: time.Since(start), Err: err})
+		p.wrote(WriteInfo{Kind: WriteState, Table: table, Rows: len(rows), Revoke: p.revoking, Duration: time.Since(start), Err: err})
 		if err != nil {
 			p.log.Warn("state flush failed; retrying at the next tick", "table", table, "rows", len(rows), "error", err)
 			continue
@@ -470,7 +471,7 @@ func (p *processor[K]) closePartition(ctx context.Context, pt *part[K]) {
 	}
 	start := time.Now()
 	err := p.s.Sink.WriteClose(ctx, sink.CloseBatch{Source: pt.tp, ClosedThrough: wm, Partials: pt.unwritten})
-	p.wrote(WriteInfo{Kind: WriteClose, Source: pt.tp, Rows: len(pt.unwritten), ClosedThrough: wm, Duration: time.Since(start), Err: err})
+	p.wrote(WriteInfo{Kind: WriteClose, Source: pt.tp, Rows: len(pt.unwritten), ClosedThrough: wm, Revoke: p.revoking, Duration: time.Since(start), Err: err})
 	if err != nil {
 		p.log.Warn("close write failed; partition paused, retrying at the next tick",
 			"partition", pt.tp.String(), "partials", len(pt.unwritten), "closed_through", wm, "error", err)
@@ -773,10 +774,12 @@ func (p *processor[K]) revoke(ctx context.Context, tps []ledger.TopicPartition, 
 	if !lost && p.fatal == nil {
 		p.drainReports()
 		wctx, cancel := context.WithTimeout(ctx, p.s.WriteTimeout)
+		p.revoking = true
 		p.flushState(wctx)
 		for _, pt := range owned {
 			p.closePartition(wctx, pt)
 		}
+		p.revoking = false
 		cancel()
 	}
 	var final []ledger.Commit
