@@ -17,7 +17,8 @@
 //   - a record that fails to decode is a dead letter;
 //   - otherwise its event time is observed after the late test: an arrival prediction whose
 //     window end is at or before the partition's watermark (max event time seen so far minus
-//     the lateness, once an event has been seen) is late and changes nothing else;
+//     the lateness, once an event has been seen, raised by any idle advance) is late and
+//     changes nothing else;
 //   - an admitted prediction adds its delay to its window under its four keys and offers its
 //     trip_delay_latest row; an admitted position offers its vehicle_latest row.
 //
@@ -26,4 +27,16 @@
 // merges the partials of the windows closed in it, in (topic, partition) order. A state row
 // wins over another of its key when its observed_at is later, or equal and later in offset
 // order.
+//
+// # Idle advances
+//
+// An idle partition's watermark keeps pace with the processor's clock, which a plain pass over
+// records cannot know: when it happened and how far it went depend on wall time. So the
+// oracle takes the advances as input, observed from outside once they are final
+// ([Config.Advances]: the partition, the offset of the next record, the watermark reached,
+// read from the partition's closed_through or its commit metadata after the processor that
+// made it stopped). Before deciding the record at that offset the oracle raises the
+// partition's watermark to the advance (never lowers it), so that data then arriving for a
+// window the advance closed is late, as the design says. Without advances the oracle holds
+// for runs in which no partition went idle while it still had records to come.
 package oracle

@@ -21,6 +21,22 @@ type Config struct {
 	WindowSize time.Duration
 	Lateness   time.Duration
 	Decoder    *event.Decoder
+	// Advances are the idle advances the processor made, as observed from outside (the
+	// partition's closed_through, or its commit metadata, once the advance is final). Without
+	// them the oracle assumes that no partition went idle while it still had records to come.
+	Advances []Advance
+}
+
+// Advance is an idle advance of one partition's watermark, observed: the processor raised
+// wm(Source) to Watermark while the partition was idle, before it decided the record at Offset
+// (the partition's next record; Offset equal to the partition's record count applies after
+// the last). The design's rule is applied as is: wm = max(wm, Watermark), so an advance at or
+// below the watermark changes nothing, and any later prediction whose window ends at or before
+// the new watermark is late.
+type Advance struct {
+	Source    Source
+	Offset    int64
+	Watermark time.Time
 }
 
 // Source is one (topic, partition).
@@ -53,8 +69,9 @@ type Partition struct {
 	Counts
 	// Records is the number of records (the partition's end offset).
 	Records int64
-	// MaxEventTime is the latest event time seen; Watermark is MaxEventTime - lateness. Both
-	// are zero when no record decoded.
+	// MaxEventTime is the latest event time seen, zero when no record decoded. Watermark is
+	// wm(P) after the last record: MaxEventTime - lateness, or the highest idle advance (see
+	// [Advance]) when that is higher; zero while unknown.
 	MaxEventTime, Watermark time.Time
 }
 
@@ -162,6 +179,10 @@ func Compute(cfg Config, records []feed.Record) (*Result, error) {
 		cfg.PositionsTopic == "" || cfg.PredictionsTopic == "" {
 		return nil, fmt.Errorf("oracle: incomplete config %+v", cfg)
 	}
+	advances, err := sortAdvances(cfg)
+	if err != nil {
+		return nil, err
+	}
 	r := &Result{
 		cfg:        cfg,
 		Partitions: map[Source]*Partition{},
@@ -194,6 +215,19 @@ func Compute(cfg Config, records []feed.Record) (*Result, error) {
 		}
 	}
 
+	// advanceTo applies the advances of src due before the record at offset off.
+	advanceTo := func(src Source, p *Partition, off int64) {
+		for len(advances[src]) > 0 && advances[src][0].Offset <= off {
+			if w := advances[src][0].Watermark; p.Watermark.IsZero() || w.After(p.Watermark) {
+				p.Watermark = w
+				if src.Topic == cfg.PredictionsTopic {
+					closeThrough(src, w.UnixNano())
+				}
+			}
+			advances[src] = advances[src][1:]
+		}
+	}
+
 	for _, rec := range records {
 		var src Source
 		switch rec.Topic {
@@ -208,6 +242,7 @@ func Compute(cfg Config, records []feed.Record) (*Result, error) {
 			r.Partitions[src] = p
 		}
 		off := p.Records
+		advanceTo(src, p, off)
 		p.Records++
 		p.Consumed++
 
@@ -230,12 +265,15 @@ func Compute(cfg Config, records []feed.Record) (*Result, error) {
 		t := at.UnixNano()
 		start := t - mod(t, size)
 		end := start + size
-		seen := !p.MaxEventTime.IsZero()
-		wm := p.MaxEventTime.UnixNano() - int64(cfg.Lateness)
-		late := src.Topic == cfg.PredictionsTopic && seen && end <= wm
-		if !seen || at.After(p.MaxEventTime) {
+		// The watermark is known once an event was seen or an advance applied, the zero
+		// time before.
+		known := !p.Watermark.IsZero()
+		late := src.Topic == cfg.PredictionsTopic && known && end <= p.Watermark.UnixNano()
+		if p.MaxEventTime.IsZero() || at.After(p.MaxEventTime) {
 			p.MaxEventTime = at
-			p.Watermark = at.Add(-cfg.Lateness)
+			if w := at.Add(-cfg.Lateness); !known || w.After(p.Watermark) {
+				p.Watermark = w
+			}
 		}
 		if late {
 			p.Late++
@@ -287,8 +325,18 @@ func Compute(cfg Config, records []feed.Record) (*Result, error) {
 			}
 			r.MaxOpenPartials = max(r.MaxOpenPartials, openPartials)
 		}
-		if src.Topic == cfg.PredictionsTopic && seen {
+		if src.Topic == cfg.PredictionsTopic && known {
 			closeThrough(src, p.Watermark.UnixNano())
+		}
+	}
+	// Advances after a partition's last record still raise its final watermark.
+	for src, as := range advances {
+		if len(as) == 0 {
+			continue
+		}
+		// A partition without records has nothing to decide and no progress to check.
+		if p := r.Partitions[src]; p != nil {
+			advanceTo(src, p, p.Records)
 		}
 	}
 	for _, p := range r.Partitions {
@@ -301,6 +349,27 @@ func Compute(cfg Config, records []feed.Record) (*Result, error) {
 		return cmp.Or(compareSources(a.Source, b.Source), cmp.Compare(a.Offset, b.Offset))
 	})
 	return r, nil
+}
+
+// sortAdvances checks cfg.Advances and returns them per partition in offset order (a stable
+// sort: two advances at one offset apply in the order given, the higher winning either way).
+func sortAdvances(cfg Config) (map[Source][]Advance, error) {
+	out := map[Source][]Advance{}
+	for _, a := range cfg.Advances {
+		if (a.Source.Topic != cfg.PositionsTopic && a.Source.Topic != cfg.PredictionsTopic) ||
+			a.Source.Partition < 0 || a.Source.Partition >= cfg.Partitions {
+			return nil, fmt.Errorf("oracle: advance of %s: no such partition", a.Source)
+		}
+		if a.Offset < 0 || a.Watermark.IsZero() {
+			return nil, fmt.Errorf("oracle: advance of %s at offset %d to %v: want an offset >= 0 and a watermark",
+				a.Source, a.Offset, a.Watermark)
+		}
+		out[a.Source] = append(out[a.Source], a)
+	}
+	for _, as := range out {
+		slices.SortStableFunc(as, func(a, b Advance) int { return cmp.Compare(a.Offset, b.Offset) })
+	}
+	return out, nil
 }
 
 func mod(a, b int64) int64 {
@@ -388,11 +457,11 @@ func (r *Result) CommittedOffsets(closedThrough map[Source]time.Time) map[Source
 
 // ClosableThrough returns, per partition of the predictions topic, the watermark at the end
 // of the records: what closed_through reaches when every record has been decided and no
-// partition went idle.
+// partition went idle other than by the configured advances.
 func (r *Result) ClosableThrough() map[Source]time.Time {
 	out := map[Source]time.Time{}
 	for src, p := range r.Partitions {
-		if src.Topic == r.cfg.PredictionsTopic && !p.MaxEventTime.IsZero() {
+		if src.Topic == r.cfg.PredictionsTopic && !p.Watermark.IsZero() {
 			out[src] = p.Watermark
 		}
 	}
