@@ -105,6 +105,15 @@ type Config[K comparable] struct {
 	// tick. Zero means DefaultWriteTimeout (30 s). It must stay well below
 	// max.poll.interval.ms, which New checks when the Kafka configuration sets it.
 	WriteTimeout time.Duration
+	// SyncWrites makes every tick write, then commit, before polling resumes, so that no
+	// message is decided while the sink works. The zero value overlaps a tick's writes with
+	// consumption: they run on a goroutine of their own, at most one tick's at a time, while
+	// the loop goes on deciding messages (which join the next tick's writes); their entries
+	// become committable when the writes have returned nil, as with SyncWrites. Rebalances and
+	// the shutdown wait for writes in flight, and the sink is never called concurrently by
+	// the consumer. A tick that comes while writes are in flight runs as soon as they are
+	// done, so a sink slower than FlushInterval writes back to back.
+	SyncWrites bool
 	// AssignTimeout bounds reading the committed offsets and the sink's progress of newly
 	// assigned partitions. Failing that, Run stops with an error wrapping [ErrAssign]: the
 	// consumer cannot know from which watermark to decide. Zero means DefaultAssignTimeout.

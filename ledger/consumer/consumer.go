@@ -132,6 +132,7 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 		}
 		c.p.drainReports()
 		c.p.resendDue(work)
+		c.p.poll(work)
 		select {
 		case <-ticks:
 			c.p.tick(work, CommitTick)

@@ -69,11 +69,20 @@
 // metadata (CommitOffsets: librdkafka's StoreOffsets drops metadata, issue 3927). A failed
 // commit is logged and retried at the next tick.
 //
+// The windows are closed and serialized on the loop, but the writes run on a goroutine of
+// their own while the loop goes on deciding messages (unless [Config.SyncWrites]): at most one
+// tick's writes are in flight, messages decided meanwhile join the next tick's, and a tick
+// that comes meanwhile runs when they are done. The ledgers learn a write's outcome on the
+// loop once it returned, and only then are its entries committable, with a commit right away.
+// Rebalances and the shutdown wait for writes in flight.
+//
 // A failed write keeps its partials, merged with later closes, and holds every offset behind
 // them. Its partition is paused and decides no further message until a write succeeds; any of
-// its messages already fetched are dropped and fetched again from the first of them. So an
-// idle advance is always in the partition's progress before any later message of the
-// partition is decided, and a replay decides as this run did.
+// its messages already fetched are dropped and fetched again from the first of them. A
+// decision never becomes durable on a watermark the restart would not restore: a message
+// decided on an idle advance whose write is still in flight (or failed) is committed only
+// with that watermark in its commit's metadata, and never before the entries of the windows
+// the advance closed, which wait for their write. So a replay decides as this run did.
 //
 // # Configuration
 //

@@ -148,6 +148,7 @@ type simInstance struct {
 	dlq      *fakeDLQ
 	reported map[int]bool
 	crashed  bool
+	writes   func() // a tick's writes, started but not yet run (see spawn)
 }
 
 type model struct {
@@ -181,6 +182,13 @@ func (m *model) newInstance() *simInstance {
 	s, err := cfg.validate()
 	require.NoError(m.t, err)
 	in.p = newProcessor(s, in.cl)
+	// Writes run when the model says: right away for some instances (as with SyncWrites),
+	// after any number of later steps for the others.
+	if m.rng.IntN(3) > 0 {
+		in.p.spawn = func(f func()) { in.writes = f }
+	} else {
+		in.p.spawn = func(f func()) { f() }
+	}
 	m.ins = append(m.ins, in)
 	return in
 }
@@ -248,6 +256,16 @@ func (m *model) deliver(in *simInstance, tp ledger.TopicPartition) bool {
 func (m *model) step(in *simInstance) {
 	in.p.drainReports()
 	in.p.resendDue(context.Background())
+	in.p.poll(context.Background())
+	require.NoError(m.t, in.p.fatal)
+}
+
+// finishWrites lets the instance's writes in flight run, as their goroutine would.
+func (m *model) finishWrites(in *simInstance) {
+	if f := in.writes; f != nil {
+		in.writes = nil
+		f()
+	}
 }
 
 func (m *model) reportLetters(in *simInstance, fail bool) {
@@ -311,6 +329,8 @@ func runModel(t *testing.T, seed uint64) {
 			m.clock.Advance(time.Second)
 			in.p.tick(context.Background(), CommitTick)
 			require.NoError(t, in.p.fatal)
+		case r < 74:
+			m.finishWrites(in)
 		case r < 76:
 			m.sink.mu.Lock()
 			m.sink.fail += 1 + rng.IntN(2)
@@ -330,6 +350,9 @@ func runModel(t *testing.T, seed uint64) {
 			m.release(tp, true)
 			m.assign(to, tp)
 		case r < 92: // an instance crashes: its partitions go to a fresh one
+			if rng.IntN(2) == 0 {
+				m.finishWrites(in) // its writes in flight landed before it died
+			}
 			fresh := m.newInstance()
 			in.crashed = true
 			for _, p := range tps {
@@ -364,7 +387,8 @@ func runModel(t *testing.T, seed uint64) {
 			}
 			m.clock.Advance(time.Minute)
 			in.p.tick(context.Background(), CommitTick)
-			require.NoError(t, in.p.fatal)
+			m.finishWrites(in)
+			m.step(in)
 		}
 	}
 	for _, tp := range tps {

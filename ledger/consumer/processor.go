@@ -67,7 +67,11 @@ type processor[K comparable] struct {
 	ticks        uint64 // ticks so far
 	keysPausedAt uint64 // tick of the last pause for open windows
 	overWarned   bool   // the ledger bound was passed with nothing that pausing could drain
-	revoking     bool   // the writes under way are a revocation's
+
+	job     *writeJob[K]  // the writes in flight, if any
+	jobDone chan struct{} // receives when the job's writes are done
+	tickDue bool          // a tick came while a job was in flight
+	spawn   func(func())  // starts a job's writes off the loop (tests make it deterministic)
 
 	counters counters
 	fatal    error // set when Run must stop; nothing is committed after it
@@ -154,6 +158,8 @@ func newProcessor[K comparable](s *settings[K], cl client) *processor[K] {
 		state:   make(map[string][]sink.StateRow),
 		seq:     1,
 		inbox:   newInbox(),
+		jobDone: make(chan struct{}, 1),
+		spawn:   func(f func()) { go f() },
 	}
 }
 
@@ -367,61 +373,32 @@ func (p *processor[K]) deadLetter(ctx context.Context, pt *part[K], m *kafka.Mes
 
 // tick is the periodic work, in the order the guarantee needs: flush state, then per
 // partition the idle advance, close and write with progress, then commit what became durable.
+// The writes run off the loop (see writeJob); the commit here carries what earlier writes,
+// dead-letter reports and late messages made durable, and poll commits what this tick's
+// writes make durable once they are done. A tick that comes while writes are in flight runs
+// when they are done.
 func (p *processor[K]) tick(ctx context.Context, reason CommitReason) {
 	if p.fatal != nil || ctx.Err() != nil {
 		return
 	}
 	start := time.Now()
 	p.drainReports()
-	wctx, cancel := context.WithTimeout(ctx, p.s.WriteTimeout)
-	p.flushState(wctx)
-	for _, pt := range p.order {
-		p.closePartition(wctx, pt)
+	if p.job != nil {
+		p.tickDue = true
+		return
 	}
-	cancel()
+	if job := p.prepare(p.order, false); job != nil {
+		p.launch(ctx, job, false)
+		p.collect() // done already when the writes ran here
+	}
+	if p.fatal != nil {
+		return
+	}
 	p.retrySeeks()
 	p.commit(ctx, reason, p.tracker.AppendCommits(p.commitBuf[:0]))
 	p.ticks++
 	p.backpressure(true)
 	p.report(time.Since(start))
-}
-
-// flushState writes the buffered state rows, table by table. Once every table of the flush is
-// written, every ledger learns that flush seq is durable.
-func (p *processor[K]) flushState(ctx context.Context) {
-	if p.stateRows == 0 {
-		return
-	}
-	tables := make([]string, 0, len(p.state))
-	for t := range p.state {
-		tables = append(tables, t)
-	}
-	slices.Sort(tables)
-	for _, table := range tables {
-		if ctx.Err() != nil {
-			break
-		}
-		rows := p.state[table]
-		start := time.Now()
-		err := p.s.Sink.UpsertLatest(ctx, table, rows)
-		p.wrote(WriteInfo{Kind: WriteState, Table: table, Rows: len(rows), Revoke: p.revoking, Duration: time.Since(start), Err: err})
-		if err != nil {
-			p.log.Warn("state flush failed; retrying at the next tick", "table", table, "rows", len(rows), "error", err)
-			continue
-		}
-		delete(p.state, table)
-		p.stateRows -= len(rows)
-	}
-	if p.stateRows > 0 {
-		return
-	}
-	for _, pt := range p.order {
-		if err := pt.led.Flushed(p.seq); err != nil {
-			p.fail(err, "ledger flushed", "partition", pt.tp.String())
-			return
-		}
-	}
-	p.seq++
 }
 
 func (p *processor[K]) wrote(w WriteInfo) {
@@ -432,62 +409,6 @@ func (p *processor[K]) wrote(w WriteInfo) {
 	for _, h := range p.s.hooks.write {
 		h.OnWrite(w)
 	}
-}
-
-// closePartition runs one partition's share of a tick: the idle advance, then its closed
-// windows and its progress in one batch. A batch that fails is kept (merged with later closes)
-// and the partition decides nothing more until a write succeeds.
-func (p *processor[K]) closePartition(ctx context.Context, pt *part[K]) {
-	p.position(pt)
-	if p.s.Sink == nil {
-		return // no windows, no progress to write
-	}
-	pt.wm.Tick()
-	wm, ok := pt.wm.Watermark()
-	if !ok {
-		return
-	}
-	if closed := pt.win.Close(wm); len(closed) > 0 {
-		sp, err := p.toSink(closed)
-		if err != nil {
-			p.fail(err, "serialize closed windows", "partition", pt.tp.String())
-			return
-		}
-		pt.unwritten = append(pt.unwritten, sp...)
-	}
-	for end, ow := range pt.open {
-		if end <= wm.UnixNano() {
-			pt.openEntries -= ow.entries
-			delete(pt.open, end)
-		}
-	}
-	if len(pt.unwritten) == 0 && pt.hasWritten && !wm.After(pt.written) {
-		return
-	}
-	if ctx.Err() != nil {
-		// Out of time this tick: keep the batch, hold the partition.
-		p.pause(pt, pauseWrite)
-		return
-	}
-	start := time.Now()
-	err := p.s.Sink.WriteClose(ctx, sink.CloseBatch{Source: pt.tp, ClosedThrough: wm, Partials: pt.unwritten})
-	p.wrote(WriteInfo{Kind: WriteClose, Source: pt.tp, Rows: len(pt.unwritten), ClosedThrough: wm, Revoke: p.revoking, Duration: time.Since(start), Err: err})
-	if err != nil {
-		p.log.Warn("close write failed; partition paused, retrying at the next tick",
-			"partition", pt.tp.String(), "partials", len(pt.unwritten), "closed_through", wm, "error", err)
-		p.pause(pt, pauseWrite)
-		return
-	}
-	pt.unwritten = nil
-	pt.written, pt.hasWritten = wm, true
-	if err := pt.led.CloseThrough(wm); err != nil {
-		p.fail(err, "ledger close through", "partition", pt.tp.String())
-		return
-	}
-	// After an idle advance the ledger learns the watermark only now that it is written, so a
-	// commit never carries an advance that the sink does not have.
-	pt.led.SetWatermark(wm)
-	p.unpause(pt, pauseWrite)
 }
 
 // position reports the partition's consume position and high watermark to its watermark, for
@@ -668,6 +589,9 @@ func (p *processor[K]) assign(ctx context.Context, as []assignment) error {
 	if len(tps) == 0 {
 		return nil
 	}
+	// The sink is never called from two goroutines at once, and a job in flight never
+	// writes partitions whose set changed under it.
+	p.await()
 	var progress map[ledger.TopicPartition]time.Time
 	if p.s.Sink != nil {
 		var err error
@@ -771,16 +695,15 @@ func (p *processor[K]) revoke(ctx context.Context, tps []ledger.TopicPartition, 
 	slices.SortFunc(owned, func(a, b *part[K]) int {
 		return cmp.Or(cmp.Compare(a.tp.Topic, b.tp.Topic), cmp.Compare(a.tp.Partition, b.tp.Partition))
 	})
+	if p.fatal == nil {
+		p.await()
+	}
 	if !lost && p.fatal == nil {
 		p.drainReports()
-		wctx, cancel := context.WithTimeout(ctx, p.s.WriteTimeout)
-		p.revoking = true
-		p.flushState(wctx)
-		for _, pt := range owned {
-			p.closePartition(wctx, pt)
+		if job := p.prepare(owned, true); job != nil {
+			p.launch(ctx, job, true)
+			p.collect()
 		}
-		p.revoking = false
-		cancel()
 	}
 	var final []ledger.Commit
 	dropped := make([]int64, len(owned))

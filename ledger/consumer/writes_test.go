@@ -1,0 +1,136 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamledger/streamledger/sink"
+)
+
+// deferWrites makes the harness hold a tick's writes until run is called, as a slow sink
+// on the writes' goroutine would.
+func (h *harness) deferWrites() (run func()) {
+	var pending func()
+	h.p.spawn = func(f func()) { pending = f }
+	return func() {
+		h.t.Helper()
+		require.NotNil(h.t, pending, "writes in flight")
+		f := pending
+		pending = nil
+		f()
+	}
+}
+
+// failingCloses fails every close batch while fail is set.
+type failingCloses struct {
+	sink.Sink
+	fail bool
+}
+
+func (f *failingCloses) WriteClose(ctx context.Context, b sink.CloseBatch) error {
+	if f.fail {
+		return errors.New("injected close failure")
+	}
+	return f.Sink.WriteClose(ctx, b)
+}
+
+func TestOverlappedWritesDecideMessagesAndCommitOnlyWhenDone(t *testing.T) {
+	h := newHarness(t, nil)
+	run := h.deferWrites()
+	p0 := tp("t", 0)
+	h.assign(p0, -1, "")
+	h.feed(p0, 0, "ws 1 A 1", "ws 7 A 2") // the second closes [12:00,12:05) at the tick
+
+	h.tick()
+	require.NotNil(t, h.p.job, "the tick's writes are in flight")
+	assert.Empty(t, h.mem.Closes(), "nothing written yet")
+	assert.Equal(t, int64(-1), h.committed(p0), "nothing committed before the writes are done")
+
+	// The loop goes on deciding: the new messages join the next flush.
+	h.feed(p0, 2, "ws 8 A 3", "ws 16 B 4")
+	assert.Equal(t, []Outcome{A, A, A, A}, h.outcomes(p0, 4))
+	assert.Equal(t, 2, h.p.stateRows, "rows of the next flush")
+	h.p.poll(context.Background())
+	assert.Equal(t, int64(-1), h.committed(p0), "poll commits nothing while the writes run")
+
+	// A tick that comes meanwhile waits for them.
+	h.tick()
+	assert.True(t, h.p.tickDue)
+
+	run()
+	h.p.poll(context.Background())
+	closes := h.mem.Closes()
+	require.Len(t, closes, 1)
+	assert.Equal(t, at("5"), closes[0].ClosedThrough)
+	// Offset 0 is durable (its window and its state row written); 1 waits for [12:05,12:10),
+	// which closes at the tick that waited and is written by its own writes.
+	assert.Equal(t, int64(1), h.committed(p0))
+	assert.False(t, h.p.tickDue)
+	require.NotNil(t, h.p.job, "the waiting tick started the next writes")
+	assert.Zero(t, h.p.stateRows)
+
+	run()
+	h.p.poll(context.Background())
+	assert.Equal(t, int64(3), h.committed(p0), "2 and 3's state written, [12:05,12:10) closed; 3 waits for 12:20")
+}
+
+func TestOverlappedCloseFailureKeepsTheBatchAndPauses(t *testing.T) {
+	fs := &failingCloses{fail: true}
+	h := newHarness(t, func(c *Config[string]) {
+		fs.Sink = c.Sink
+		c.Sink = fs
+	})
+	run := h.deferWrites()
+	p0 := tp("t", 0)
+	h.assign(p0, -1, "")
+	h.feed(p0, 0, "w 1 A 1", "w 7 A 2")
+	h.tick()
+	h.feed(p0, 2, "w 9 A 3") // decided while the failing write runs
+	run()
+	h.p.poll(context.Background())
+	require.Equal(t, int64(-1), h.committed(p0))
+	pt := h.p.parts[p0]
+	assert.Equal(t, pauseWrite, pt.paused, "decides nothing more until a write succeeds")
+	assert.True(t, h.cl.paused[p0])
+	assert.Len(t, pt.unwritten, 2, "the batch is kept: A and all of [12:00,12:05)")
+
+	fs.fail = false
+	h.tick()
+	run()
+	h.p.poll(context.Background())
+	assert.Zero(t, pt.paused)
+	assert.Equal(t, int64(1), h.committed(p0))
+	a, ok, err := h.mem.Aggregate(context.Background(), sink.Key{WindowStart: T0, Dimension: "line", DimensionID: "A"})
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, int64(1), a.Count)
+}
+
+func TestRevocationWaitsForTheWritesInFlight(t *testing.T) {
+	h := newHarness(t, nil)
+	h.deferWrites() // never run by the test: the revocation must
+	p0 := tp("t", 0)
+	h.assign(p0, -1, "")
+	h.feed(p0, 0, "ws 1 A 1", "ws 7 A 2")
+	h.tick()
+	require.NotNil(t, h.p.job)
+	h.feed(p0, 2, "ws 9 A 3")
+
+	var revokes []bool
+	h.p.s.hooks.write = append(h.p.s.hooks.write, writeRecorder(func(w WriteInfo) { revokes = append(revokes, w.Revoke) }))
+	h.p.revoke(context.Background(), h.p.assignedTPs(), false, CommitRevoke)
+	require.NoError(t, h.p.fatal)
+	assert.Nil(t, h.p.job)
+	// The tick's writes (state, close), then the revocation's own (state, close).
+	assert.Equal(t, []bool{false, false, true, true}, revokes)
+	assert.Equal(t, int64(1), h.committed(p0), "1 and 2 wait for [12:05,12:10), still open")
+	assert.Empty(t, h.p.parts)
+}
+
+type writeRecorder func(WriteInfo)
+
+func (f writeRecorder) OnWrite(w WriteInfo) { f(w) }
