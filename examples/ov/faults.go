@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,10 +30,20 @@ const (
 	// FaultDLQReported: a positive delivery report received, the ledger not yet acked nor the
 	// offset committed.
 	FaultDLQReported = "dlq-reported"
+	// FaultRevokeWritten: during a revocation (or the shutdown, which gives up every
+	// partition the same way), after a close batch with partials committed in Postgres and
+	// before the revocation's final offset commit: the next owner replays from the older
+	// commit and must rebuild exactly the windows already written.
+	FaultRevokeWritten = "revoke-written"
 	// FaultRevokeCommitted: during a revocation, after its final commit and before the
 	// partitions are given up to the group.
 	FaultRevokeCommitted = "revoke-committed"
 )
+
+// faultPoints lists every point.
+func faultPoints() []string {
+	return []string{FaultCloseWritten, FaultDLQSent, FaultDLQReported, FaultRevokeWritten, FaultRevokeCommitted}
+}
 
 // faultSet counts occurrences of armed fault points.
 type faultSet struct {
@@ -53,11 +64,8 @@ func parseFaults(s string) (*faultSet, error) {
 		if !ok || err != nil || k < 1 {
 			return nil, fmt.Errorf("$%s: %q: want point:N with N >= 1", FaultEnv, part)
 		}
-		switch name {
-		case FaultCloseWritten, FaultDLQSent, FaultDLQReported, FaultRevokeCommitted:
-		default:
-			return nil, fmt.Errorf("$%s: unknown fault point %q: want %s, %s, %s or %s", FaultEnv, name,
-				FaultCloseWritten, FaultDLQSent, FaultDLQReported, FaultRevokeCommitted)
+		if !slices.Contains(faultPoints(), name) {
+			return nil, fmt.Errorf("$%s: unknown fault point %q: want one of %s", FaultEnv, name, strings.Join(faultPoints(), ", "))
 		}
 		fs.at[name] = k
 	}
@@ -78,14 +86,16 @@ func (fs *faultSet) hooks(log *slog.Logger) []consumer.Hook {
 	return []consumer.Hook{faultHook{fs}}
 }
 
-func (fs *faultSet) hit(point string) {
+// hit counts an occurrence of point and kills the process at the armed one; detail says where
+// it happened, in the log line that precedes the kill.
+func (fs *faultSet) hit(point, detail string) {
 	n, armed := fs.at[point]
 	if !armed {
 		return
 	}
 	fs.seen[point]++
 	if fs.seen[point] == n {
-		fmt.Fprintf(os.Stderr, "fault point %s reached (occurrence %d): SIGKILL\n", point, n)
+		fmt.Fprintf(os.Stderr, "fault point %s reached (occurrence %d%s): SIGKILL\n", point, n, detail)
 		fs.kill()
 	}
 }
@@ -94,26 +104,36 @@ func (fs *faultSet) hit(point string) {
 type faultHook struct{ fs *faultSet }
 
 func (h faultHook) OnWrite(w consumer.WriteInfo) {
-	if w.Kind == consumer.WriteClose && w.Err == nil {
-		h.fs.hit(FaultCloseWritten)
+	if w.Kind != consumer.WriteClose || w.Err != nil {
+		return
+	}
+	detail := fmt.Sprintf(": %s, %d partials, closed_through %s", w.Source, w.Rows, w.ClosedThrough.UTC().Format(time.RFC3339))
+	if !w.Revoke {
+		h.fs.hit(FaultCloseWritten, detail)
+		return
+	}
+	// Only a batch with partials: one that carries progress alone leaves the next owner
+	// nothing to rebuild.
+	if w.Rows > 0 {
+		h.fs.hit(FaultRevokeWritten, detail)
 	}
 }
 
 func (h faultHook) OnMessage(m consumer.MessageInfo) {
 	if m.Outcome == consumer.DeadLettered {
-		h.fs.hit(FaultDLQSent)
+		h.fs.hit(FaultDLQSent, fmt.Sprintf(": %s@%d", m.TopicPartition, m.Offset))
 	}
 }
 
 func (h faultHook) OnDeadLetter(d consumer.DeadLetterInfo) {
 	if d.Err == nil {
-		h.fs.hit(FaultDLQReported)
+		h.fs.hit(FaultDLQReported, fmt.Sprintf(": %s@%d", d.TopicPartition, d.Offset))
 	}
 }
 
 func (h faultHook) OnCommit(c consumer.CommitInfo) {
 	if c.Reason == consumer.CommitRevoke {
-		h.fs.hit(FaultRevokeCommitted)
+		h.fs.hit(FaultRevokeCommitted, fmt.Sprintf(": %d offsets", len(c.Commits)))
 	}
 }
 

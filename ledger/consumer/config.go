@@ -111,8 +111,9 @@ type Config[K comparable] struct {
 	// the loop goes on deciding messages (which join the next tick's writes); their entries
 	// become committable when the writes have returned nil, as with SyncWrites. Rebalances and
 	// the shutdown wait for writes in flight, and the sink is never called concurrently by
-	// the consumer. A tick that comes while writes are in flight runs as soon as they are
-	// done, so a sink slower than FlushInterval writes back to back.
+	// the consumer. A tick that comes while writes are in flight waits for them, deciding
+	// nothing meanwhile, and then runs: the loop runs at most one FlushInterval ahead of the
+	// sink, and a sink slower than that writes back to back.
 	SyncWrites bool
 	// AssignTimeout bounds reading the committed offsets and the sink's progress of newly
 	// assigned partitions. Failing that, Run stops with an error wrapping [ErrAssign]: the

@@ -72,7 +72,8 @@
 // The windows are closed and serialized on the loop, but the writes run on a goroutine of
 // their own while the loop goes on deciding messages (unless [Config.SyncWrites]): at most one
 // tick's writes are in flight, messages decided meanwhile join the next tick's, and a tick
-// that comes meanwhile runs when they are done. The ledgers learn a write's outcome on the
+// that comes meanwhile waits for them (deciding nothing), so the loop runs at most one tick
+// ahead of the sink. The ledgers learn a write's outcome on the
 // loop once it returned, and only then are its entries committable, with a commit right away.
 // Rebalances and the shutdown wait for writes in flight.
 //

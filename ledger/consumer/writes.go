@@ -238,9 +238,16 @@ func (p *processor[K]) complete() {
 }
 
 // poll is the loop's side of a job in flight: once its writes are done it applies them,
-// commits what they made durable, and runs the tick that waited for them, if any.
+// commits what they made durable, and runs the tick that waited for them, if any. When a tick
+// is due and the writes still run, it waits for them: the loop decides at most one tick's
+// messages ahead of the sink, which bounds the rows and ledger entries waiting for writes.
 func (p *processor[K]) poll(ctx context.Context) {
-	if !p.collect() || p.fatal != nil || ctx.Err() != nil {
+	if p.tickDue && p.job != nil {
+		p.await()
+	} else if !p.collect() {
+		return
+	}
+	if p.fatal != nil || ctx.Err() != nil {
 		return
 	}
 	if p.tickDue {

@@ -57,11 +57,10 @@ func TestOverlappedWritesDecideMessagesAndCommitOnlyWhenDone(t *testing.T) {
 	h.p.poll(context.Background())
 	assert.Equal(t, int64(-1), h.committed(p0), "poll commits nothing while the writes run")
 
-	// A tick that comes meanwhile waits for them.
+	// A tick that comes meanwhile waits for them: the next poll waits until they are done
+	// (here it runs them), applies them and runs the tick.
 	h.tick()
 	assert.True(t, h.p.tickDue)
-
-	run()
 	h.p.poll(context.Background())
 	closes := h.mem.Closes()
 	require.Len(t, closes, 1)

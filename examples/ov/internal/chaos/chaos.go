@@ -75,6 +75,12 @@ type Size struct {
 	// of each group scenario; Terminations the rounds of pg_terminate_backend; FaultKills the
 	// processes killed by a fault point.
 	Kills, GroupChanges, Terminations, FaultKills int
+	// KillAfter bounds the random life of each processor of scenario kill: it is killed that
+	// long after its start.
+	KillAfter [2]time.Duration
+	// GroupRebalances is the least number of rebalances (group generations the broker formed)
+	// each group scenario makes: it goes on changing members until the broker has run them.
+	GroupRebalances int
 	// RestartPostgres stops and starts the Postgres server in the postgres scenario (never in
 	// CI's short run: other packages' tests share the server).
 	RestartPostgres bool
@@ -87,12 +93,15 @@ func baseFeed() feed.Config {
 		Lateness: 2 * time.Minute, DisorderShare: 0.1, LateShare: 0.01, MalformedShare: 0.004}
 }
 
-// Short is the size of `make test`: about 60,000 records, each scenario in about half a minute.
+// Short is the size of `make test`: about 60,000 records, each scenario in about 20 seconds.
+// Its kills come faster than the full run's (0.2 to 1.4 s into each life instead of 0.3 to
+// 2.5 s) so that the issue's 20 fit in the span of its feed.
 func Short() Size {
 	f := baseFeed()
 	f.Scale, f.Duration = 0.02, 3*time.Hour
-	return Size{Name: "short", Feed: f, Partitions: 6, Span: 12 * time.Second, Kills: 12, GroupChanges: 10, Terminations: 15,
-		FaultKills: 8, DrainTimeout: 2 * time.Minute}
+	return Size{Name: "short", Feed: f, Partitions: 6, Span: 12 * time.Second, Kills: 20, GroupChanges: 10, Terminations: 15,
+		FaultKills: 10, KillAfter: [2]time.Duration{200 * time.Millisecond, 1400 * time.Millisecond}, GroupRebalances: 10,
+		DrainTimeout: 2 * time.Minute}
 }
 
 // Full is the size of `make chaos`: over a million records.
@@ -100,7 +109,8 @@ func Full() Size {
 	f := baseFeed()
 	f.Scale, f.Duration = 0.3, 3*time.Hour+30*time.Minute
 	return Size{Name: "full", Feed: f, Partitions: 8, Span: 100 * time.Second, Kills: 30, GroupChanges: 16, Terminations: 60,
-		FaultKills: 16, RestartPostgres: true, DrainTimeout: 6 * time.Minute}
+		FaultKills: 20, KillAfter: [2]time.Duration{300 * time.Millisecond, 2500 * time.Millisecond}, GroupRebalances: 10,
+		RestartPostgres: true, DrainTimeout: 6 * time.Minute}
 }
 
 // Config configures Run.
@@ -129,7 +139,9 @@ type Result struct {
 	// Messages is the number of records produced.
 	Messages int
 	// Processes counts the processor processes started.
-	Processes                  int
+	Processes int
+	// Rebalances counts the group generations the broker formed while the scenario's faults
+	// ran (the drain's excluded), from the lines "ov broker" prints for each.
 	Kills, Rebalances, Outages int
 	// Mismatched counts rows (and dead letters, and accounting identities) that differ from
 	// the oracle; Mismatches holds the first of them.
@@ -227,11 +239,15 @@ func (h *harness) randN(n int) int {
 
 // scene is one scenario being played: its broker, schema, processors and gauges.
 type scene struct {
-	h        *harness
-	name     string
-	res      *Result
-	records  []feed.Record
-	oracle   *oracle.Result
+	h    *harness
+	name string
+	res  *Result
+	// records is everything produced, in order; first and later are its two parts in the idle
+	// scenario (first is all of it elsewhere).
+	records, first, later []feed.Record
+	ocfg                  oracle.Config
+	oracle                *oracle.Result
+
 	addr     string
 	broker   *proc
 	kc       *kafkaClient
@@ -251,22 +267,27 @@ func (h *harness) scenario(ctx context.Context, name string, all []feed.Record) 
 	start := time.Now()
 	defer func() { res.Wall = time.Since(start) }()
 	records := all
+	var later []feed.Record
 	if name == ScenarioIdle {
-		records = silencePartition(cutTail(all, h.cfg.Size.Feed.Start.Add(h.cfg.Size.Feed.Duration)), h.cfg.Size.Partitions, 0)
+		records, later = splitIdle(all, h.cfg.Size.Partitions, 0, h.cfg.Size.Feed.Start.Add(h.cfg.Size.Feed.Duration))
 	}
-	res.Messages = len(records)
+	// What the broker receives, in this order: the idle scenario produces the withheld part
+	// last; every partition keeps its records' order.
+	produced := append(records[:len(records):len(records)], later...)
+	res.Messages = len(produced)
 	dec, err := event.NewDecoder(event.Config{})
 	if err != nil {
 		res.Err = err
 		return res
 	}
-	or, err := oracle.Compute(oracle.Config{PositionsTopic: feed.DefaultPositionsTopic, PredictionsTopic: feed.DefaultPredictionsTopic,
-		Partitions: h.cfg.Size.Partitions, WindowSize: h.cfg.Size.Feed.WindowSize, Lateness: h.cfg.Size.Feed.Lateness, Decoder: dec}, records)
+	ocfg := oracle.Config{PositionsTopic: feed.DefaultPositionsTopic, PredictionsTopic: feed.DefaultPredictionsTopic,
+		Partitions: h.cfg.Size.Partitions, WindowSize: h.cfg.Size.Feed.WindowSize, Lateness: h.cfg.Size.Feed.Lateness, Decoder: dec}
+	or, err := oracle.Compute(ocfg, produced)
 	if err != nil {
 		res.Err = err
 		return res
 	}
-	s := &scene{h: h, name: name, res: &res, records: records, oracle: or,
+	s := &scene{h: h, name: name, res: &res, records: produced, first: records, later: later, ocfg: ocfg, oracle: or,
 		schema: fmt.Sprintf("chaos_%s_%d", strings.ReplaceAll(name, "-", "_"), time.Now().UnixNano()%1_000_000_000)}
 	s.appName = s.schema
 	s.logDir = filepath.Join(h.cfg.WorkDir, name)
@@ -308,6 +329,9 @@ func (h *harness) scenario(ctx context.Context, name string, all []feed.Record) 
 		res.Err = err
 		return res
 	}
+	if res.Rebalances, err = generations(s.brokerLog(), group); err != nil {
+		s.note("%v", err)
+	}
 	static := map[string]string{ScenarioKill: killStatic, ScenarioFaultPoints: faultStatic}[name]
 	if err := s.drain(ctx, static); err != nil {
 		res.Err = err
@@ -325,37 +349,29 @@ func (h *harness) scenario(ctx context.Context, name string, all []feed.Record) 
 	return res
 }
 
-// cutTail drops the records delivered after the feed's end: the sparse tail of delayed (late)
-// predictions. In the idle-partition scenario every partition runs with a short idle timeout
-// while the feed is produced, and in that tail a partition is quiet long enough to go idle:
-// a delayed prediction that then arrives for a window the idle advance closed is late, as the
-// design says, while the oracle, which knows nothing of idleness, admits it. Without the tail
-// every partition but the silenced one receives data until production stops.
-func cutTail(records []feed.Record, end time.Time) []feed.Record {
-	out := make([]feed.Record, 0, len(records))
-	for _, r := range records {
-		if r.Timestamp.Before(end) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// silencePartition drops every record of partition p (of both topics) in the second half of
-// the feed: the partition stops receiving data while the others go on.
-func silencePartition(records []feed.Record, partitions, p int32) []feed.Record {
+// splitIdle splits the feed of the idle-partition scenario in two. The first part is what is
+// produced while partition p (of both topics) is silent: every record delivered before the
+// feed's end (a time), except p's after the middle of the feed. The second part is produced
+// once p's idle advance is final: p's withheld records and the sparse tail of delayed
+// predictions of every partition (delivered after the feed's end), in feed order, so every
+// partition keeps its order. The tail waits because under the scenario's short idle timeout
+// a partition goes quiet in it long enough to go idle, and an advance that the harness did
+// not freeze and observe is one the oracle cannot know.
+func splitIdle(records []feed.Record, partitions, p int32, end time.Time) (first, later []feed.Record) {
 	if len(records) == 0 {
-		return records
+		return nil, nil
 	}
-	mid := records[0].Timestamp.Add(records[len(records)-1].Timestamp.Sub(records[0].Timestamp) / 2)
-	out := make([]feed.Record, 0, len(records))
+	start := records[0].Timestamp
+	mid := start.Add(end.Sub(start) / 2)
+	first = make([]feed.Record, 0, len(records))
 	for _, r := range records {
-		if feed.Partition(r.Key, partitions) == p && r.Timestamp.After(mid) {
+		if !r.Timestamp.Before(end) || (feed.Partition(r.Key, partitions) == p && r.Timestamp.After(mid)) {
+			later = append(later, r)
 			continue
 		}
-		out = append(out, r)
+		first = append(first, r)
 	}
-	return out
+	return first, later
 }
 
 func withAppName(dsn, app string) (string, error) {
@@ -379,6 +395,8 @@ func (s *scene) progress(format string, args ...any) {
 	fmt.Fprintf(s.h.cfg.Progress, "  %s: %s\n", s.name, fmt.Sprintf(format, args...))
 }
 
+func (s *scene) brokerLog() string { return filepath.Join(s.logDir, "broker.log") }
+
 func (s *scene) setUp(ctx context.Context) error {
 	port, err := freePort()
 	if err != nil {
@@ -386,7 +404,7 @@ func (s *scene) setUp(ctx context.Context) error {
 	}
 	s.addr = fmt.Sprintf("127.0.0.1:%d", port)
 	s.broker, err = start("broker", s.h.cfg.Binary, []string{"broker", "--addr", s.addr, "--partitions", fmt.Sprint(s.h.cfg.Size.Partitions)},
-		nil, filepath.Join(s.logDir, "broker.log"), "")
+		nil, s.brokerLog(), "")
 	if err != nil {
 		return err
 	}
@@ -442,6 +460,8 @@ type procOpts struct {
 	// static is the group.instance.id (static membership): a restarted process replaces its
 	// killed predecessor at once instead of waiting for its session to expire.
 	static string
+	// flush is the flush interval (and commit cadence); zero means FlushInterval.
+	flush time.Duration
 }
 
 // startProc starts an "ov run" processor named name.
@@ -455,8 +475,12 @@ func (s *scene) startProc(ctx context.Context, name string, o procOpts) (*proc, 
 	s.count++
 	s.res.Processes++
 	s.mu.Unlock()
+	flush := FlushInterval
+	if o.flush > 0 {
+		flush = o.flush
+	}
 	args := []string{"run", "--brokers", s.addr, "--group", group, "--dsn", s.dsn, "--schema", s.schema,
-		"--flush-interval", FlushInterval.String(), "--clock-rate", fmt.Sprint(ClockRate), "--idle-timeout", o.idle.String(),
+		"--flush-interval", flush.String(), "--clock-rate", fmt.Sprint(ClockRate), "--idle-timeout", o.idle.String(),
 		"--metrics-addr", metrics, "--processor-id", "chaos-" + name, "--window", s.h.cfg.Size.Feed.WindowSize.String(),
 		"--lateness", s.h.cfg.Size.Feed.Lateness.String(), "--write-timeout", writeTimeout.String()}
 	props := sessionProps
@@ -489,11 +513,12 @@ func (s *scene) startProc(ctx context.Context, name string, o procOpts) (*proc, 
 	return p, nil
 }
 
-// produce plays the scenario's feed into the broker over the size's span, in the background.
+// produce plays the scenario's feed (its first part in the idle scenario) into the broker over
+// the size's span, in the background.
 func (s *scene) produce(ctx context.Context, onSent func(int)) <-chan error {
 	done := make(chan error, 1)
 	go func() {
-		done <- s.kc.produce(ctx, s.records, s.h.cfg.Size.Partitions, s.h.cfg.Size.Span, onSent)
+		done <- s.kc.produce(ctx, s.first, s.h.cfg.Size.Partitions, s.h.cfg.Size.Span, onSent)
 	}()
 	return done
 }

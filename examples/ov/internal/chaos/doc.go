@@ -32,12 +32,18 @@
 //
 // # The scenarios
 //
-//   - kill: one processor killed with SIGKILL at random instants (0.3 to 2.5 s after each start)
-//     and restarted, 30 times in the full run (12 in the short one). It uses static group membership so that a restart
-//     replaces the dead member at once.
+//   - kill: one processor killed with SIGKILL at random instants and restarted: 30 times in
+//     the full run (0.3 to 2.5 s after each start), 20 in the short one (0.2 to 1.4 s, so that
+//     they fit in its shorter feed). It uses static group membership so that a restart
+//     replaces the dead member at once (no rebalance: the table shows the one of the first
+//     start).
 //   - group-range, group-cooperative: three processors in one group, with random joins,
-//     graceful leaves and kills (each a rebalance), under the range and the
-//     cooperative-sticky assignor.
+//     graceful leaves and kills, under the range and the cooperative-sticky assignor. After
+//     each change the scenario waits (up to 12 s) for the broker to form the next generation:
+//     a change during a rebalance joins it, and kfake restarts a rebalance's timer at every
+//     join, so changes faster than the group settles kept it rebalancing, with nobody
+//     consuming, for as long as they came. It goes on until the broker has formed at least
+//     ten generations.
 //   - postgres: the processor's Postgres backends terminated (pg_terminate_backend by
 //     application_name) every 0.2 to 0.7 s; in the full run the server is also stopped for
 //     five seconds and started again (pg_ctlcluster), never in the short run, whose server
@@ -47,16 +53,27 @@
 //     the other partitions must keep committing, and the ledger (processor_uncommitted_messages)
 //     and the open windows (processor_open_windows) must stay within a bound derived from the
 //     feed: the records of the busiest stretch of window + lateness + disorder + two ticks.
-//     Its feed ends at the feed's end time, without the sparse tail of delayed predictions:
-//     with the short idle timeout every partition runs with here, a partition goes idle in
-//     that tail and a delayed prediction then arriving for a window the idle advance closed is
-//     late (as the design says), while the oracle, which knows nothing of idleness, admits it.
-//   - fault-points: a processor armed by $OV_FAULT kills itself at the Nth occurrence of a point
-//     inside the process, through the consumer's hooks: after a close batch committed in
-//     Postgres and before the offset commit; after a dead letter was handed to the producer and
-//     before its delivery report; after the positive report and before the ack and commit; and
-//     during a revocation (a second processor joins), after the revoke's commit and before the
-//     hand-over.
+//     Then the rest of the feed follows, and with it the design's rule for data after an idle
+//     advance: partition 0's withheld records, whose predictions for windows the advance
+//     closed are late, and the sparse tail of delayed predictions of every partition. An idle
+//     advance keeps pace with the processor's clock until the partition's next record, so
+//     the harness freezes it first: it stops the processor gracefully (the last close batch
+//     writes the last advance, the final commit carries it), reads the advance back as the
+//     next owner restores it (max of the watermark in the commit metadata, sl1;wm=..., and
+//     closed_through), and gives the oracle (partition, offset of the first withheld record,
+//     watermark) as an [oracle.Advance]. The rest is produced while no processor runs (a
+//     partition with unread records is never idle, so no other advance decides any of it)
+//     and read by the drain. The scenario fails if the advance made no prediction late.
+//   - fault-points: a processor armed by $OV_FAULT kills itself at the Nth occurrence of a
+//     point inside the process, through the consumer's hooks: after a close batch committed in
+//     Postgres and before the offset commit (close-written); after a dead letter was handed to
+//     the producer and before its delivery report (dlq-sent); after the positive report and
+//     before the ack and commit (dlq-reported); and during a revocation, while a second
+//     processor joins and leaves: after one of the revocation's close batches with partials
+//     committed in Postgres and before its final offset commit (revoke-written, from
+//     consumer.WriteInfo.Revoke; the armed processor ticks only every two windows' worth of
+//     wall time, so that its revocations have closed windows and state rows to write), and
+//     after that commit and before the hand-over (revoke-committed).
 //
 // A broker restart is out of reach: the broker is kfake, in memory, so a restarted broker has
 // lost every record and every committed offset. Faking it (replaying the feed into a new broker)
@@ -64,9 +81,12 @@
 //
 // # Figures
 //
-// [WriteTable] prints per scenario: messages, kills, rebalances (membership changes), outages
+// [WriteTable] prints per scenario: messages, kills, rebalances (the group generations the
+// broker formed while the faults ran, the drain's excluded: "ov broker" prints a line for each
+// new generation a SyncGroup request names, and the harness counts them in its log), outages
 // (rounds of terminated backends, server restarts), mismatched rows (must be 0), the highest
-// processor_uncommitted_messages any processor exported, the peak resident set of the processor
+// processor_uncommitted_messages any processor exported (the drain's included, which reads
+// what the faults left uncommitted at full speed), the peak resident set of the processor
 // processes (VmHWM from /proc/<pid>/status, sampled every 100 ms while each runs; not wait4's
 // ru_maxrss, which on Linux carries over the forking harness's own high-water mark), and the
 // wall time.

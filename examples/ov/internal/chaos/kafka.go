@@ -1,10 +1,14 @@
 package chaos
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -80,6 +84,13 @@ func (k *kafkaClient) produce(ctx context.Context, records []feed.Record, partit
 
 // committed returns the group's committed offsets of topic by partition (-1 for none).
 func (k *kafkaClient) committed(ctx context.Context, group, topic string, partitions int32) (map[int32]int64, error) {
+	offsets, _, err := k.committedWithMetadata(ctx, group, topic, partitions)
+	return offsets, err
+}
+
+// committedWithMetadata returns the group's committed offsets of topic by partition (-1 for
+// none) and their metadata strings.
+func (k *kafkaClient) committedWithMetadata(ctx context.Context, group, topic string, partitions int32) (map[int32]int64, map[int32]string, error) {
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.Group = group
 	rt := kmsg.NewOffsetFetchRequestTopic()
@@ -90,26 +101,29 @@ func (k *kafkaClient) committed(ctx context.Context, group, topic string, partit
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(ctx, k.cl)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := map[int32]int64{}
+	out, meta := map[int32]int64{}, map[int32]string{}
 	for p := range partitions {
 		out[p] = -1
 	}
 	if err := kerr.ErrorForCode(resp.ErrorCode); err == kerr.GroupIDNotFound {
-		return out, nil
+		return out, meta, nil
 	} else if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
 			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				return nil, fmt.Errorf("offset fetch %s[%d]: %w", topic, p.Partition, err)
+				return nil, nil, fmt.Errorf("offset fetch %s[%d]: %w", topic, p.Partition, err)
 			}
 			out[p.Partition] = p.Offset
+			if p.Metadata != nil {
+				meta[p.Partition] = *p.Metadata
+			}
 		}
 	}
-	return out, nil
+	return out, meta, nil
 }
 
 // endOffsets returns the high watermark of every partition of topic.
@@ -207,4 +221,40 @@ func (k *kafkaClient) deadLetters(ctx context.Context, addr, topic string, parti
 		letters[i], parts[i] = r.d, r.p
 	}
 	return letters, parts, nil
+}
+
+// generationPrefix starts the line "ov broker" prints for each new consumer group generation.
+const generationPrefix = "group generation: "
+
+// GenerationLine is the line "ov broker" prints when a SyncGroup request first names a
+// generation of a group: a rebalance the broker ran. The harness counts these lines in the
+// broker's log.
+func GenerationLine(group string, generation int32) string {
+	return fmt.Sprintf("%sgeneration=%d group=%s", generationPrefix, generation, strconv.Quote(group))
+}
+
+// generations counts the distinct generations of group in the broker's log at path.
+func generations(path, group string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("chaos: reading the broker's log: %w", err)
+	}
+	defer f.Close()
+	suffix := " group=" + strconv.Quote(group)
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), generationPrefix)
+		if !ok {
+			continue
+		}
+		if gen, ok := strings.CutSuffix(rest, suffix); ok {
+			seen[gen] = true
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("chaos: reading the broker's log: %w", err)
+	}
+	return len(seen), nil
 }
