@@ -58,7 +58,11 @@
 //
 // [Sink.UpsertLatest] collapses a batch to the newest row per key, sends it in key order
 // (so concurrent writers lock rows in one order) and guards the update with
-// WHERE EXCLUDED.observed_at >= table.observed_at.
+// WHERE EXCLUDED.observed_at >= table.observed_at. State tables that Migrate creates keep
+// half of each page free too (fillfactor 50, version 2 of their migration): once a key is
+// known every upsert of it is an update, which then stays on its page (HOT). In
+// BenchmarkUpsertLatest that took the unnest strategy from about 60k to about 84k rows/s in
+// one session on this repository's 2-core machine.
 //
 // # Strategies
 //

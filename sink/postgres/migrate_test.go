@@ -51,8 +51,28 @@ func TestMigrateConcurrentlyAndIdempotently(t *testing.T) {
 	require.NoError(t, rows.Err())
 	assert.Equal(t, map[string]int{
 		"aggregates:delay_aggregates": 2, "markers:streamledger_markers": 1,
-		"progress:streamledger_progress": 1, "state:vehicle_latest": 1,
+		"progress:streamledger_progress": 1, "state:vehicle_latest": 2,
 	}, got)
+}
+
+// A state table at version 1 (the default fillfactor) is brought to version 2 (fillfactor 50),
+// its rows kept.
+func TestMigrateUpgradesStateTables(t *testing.T) {
+	ctx := testCtx(t)
+	s, db := newSink(t, nil)
+	row := sink.StateRow{Key: []any{"veh-1"}, ObservedAt: sinktest.T0(), Values: []any{"trip-1", 1.5, int64(2)}}
+	require.NoError(t, s.UpsertLatest(ctx, sinktest.StateTable, []sink.StateRow{row}))
+	_, err := db.Pool.Exec(ctx, "ALTER TABLE vehicle_latest RESET (fillfactor)")
+	require.NoError(t, err)
+	_, err = db.Pool.Exec(ctx, "UPDATE streamledger_migrations SET version = 1 WHERE object = 'state:vehicle_latest'")
+	require.NoError(t, err)
+	require.NoError(t, s.Migrate(ctx))
+	var opts []string
+	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT reloptions FROM pg_class WHERE oid = 'vehicle_latest'::regclass").Scan(&opts))
+	assert.Equal(t, []string{"fillfactor=50"}, opts)
+	var n int
+	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT count(*) FROM vehicle_latest").Scan(&n))
+	assert.Equal(t, 1, n)
 }
 
 // A database at version 1 of the aggregates (fillfactor 80) is brought to version 2 and its
