@@ -41,6 +41,7 @@ func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	lateness := f.Duration("lateness", "OV_LATENESS", 2*time.Minute, "allowed lateness")
 	flushInterval := f.Duration("flush-interval", "OV_FLUSH_INTERVAL", 5*time.Second, "period of state flush, window writes and commits")
 	writeTimeout := f.Duration("write-timeout", "OV_WRITE_TIMEOUT", 0, "bound of one tick's sink writes; 0: 30s (keep it under half of max.poll.interval.ms)")
+	writeConcurrency := f.Int("write-concurrency", "OV_WRITE_CONCURRENCY", pipeline.DefaultWriteConcurrency, "how many of a tick's sink writes run at once")
 	idle := f.Duration("idle-timeout", "OV_IDLE_TIMEOUT", 30*time.Second, "quiet time after which a caught-up partition is idle; negative: never")
 	metricsAddr := f.String("metrics-addr", "OV_METRICS_ADDR", "127.0.0.1:9464", "listen address of /metrics and /healthz; empty disables")
 	noMigrate := f.Bool("no-migrate", "OV_NO_MIGRATE", false, "do not create or upgrade the tables on start")
@@ -102,6 +103,7 @@ func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		IdleTimeout:      *idle,
 		FlushInterval:    *flushInterval,
 		WriteTimeout:     *writeTimeout,
+		WriteConcurrency: *writeConcurrency,
 		Decoder:          event.Config{Box: box, MaxDelay: *maxDelay},
 		ProcessorID:      *processorID,
 		CreateDLQTopics:  *createDLQ,

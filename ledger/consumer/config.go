@@ -111,10 +111,17 @@ type Config[K comparable] struct {
 	// the loop goes on deciding messages (which join the next tick's writes); their entries
 	// become committable when the writes have returned nil, as with SyncWrites. Rebalances and
 	// the shutdown wait for writes in flight, and the sink is never called concurrently by
-	// the consumer. A tick that comes while writes are in flight waits for them, deciding
-	// nothing meanwhile, and then runs: the loop runs at most one FlushInterval ahead of the
-	// sink, and a sink slower than that writes back to back.
+	// the consumer from two goroutines at once (but see WriteConcurrency). A tick that comes
+	// while writes are in flight waits for them, deciding nothing meanwhile, and then runs:
+	// the loop runs at most one FlushInterval ahead of the sink, and a sink slower than that
+	// writes back to back.
 	SyncWrites bool
+	// WriteConcurrency is how many of one tick's writes (each state table's flush, each
+	// partition's close batch: separate sink calls) run at once. Above 1 the Sink must be safe
+	// for concurrent use, as sink/postgres is (its writers may run at any concurrency); the
+	// outcome is the same, as every write is applied to the ledgers when all are done. Zero
+	// means 1: one after another, the state tables first.
+	WriteConcurrency int
 	// AssignTimeout bounds reading the committed offsets and the sink's progress of newly
 	// assigned partitions. Failing that, Run stops with an error wrapping [ErrAssign]: the
 	// consumer cannot know from which watermark to decide. Zero means DefaultAssignTimeout.
@@ -224,6 +231,9 @@ func (cfg Config[K]) validate() (*settings[K], error) {
 	}
 	if s.IdleTimeout == 0 {
 		s.IdleTimeout = watermark.DefaultIdleTimeout
+	}
+	if s.WriteConcurrency < 0 {
+		return bad("WriteConcurrency: expected a count >= 0 (0: 1), found %d", s.WriteConcurrency)
 	}
 	if s.MaxPending < 0 {
 		return bad("MaxPending: expected a bound >= 0 (0: none), found %d", s.MaxPending)

@@ -77,6 +77,7 @@ func TestConfigErrors(t *testing.T) {
 		{"negative flush", func(c *Config[string]) { c.FlushInterval = -1 }, "FlushInterval"},
 		{"negative pending", func(c *Config[string]) { c.MaxPending = -1 }, "MaxPending"},
 		{"negative keys", func(c *Config[string]) { c.MaxOpenKeys = -1 }, "MaxOpenKeys"},
+		{"negative write concurrency", func(c *Config[string]) { c.WriteConcurrency = -1 }, "WriteConcurrency"},
 		{"resume at one", func(c *Config[string]) { c.ResumeAt = 1 }, "ResumeAt"},
 		{"write timeout vs poll interval", func(c *Config[string]) { c.Kafka["max.poll.interval.ms"] = 50000 }, "WriteTimeout"},
 		{"bad poll interval", func(c *Config[string]) { c.Kafka["max.poll.interval.ms"] = "soon" }, "max.poll.interval.ms"},

@@ -127,27 +127,54 @@ func (p *processor[K]) launch(ctx context.Context, job *writeJob[K], inline bool
 	p.spawn(job.run)
 }
 
-// write makes the job's writes, in the order the guarantee needs: the state tables (sorted),
-// then the partitions' close batches. It runs off the loop and touches nothing but the job,
-// the sink and the settings.
+// write makes the job's writes: the state tables (sorted), then the partitions' close
+// batches, WriteConcurrency of them at a time. It runs off the loop and touches nothing but
+// the job (each write its own result), the sink and the settings.
 func (p *processor[K]) write(ctx context.Context, job *writeJob[K]) {
 	ctx, cancel := context.WithTimeout(ctx, p.s.WriteTimeout)
 	defer cancel()
-	timed := func(f func() error) writeResult {
-		if err := ctx.Err(); err != nil {
-			return writeResult{err: err} // out of time: kept for the next tick
+	writes := make([]func(), 0, len(job.tables)+len(job.closes))
+	timed := func(res *writeResult, f func() error) func() {
+		return func() {
+			if err := ctx.Err(); err != nil {
+				*res = writeResult{err: err} // out of time: kept for the next tick
+				return
+			}
+			start := time.Now()
+			err := f()
+			*res = writeResult{made: true, err: err, duration: time.Since(start)}
 		}
-		start := time.Now()
-		err := f()
-		return writeResult{made: true, err: err, duration: time.Since(start)}
 	}
 	for i, table := range job.tables {
-		job.states[i] = timed(func() error { return p.s.Sink.UpsertLatest(ctx, table, job.state[table]) })
+		writes = append(writes, timed(&job.states[i], func() error {
+			return p.s.Sink.UpsertLatest(ctx, table, job.state[table])
+		}))
 	}
 	for i := range job.closes {
 		c := &job.closes[i]
-		c.res = timed(func() error { return p.s.Sink.WriteClose(ctx, c.batch) })
+		writes = append(writes, timed(&c.res, func() error { return p.s.Sink.WriteClose(ctx, c.batch) }))
 	}
+	n := max(p.s.WriteConcurrency, 1)
+	if n == 1 || len(writes) == 1 {
+		for _, w := range writes {
+			w()
+		}
+		return
+	}
+	next := make(chan func())
+	var wg sync.WaitGroup
+	for range min(n, len(writes)) {
+		wg.Go(func() {
+			for w := range next {
+				w()
+			}
+		})
+	}
+	for _, w := range writes {
+		next <- w
+	}
+	close(next)
+	wg.Wait()
 }
 
 // collect applies the job in flight if its writes are done. It reports whether it did.

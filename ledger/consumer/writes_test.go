@@ -3,11 +3,14 @@ package consumer
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/ledger"
 	"github.com/streamledger/streamledger/sink"
 )
 
@@ -133,3 +136,55 @@ func TestRevocationWaitsForTheWritesInFlight(t *testing.T) {
 type writeRecorder func(WriteInfo)
 
 func (f writeRecorder) OnWrite(w WriteInfo) { f(w) }
+
+// meetingCloses holds each close write until want of them are inside WriteClose at once,
+// or 300 ms have passed.
+type meetingCloses struct {
+	sink.Sink
+	want    int
+	mu      sync.Mutex
+	inside  int
+	most    int
+	arrived chan struct{}
+}
+
+func (m *meetingCloses) WriteClose(ctx context.Context, b sink.CloseBatch) error {
+	m.mu.Lock()
+	m.inside++
+	m.most = max(m.most, m.inside)
+	if m.inside == m.want {
+		close(m.arrived)
+	}
+	m.mu.Unlock()
+	select {
+	case <-m.arrived:
+	case <-time.After(300 * time.Millisecond):
+	}
+	err := m.Sink.WriteClose(ctx, b)
+	m.mu.Lock()
+	m.inside--
+	m.mu.Unlock()
+	return err
+}
+
+func TestWriteConcurrencyRunsATicksWritesAtOnce(t *testing.T) {
+	for _, n := range []int{1, 3} {
+		mc := &meetingCloses{want: 3, arrived: make(chan struct{})}
+		h := newHarness(t, func(c *Config[string]) {
+			mc.Sink = c.Sink
+			c.Sink = mc
+			c.WriteConcurrency = n
+		})
+		ps := []ledger.TopicPartition{tp("t", 0), tp("t", 1), tp("u", 0)}
+		for _, p := range ps {
+			h.assign(p, -1, "")
+			h.feed(p, 0, "w 1 A 1", "w 7 A 2")
+		}
+		h.tick()
+		assert.Equal(t, n, mc.most, "close writes inside the sink at once")
+		require.Len(t, h.mem.Closes(), 3)
+		for _, p := range ps {
+			assert.Equal(t, int64(1), h.committed(p), "%v: every write applied", p)
+		}
+	}
+}

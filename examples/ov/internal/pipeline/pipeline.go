@@ -23,6 +23,9 @@ const (
 	DefaultPositionsTopic   = event.DefaultPositionsTopic
 	DefaultPredictionsTopic = event.DefaultPredictionsTopic
 	DefaultProcessorID      = "ov-processor"
+	// DefaultWriteConcurrency: the Postgres sink takes concurrent writers, and two state
+	// tables plus the close batches are written at each tick.
+	DefaultWriteConcurrency = 2
 )
 
 // Config configures a Pipeline. Brokers is required; the zero value of every other field is
@@ -45,6 +48,9 @@ type Config struct {
 	// WriteTimeout bounds the sink writes of one tick (see consumer.Config; 30 s when zero). It
 	// must stay under half of max.poll.interval.ms when Kafka sets that.
 	WriteTimeout time.Duration
+	// WriteConcurrency is how many of a tick's writes run at once (see consumer.Config)
+	// [DefaultWriteConcurrency].
+	WriteConcurrency int
 	// Decoder bounds what a message may hold (the Netherlands, 6 h of delay, by default).
 	Decoder event.Config
 	// ProcessorID names this instance in its dead letters and as the Kafka client.id
@@ -83,6 +89,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ProcessorID == "" {
 		c.ProcessorID = DefaultProcessorID
+	}
+	if c.WriteConcurrency == 0 {
+		c.WriteConcurrency = DefaultWriteConcurrency
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -151,22 +160,23 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 		}
 	}
 	cons, err := consumer.New(consumer.Config[tables.Key]{
-		Kafka:         consCfg,
-		Topics:        handlers,
-		Sink:          snk,
-		Keys:          SinkKey,
-		DeadLetters:   dlqProducer,
-		WindowSize:    cfg.WindowSize,
-		Lateness:      cfg.Lateness,
-		IdleTimeout:   cfg.IdleTimeout,
-		FlushInterval: cfg.FlushInterval,
-		WriteTimeout:  cfg.WriteTimeout,
-		Ticks:         cfg.Ticks,
-		MaxPending:    cfg.MaxPending,
-		MaxOpenKeys:   cfg.MaxOpenKeys,
-		Clock:         cfg.Clock,
-		Logger:        cfg.Logger,
-		Hooks:         cfg.Hooks,
+		Kafka:            consCfg,
+		Topics:           handlers,
+		Sink:             snk,
+		Keys:             SinkKey,
+		DeadLetters:      dlqProducer,
+		WindowSize:       cfg.WindowSize,
+		Lateness:         cfg.Lateness,
+		IdleTimeout:      cfg.IdleTimeout,
+		FlushInterval:    cfg.FlushInterval,
+		WriteTimeout:     cfg.WriteTimeout,
+		WriteConcurrency: cfg.WriteConcurrency,
+		Ticks:            cfg.Ticks,
+		MaxPending:       cfg.MaxPending,
+		MaxOpenKeys:      cfg.MaxOpenKeys,
+		Clock:            cfg.Clock,
+		Logger:           cfg.Logger,
+		Hooks:            cfg.Hooks,
 	})
 	if err != nil {
 		closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
