@@ -42,7 +42,8 @@
 //     each change the scenario waits (up to 12 s) for the broker to form the next generation:
 //     a change during a rebalance joins it, and kfake restarts a rebalance's timer at every
 //     join, so changes faster than the group settles kept it rebalancing, with nobody
-//     consuming, for as long as they came. It goes on until the broker has formed at least
+//     consuming, for as long as they came. The last member stays until another has joined
+//     (an empty group forms no generation). It goes on until the broker has formed at least
 //     ten generations.
 //   - postgres: the processor's Postgres backends terminated (pg_terminate_backend by
 //     application_name) every 0.2 to 0.7 s; in the full run the server is also stopped for
@@ -58,12 +59,15 @@
 //     closed are late, and the sparse tail of delayed predictions of every partition. An idle
 //     advance keeps pace with the processor's clock until the partition's next record, so
 //     the harness freezes it first: it stops the processor gracefully (the last close batch
-//     writes the last advance, the final commit carries it), reads the advance back as the
-//     next owner restores it (max of the watermark in the commit metadata, sl1;wm=..., and
-//     closed_through), and gives the oracle (partition, offset of the first withheld record,
-//     watermark) as an [oracle.Advance]. The rest is produced while no processor runs (a
-//     partition with unread records is never idle, so no other advance decides any of it)
-//     and read by the drain. The scenario fails if the advance made no prediction late.
+//     writes the last advance, the final commit carries it), reads every prediction
+//     partition's watermark back as the next owner restores it (max of the watermark in the
+//     commit metadata, sl1;wm=..., and closed_through), and gives the oracle each as an
+//     [oracle.Advance] at the partition's first record still to come: partition 0's idle
+//     advance, and for the others their own data's watermark, which changes nothing (unless
+//     one went idle too in the moment before the stop, which the oracle then knows). The
+//     rest is produced while no processor runs (a partition with unread records is never
+//     idle, so no other advance decides any of it) and read by the drain. The scenario fails
+//     if the advance made no prediction late.
 //   - fault-points: a processor armed by $OV_FAULT kills itself at the Nth occurrence of a
 //     point inside the process, through the consumer's hooks: after a close batch committed in
 //     Postgres and before the offset commit (close-written); after a dead letter was handed to

@@ -133,7 +133,9 @@ func (s *scene) group(ctx context.Context, assignor string) error {
 		gen, _ := generations(s.brokerLog(), group)
 		action := s.h.randN(4) // 0, 1: join; 2: leave; 3: kill
 		switch {
-		case len(running) == 0:
+		case len(running) <= 1:
+			// Emptying the group forms no generation (nobody is left to sync one), so the
+			// last member stays until another has joined.
 			action = 0
 		case len(stopped) == 0:
 			action = 2 + s.h.randN(2)
