@@ -45,7 +45,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	f.FlagSet.BoolVar(&o.quick, "quick", false, "a run of about a minute: 1 and 6 partitions at 1x, and 10x")
 	f.FlagSet.StringVar(&o.jsonOut, "json", "", "write the results as JSON to this file")
 	f.FlagSet.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the pipeline phase to this file (FILE.<case> when several cases run)")
-	f.FlagSet.StringVar(&o.memProf, "memprofile", "", "write an allocation profile to this file at the end (FILE.<case> from each child process)")
+	f.FlagSet.StringVar(&o.memProf, "memprofile", "", "write an allocation profile to this file at the end (FILE.<case> from each child process), and the heap at the largest live-heap probe to FILE.<case>.probe")
 	f.FlagSet.StringVar(&o.partitions, "partitions", "", "partition counts of the partition sweep at 1x (default 1,2,6,12; quick: 1,6)")
 	f.FlagSet.StringVar(&o.sizes, "sizes", "", "sizes of the open-window sweep, multiples of 6,994 (default 1,10,100; quick: 1,10)")
 	f.FlagSet.IntVar(&o.basePartitions, "size-partitions", 6, "partitions of the size sweep")
@@ -133,7 +133,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if o.memProf != "" && o.inProcess {
-		return writeAllocProfile(o.memProf)
+		return writeProfile(o.memProf, "allocs")
 	}
 	return nil
 }
@@ -293,6 +293,15 @@ func benchChildMain(ctx context.Context, o benchOptions, stdout, stderr io.Write
 		runtime.MemProfileRate = 64 << 10
 	}
 	cfg := bench.Config{Logger: benchLogger(stderr)}
+	if o.memProf != "" {
+		// The heap at the largest probe: what the live heap held when bytes per open key
+		// was measured (the probe has just collected, so inuse is exact up to sampling).
+		cfg.AtProbe = func(int) {
+			if err := writeProfile(o.memProf+".probe", "heap"); err != nil {
+				fmt.Fprintln(stderr, "heap profile at probe:", err)
+			}
+		}
+	}
 	if o.cpuProfile != "" {
 		file := o.cpuProfile
 		cfg.AroundPipeline = func(bench.Case) func() { return cpuProfiler(file, false, stderr)(spec.Case) }
@@ -302,19 +311,19 @@ func benchChildMain(ctx context.Context, o benchOptions, stdout, stderr io.Write
 		return err
 	}
 	if o.memProf != "" {
-		if err := writeAllocProfile(o.memProf); err != nil {
+		if err := writeProfile(o.memProf, "allocs"); err != nil {
 			return err
 		}
 	}
 	return json.NewEncoder(stdout).Encode(res)
 }
 
-func writeAllocProfile(file string) error {
+func writeProfile(file, name string) error {
 	mf, err := os.Create(file)
 	if err != nil {
 		return err
 	}
-	if err := pprof.Lookup("allocs").WriteTo(mf, 0); err != nil {
+	if err := pprof.Lookup(name).WriteTo(mf, 0); err != nil {
 		mf.Close()
 		return err
 	}

@@ -78,6 +78,10 @@ type Config struct {
 	// process, so that the processor's memory and garbage collector are its own and not
 	// shared with the broker's copy of the feed.
 	Exec func(ctx context.Context, spec Spec) (Result, error)
+	// AtProbe, if set, is called right after each live-heap probe (a forced GC), with the
+	// open keys probed: the command writes a heap profile there, so that the last one shows
+	// what the live heap held at the largest probe.
+	AtProbe func(openKeys int)
 }
 
 func (c Case) withDefaults() Case {
@@ -336,6 +340,7 @@ func runPipeline(ctx context.Context, cfg Config, c Case, brokers string, ends m
 	var skew atomic.Int64
 	clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 	m := newMeter(res.Records, ends, func() { skew.Store(int64(time.Hour)) })
+	m.atProbe = cfg.AtProbe
 
 	runtime.GC()
 	m.baseHeap = liveHeap()

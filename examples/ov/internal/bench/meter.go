@@ -45,6 +45,7 @@ type meter struct {
 	baseHeap, peakHeapDelta uint64
 	probeKeys               int
 	probeHeapDelta          uint64
+	atProbe                 func(openKeys int) // Config.AtProbe
 }
 
 func newMeter(total int64, ends map[partKey]int64, consumedAll func()) *meter {
@@ -107,6 +108,9 @@ func (m *meter) OnTick(i consumer.TickInfo) {
 		}
 		m.probeKeys, m.probeHeapDelta = i.OpenKeys, delta
 		m.peakHeapDelta = max(m.peakHeapDelta, delta)
+		if m.atProbe != nil {
+			m.atProbe(i.OpenKeys)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"github.com/streamledger/streamledger/examples/ov/internal/event"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/postgres"
+	"unique"
 )
 
 // Table names.
@@ -93,15 +94,22 @@ type Key struct {
 	Operator  string
 }
 
-// KeysOf returns the four window keys of an arrival prediction.
+// KeysOf returns the four window keys of an arrival prediction. Their identifiers are
+// interned: the decoder cuts every text field of a message out of one string, so a key
+// holding a piece of it would keep the whole message text alive for as long as its window is
+// open, once per (window, key). The heap profile of the 100x bench held 45 MB of such texts
+// at its largest probe; interned, the open windows of one line or stop share one copy.
 func KeysOf(p event.Prediction) [4]Key {
+	line, stop, op := intern(p.Line), intern(p.Stop), intern(p.Operator)
 	return [4]Key{
-		{Dimension: DimLine, ID: p.Line, Operator: p.Operator},
-		{Dimension: DimStation, ID: p.Stop},
-		{Dimension: DimOperator, ID: p.Operator, Operator: p.Operator},
+		{Dimension: DimLine, ID: line, Operator: op},
+		{Dimension: DimStation, ID: stop},
+		{Dimension: DimOperator, ID: op, Operator: op},
 		{Dimension: DimNetwork, ID: NetworkID},
 	}
 }
+
+func intern(s string) string { return unique.Make(s).Value() }
 
 // VehicleRow is the vehicle_latest row of a position.
 func VehicleRow(p event.Position) sink.StateRow {
