@@ -31,6 +31,7 @@ type benchOptions struct {
 	flush               time.Duration
 	seed                int
 	compare             bool
+	compareWrites       bool
 	only                string
 	inProcess           bool
 	child               string
@@ -56,6 +57,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	f.FlagSet.IntVar(&o.seed, "seed", 1, "feed seed")
 	f.FlagSet.BoolVar(&o.inProcess, "in-process", false, "consume in this process instead of a child process (RSS and GC then include the broker's copy of the feed)")
 	f.FlagSet.StringVar(&o.child, "child", "", "internal: run the consuming phases of one case (a JSON spec) and print its result as JSON")
+	f.FlagSet.BoolVar(&o.compareWrites, "compare-writes", false, "run each case four times: with the runtime's writes before the profile, each tick writing one write at a time while the loop waits (-sync), now, now again (-2), and before again (-sync-2)")
 	f.FlagSet.BoolVar(&o.compare, "compare-handlers", false, "run each case four times: with the OV handlers before the profile (-former), now, now again (-2), and before again (-former-2)")
 	f.FlagSet.StringVar(&o.only, "cases", "", "run only these cases (comma separated names, e.g. p6-1x,p6-100x)")
 	if err := f.parse(args); err != nil {
@@ -83,7 +85,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "ov bench (%s): %d cases on %d CPUs, flush every %s\n", mode, len(cases), runtime.NumCPU(), o.flush)
 	began := time.Now()
 	if o.cpuProfile != "" {
-		cfg.AroundPipeline = cpuProfiler(o.cpuProfile, len(cases) > 1 || o.compare, stderr)
+		cfg.AroundPipeline = cpuProfiler(o.cpuProfile, len(cases) > 1 || o.compare || o.compareWrites, stderr)
 	}
 
 	if !o.inProcess {
@@ -92,7 +94,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("finding the ov binary for the child process: %w (--in-process avoids it)", err)
 		}
 		cfg.Exec = func(ctx context.Context, spec bench.Spec) (bench.Result, error) {
-			return benchChild(ctx, exe, spec, o, len(cases) > 1 || o.compare, stderr)
+			return benchChild(ctx, exe, spec, o, len(cases) > 1 || o.compare || o.compareWrites, stderr)
 		}
 	}
 	for _, c := range cases {
@@ -106,6 +108,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			c2.Name += "-2"
 			fc.FormerHandlers, fc2.FormerHandlers = true, true
 			runs = []bench.Case{fc, c, c2, fc2}
+		}
+		if o.compareWrites {
+			sc, sc2, c2 := c, c, c
+			sc.Name += "-sync"
+			sc2.Name += "-sync-2"
+			c2.Name += "-2"
+			sc.SyncWrites, sc2.SyncWrites = true, true
+			runs = []bench.Case{sc, c, c2, sc2}
 		}
 		for _, rc := range runs {
 			res, err := bench.Run(ctx, cfg, rc)

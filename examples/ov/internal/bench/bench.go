@@ -56,6 +56,10 @@ type Case struct {
 	// FormerHandlers runs the pipeline with the OV handlers as they were before the profile
 	// (FormerHandlers), for a before/after measurement in one run.
 	FormerHandlers bool
+	// SyncWrites runs the pipeline with the runtime's writes as they were before the profile:
+	// each tick writes, one write at a time, while the loop waits (consumer.Config.SyncWrites,
+	// WriteConcurrency 1), for a before/after measurement in one run.
+	SyncWrites bool
 }
 
 // Config is what every case shares.
@@ -192,6 +196,7 @@ func Consume(ctx context.Context, cfg Config, spec Spec, res *Result) error {
 	res.Name, res.Size, res.Scale, res.Partitions = c.Name, c.Size, c.Scale, c.Partitions
 	res.FeedStart, res.FeedDuration, res.FlushInterval = c.Start, c.Duration.String(), cfg.FlushInterval.String()
 	res.FormerHandlers = c.FormerHandlers
+	res.SyncWrites = c.SyncWrites
 	if res.Records == 0 {
 		res.Records = spec.Records
 	}
@@ -361,10 +366,14 @@ func runPipeline(ctx context.Context, cfg Config, c Case, brokers string, ends m
 		end := cfg.AroundPipeline(c)
 		defer end()
 	}
+	writers := 0 // the pipeline's default
+	if c.SyncWrites {
+		writers = 1
+	}
 	p, err := pipeline.New(ctx, pipeline.Config{
 		Brokers: brokers, Group: "ov-bench", Schema: schema, Migrate: true, FlushInterval: cfg.FlushInterval,
 		ProcessorID: "ov-bench", CreateDLQTopics: true, Kafka: quiet(cfg.Kafka), Logger: cfg.Logger,
-		Clock: clock, Hooks: []consumer.Hook{m}, WrapHandler: wrap,
+		Clock: clock, Hooks: []consumer.Hook{m}, WrapHandler: wrap, SyncWrites: c.SyncWrites, WriteConcurrency: writers,
 	}, pool)
 	if err != nil {
 		return err

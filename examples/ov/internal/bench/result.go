@@ -58,6 +58,8 @@ type Result struct {
 	FlushInterval string    `json:"flush_interval"`
 	// FormerHandlers: the case ran the OV handlers as they were before the profile.
 	FormerHandlers bool `json:"former_handlers,omitempty"`
+	// SyncWrites: the case ran the runtime's writes as they were before the profile.
+	SyncWrites bool `json:"sync_writes,omitempty"`
 	// InChild: the raw consumer and the pipeline ran in a child process, apart from the
 	// broker and the producer.
 	InChild bool `json:"in_child"`

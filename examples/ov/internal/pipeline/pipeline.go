@@ -48,6 +48,8 @@ type Config struct {
 	// WriteTimeout bounds the sink writes of one tick (see consumer.Config; 30 s when zero). It
 	// must stay under half of max.poll.interval.ms when Kafka sets that.
 	WriteTimeout time.Duration
+	// SyncWrites makes each tick write while the loop waits (see consumer.Config).
+	SyncWrites bool
 	// WriteConcurrency is how many of a tick's writes run at once (see consumer.Config)
 	// [DefaultWriteConcurrency].
 	WriteConcurrency int
@@ -170,6 +172,7 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 		IdleTimeout:      cfg.IdleTimeout,
 		FlushInterval:    cfg.FlushInterval,
 		WriteTimeout:     cfg.WriteTimeout,
+		SyncWrites:       cfg.SyncWrites,
 		WriteConcurrency: cfg.WriteConcurrency,
 		Ticks:            cfg.Ticks,
 		MaxPending:       cfg.MaxPending,
