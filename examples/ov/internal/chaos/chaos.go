@@ -93,7 +93,7 @@ func baseFeed() feed.Config {
 		Lateness: 2 * time.Minute, DisorderShare: 0.1, LateShare: 0.01, MalformedShare: 0.004}
 }
 
-// Short is the size of `make test`: about 60,000 records, each scenario in about 20 seconds.
+// Short is the size of `make test`: about 60,000 records, each scenario in 15 to 35 seconds.
 // Its kills come faster than the full run's (0.2 to 1.4 s into each life instead of 0.3 to
 // 2.5 s) so that the issue's 20 fit in the span of its feed.
 func Short() Size {
