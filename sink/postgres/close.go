@@ -278,23 +278,11 @@ func firstAttrs(parts []storedPartial, na int) []*string {
 // dimension id, modulo LockBuckets. Every writer of the same tables must map a key to the
 // same bucket, so the mapping never changes.
 func (s *Sink) lockBuckets(ps []sink.Partial) []int32 {
-	const offset, prime = 14695981039346656037, 1099511628211
 	out := make([]int32, 0, min(len(ps), s.cfg.LockBuckets))
 	seen := make([]bool, s.cfg.LockBuckets)
 	for _, p := range ps {
-		h := uint64(offset)
-		ns := uint64(p.WindowStart.UnixNano())
-		for shift := 56; shift >= 0; shift -= 8 {
-			h = (h ^ uint64(byte(ns>>shift))) * prime
-		}
-		for i := 0; i < len(p.Dimension); i++ {
-			h = (h ^ uint64(p.Dimension[i])) * prime
-		}
-		h *= prime // the separating zero byte: h ^ 0 == h
-		for i := 0; i < len(p.DimensionID); i++ {
-			h = (h ^ uint64(p.DimensionID[i])) * prime
-		}
-		bucket := int32(h % uint64(s.cfg.LockBuckets))
+		h := newFNV().uint64(uint64(p.WindowStart.UnixNano())).string(p.Dimension).byte(0).string(p.DimensionID)
+		bucket := int32(uint64(h) % uint64(s.cfg.LockBuckets))
 		if !seen[bucket] {
 			seen[bucket] = true
 			out = append(out, bucket)

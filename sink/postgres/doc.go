@@ -56,8 +56,9 @@
 //
 // # Last-write-wins state
 //
-// [Sink.UpsertLatest] collapses a batch to the newest row per key, sends it in key order
-// (so concurrent writers lock rows in one order) and guards the update with
+// [Sink.UpsertLatest] collapses a batch to the newest row per key, sends it in one order
+// every writer uses (by a seedless FNV-1a hash of the key, then the key: concurrent writers
+// lock rows in one order) and guards the update with
 // WHERE EXCLUDED.observed_at >= table.observed_at. State tables that Migrate creates keep
 // half of each page free too (fillfactor 50, version 2 of their migration): once a key is
 // known every upsert of it is an update, which then stays on its page (HOT). In
