@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -104,4 +105,21 @@ func TestKeysOf(t *testing.T) {
 		{Dimension: "operator", ID: "RET", Operator: "RET"},
 		{Dimension: "network", ID: "NL"},
 	}, keys)
+}
+
+// A window key outlives its message: its identifiers must not point into the decoded text,
+// which holds every text field of the message.
+func TestKeysOfDoNotHoldTheMessageText(t *testing.T) {
+	text := "RET:D" + "NL:Q:7" + "RET" + strings.Repeat("x", 64) // as the decoder cuts it
+	p := event.Prediction{Line: text[:5], Stop: text[5:11], Operator: text[11:14]}
+	start := uintptr(unsafe.Pointer(unsafe.StringData(text)))
+	for _, k := range tables.KeysOf(p) {
+		for _, s := range []string{k.ID, k.Operator} {
+			if s == "" || s == tables.NetworkID {
+				continue
+			}
+			at := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+			assert.False(t, at >= start && at < start+uintptr(len(text)), "%q points into the message text", s)
+		}
+	}
 }
