@@ -591,7 +591,7 @@ func (p *processor[K]) assign(ctx context.Context, as []assignment) error {
 	}
 	// The sink is never called from two goroutines at once, and a job in flight never
 	// writes partitions whose set changed under it.
-	p.await()
+	p.await(ctx)
 	var progress map[ledger.TopicPartition]time.Time
 	if p.s.Sink != nil {
 		var err error
@@ -696,7 +696,7 @@ func (p *processor[K]) revoke(ctx context.Context, tps []ledger.TopicPartition, 
 		return cmp.Or(cmp.Compare(a.tp.Topic, b.tp.Topic), cmp.Compare(a.tp.Partition, b.tp.Partition))
 	})
 	if p.fatal == nil {
-		p.await()
+		p.await(ctx)
 	}
 	if !lost && p.fatal == nil {
 		p.drainReports()

@@ -29,7 +29,8 @@ type writeJob[K comparable] struct {
 
 	closes []closeWrite[K]
 
-	run func() // makes the writes once; a later call waits for the first
+	run    func() // makes the writes once; a later call waits for the first
+	cancel func() // cancels the writes' context
 }
 
 // closeWrite is one partition's close batch in a job.
@@ -116,8 +117,10 @@ func (p *processor[K]) closeBatch(pt *part[K]) (sink.CloseBatch, bool) {
 // here when inline (a revocation) or SyncWrites is set.
 func (p *processor[K]) launch(ctx context.Context, job *writeJob[K], inline bool) {
 	p.job = job
+	ctx, job.cancel = context.WithCancel(ctx)
 	job.run = sync.OnceFunc(func() {
 		p.write(ctx, job)
+		job.cancel()
 		p.jobDone <- struct{}{}
 	})
 	if inline || p.s.SyncWrites {
@@ -192,12 +195,16 @@ func (p *processor[K]) collect() bool {
 }
 
 // await waits for the job in flight, running it here if it has not started, and applies it.
-func (p *processor[K]) await() {
+// When ctx ends first (a shutdown out of time) it cancels the writes, which then fail and are
+// kept like any failed write: the wait is bounded by ctx as well as by WriteTimeout.
+func (p *processor[K]) await(ctx context.Context) {
 	if p.job == nil {
 		return
 	}
+	stop := context.AfterFunc(ctx, p.job.cancel)
 	p.job.run()
 	<-p.jobDone
+	stop()
 	p.complete()
 }
 
@@ -270,7 +277,7 @@ func (p *processor[K]) complete() {
 // messages ahead of the sink, which bounds the rows and ledger entries waiting for writes.
 func (p *processor[K]) poll(ctx context.Context) {
 	if p.tickDue && p.job != nil {
-		p.await()
+		p.await(ctx)
 	} else if !p.collect() {
 		return
 	}

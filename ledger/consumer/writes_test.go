@@ -188,3 +188,34 @@ func TestWriteConcurrencyRunsATicksWritesAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// stuckCloses blocks every close write until its context ends.
+type stuckCloses struct{ sink.Sink }
+
+func (s stuckCloses) WriteClose(ctx context.Context, _ sink.CloseBatch) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func TestRevocationOutOfTimeCancelsTheWritesInFlight(t *testing.T) {
+	h := newHarness(t, func(c *Config[string]) {
+		c.Sink = stuckCloses{c.Sink}
+		c.WriteTimeout = time.Minute
+	})
+	h.p.spawn = func(f func()) { go f() } // as in Run
+	p0 := tp("t", 0)
+	h.assign(p0, -1, "")
+	h.feed(p0, 0, "w 1 A 1", "w 7 A 2")
+	h.tick()
+	require.NotNil(t, h.p.job, "the close write is stuck in flight")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	h.p.revoke(ctx, h.p.assignedTPs(), false, CommitShutdown)
+	assert.Less(t, time.Since(start), 10*time.Second, "bounded by the shutdown's context, not WriteTimeout")
+	require.NoError(t, h.p.fatal)
+	assert.Nil(t, h.p.job)
+	assert.Equal(t, int64(-1), h.committed(p0), "nothing is durable: nothing committed")
+	assert.Empty(t, h.p.parts)
+}
