@@ -97,7 +97,7 @@ func benchWorkload() *benchWork {
 func benchWindows[K comparable](b *testing.B) []*Windows[K] {
 	ws := make([]*Windows[K], benchPartitions)
 	for i := range ws {
-		w, err := New[K](Config{})
+		w, err := New(Config[K]{})
 		if err != nil {
 			b.Fatal(err)
 		}

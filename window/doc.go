@@ -12,7 +12,7 @@
 // A [Windows] holds the open windows of ONE source partition, so that every decision
 // depends only on that partition's own sequence. Keep one per partition:
 //
-//	w, err := window.New[Key](window.Config{Size: 5 * time.Minute})
+//	w, err := window.New(window.Config[Key]{Size: 5 * time.Minute})
 //	err = w.AddKeys(eventTime, delay, lineKey, stationKey, operatorKey, networkKey)
 //	partials := w.Close(partitionWatermark) // windows with end <= watermark, in end order
 //

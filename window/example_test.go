@@ -10,7 +10,7 @@ import (
 
 func ExampleWindows() {
 	// One Windows per source partition; keys here are "dimension:id" strings.
-	w, err := window.New[string](window.Config{Size: 5 * time.Minute})
+	w, err := window.New(window.Config[string]{Size: 5 * time.Minute})
 	if err != nil {
 		panic(err)
 	}
@@ -95,7 +95,7 @@ func ExampleStats_UnmarshalBinary() {
 
 func ExampleWindows_Reset() {
 	t0 := time.Date(2024, 5, 1, 8, 0, 0, 0, time.UTC)
-	w, err := window.New[string](window.Config{})
+	w, err := window.New(window.Config[string]{})
 	if err != nil {
 		panic(err)
 	}
@@ -109,7 +109,7 @@ func ExampleWindows_Reset() {
 
 	// The next owner restores closed_through before replaying from the committed offset,
 	// so a replayed event of the written window is late, not a fragment of a new partial.
-	owner, err := window.New[string](window.Config{})
+	owner, err := window.New(window.Config[string]{})
 	if err != nil {
 		panic(err)
 	}

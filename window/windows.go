@@ -7,13 +7,20 @@ import (
 )
 
 // Config configures a [Windows]. The zero value is valid.
-type Config struct {
+type Config[K comparable] struct {
 	// Size is the length of every window. Zero means DefaultSize (5 minutes); it must
 	// not be negative.
 	Size time.Duration
+	// Retain, if set, is called with a key the first time it enters an open window, and the
+	// window stores what it returns, which must equal the key. A key that points into a
+	// short-lived buffer (a string cut from a message's text) should be copied or interned
+	// here: the window keeps its keys until it closes, and with them whatever they point
+	// into. Keys already in the window are not passed again, so this costs nothing per Add.
+	// Nil stores keys as given.
+	Retain func(K) K
 }
 
-func (c Config) withDefaults() (Config, error) {
+func (c Config[K]) withDefaults() (Config[K], error) {
 	if c.Size < 0 {
 		return c, fmt.Errorf("%w: Size is %v, want a positive duration or zero for the default %v", ErrConfig, c.Size, DefaultSize)
 	}
@@ -47,6 +54,7 @@ type Windows[K comparable] struct {
 	open   []*openWindow[K]
 	last   *openWindow[K] // the window of the previous Add, the usual next target
 	buf    scratch
+	retain func(K) K
 	// spare holds the index maps and key slices of closed windows, cleared, for reuse:
 	// a window's key set resembles the previous one's, so reusing them avoids regrowing
 	// a map of thousands of keys every window.
@@ -63,12 +71,12 @@ type openWindow[K comparable] struct {
 
 // New returns an empty Windows for one source partition, or an error wrapping
 // [ErrConfig] if cfg is invalid.
-func New[K comparable](cfg Config) (*Windows[K], error) {
+func New[K comparable](cfg Config[K]) (*Windows[K], error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	w := &Windows[K]{size: int64(cfg.Size), closed: math.MinInt64}
+	w := &Windows[K]{size: int64(cfg.Size), closed: math.MinInt64, retain: cfg.Retain}
 	w.buf.slab = true
 	return w, nil
 }
@@ -88,7 +96,7 @@ func (w *Windows[K]) Add(eventTime time.Time, key K, v float64) error {
 	if err != nil {
 		return err
 	}
-	win.add(key, v, &w.buf)
+	win.add(key, v, &w.buf, w.retain)
 	return nil
 }
 
@@ -105,7 +113,7 @@ func (w *Windows[K]) AddKeys(eventTime time.Time, v float64, keys ...K) error {
 		return err
 	}
 	for _, k := range keys {
-		win.add(k, v, &w.buf)
+		win.add(k, v, &w.buf, w.retain)
 	}
 	return nil
 }
@@ -161,9 +169,12 @@ func (w *Windows[K]) newWindow(start int64) *openWindow[K] {
 	}
 }
 
-func (o *openWindow[K]) add(key K, v float64, buf *scratch) {
+func (o *openWindow[K]) add(key K, v float64, buf *scratch, retain func(K) K) {
 	i, ok := o.index[key]
 	if !ok {
+		if retain != nil {
+			key = retain(key)
+		}
 		i = int32(len(o.stats))
 		o.index[key] = i
 		o.keys = append(o.keys, key)

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,7 +19,7 @@ func at(d time.Duration) time.Time { return t0.Add(d) }
 
 func newWindows(t testing.TB, size time.Duration) *Windows[string] {
 	t.Helper()
-	w, err := New[string](Config{Size: size})
+	w, err := New(Config[string]{Size: size})
 	require.NoError(t, err)
 	return w
 }
@@ -44,11 +46,37 @@ func summarize(ps []Partial[string]) []closed {
 }
 
 func TestConfig(t *testing.T) {
-	w, err := New[string](Config{})
+	w, err := New(Config[string]{})
 	require.NoError(t, err)
 	assert.Equal(t, DefaultSize, w.Size())
-	_, err = New[string](Config{Size: -time.Second})
+	_, err = New(Config[string]{Size: -time.Second})
 	require.ErrorIs(t, err, ErrConfig)
+}
+
+// Retain sees a key once per window it enters, and the window keeps what Retain returned.
+func TestRetainOncePerWindowAndKey(t *testing.T) {
+	var seen []string
+	w, err := New(Config[string]{Size: time.Minute, Retain: func(k string) string {
+		seen = append(seen, k)
+		return strings.Clone(k)
+	}})
+	require.NoError(t, err)
+	text := "line-1station-9"
+	line, station := text[:6], text[6:]
+	for i := range 3 {
+		require.NoError(t, w.AddKeys(t0.Add(time.Duration(i)*10*time.Second), 1, line, station))
+	}
+	require.NoError(t, w.Add(t0.Add(time.Minute), line, 2)) // the next window
+	assert.Equal(t, []string{"line-1", "station-9", "line-1"}, seen)
+
+	ps := w.Close(t0.Add(2 * time.Minute))
+	require.Len(t, ps, 3)
+	lo := uintptr(unsafe.Pointer(unsafe.StringData(text)))
+	for _, p := range ps {
+		at := uintptr(unsafe.Pointer(unsafe.StringData(p.Key)))
+		assert.False(t, at >= lo && at < lo+uintptr(len(text)), "%q is the retained copy", p.Key)
+	}
+	assert.Equal(t, int64(3), ps[0].Stats.Count())
 }
 
 func TestWindowsCloseOrder(t *testing.T) {
@@ -231,7 +259,7 @@ func TestWindowsRevoke(t *testing.T) {
 // byte-identical partials, in the same order.
 func TestWindowsDeterministic(t *testing.T) {
 	run := func() []string {
-		w, err := New[int](Config{Size: time.Minute})
+		w, err := New(Config[int]{Size: time.Minute})
 		require.NoError(t, err)
 		var out []string
 		seed := uint64(1)

@@ -81,6 +81,12 @@ type Config[K comparable] struct {
 	// OnLate does.
 	OnLate func(m *kafka.Message, ev Event[K], windowEnd time.Time)
 
+	// RetainKey, if set, is called with a window key the first time it enters an open window
+	// of a partition, and the window keeps what it returns (see window.Config.Retain): a
+	// handler whose keys are cut from a message's text copies or interns them here, once per
+	// (window, key) rather than once per event. Nil keeps keys as the handler made them.
+	RetainKey func(K) K
+
 	// WindowSize is the tumbling window length. Zero means window.DefaultSize (5 minutes).
 	WindowSize time.Duration
 	// Lateness is the allowed lateness: a partition's watermark trails its maximum event time
@@ -170,7 +176,7 @@ type settings[K comparable] struct {
 	kafka  kafka.ConfigMap // what the client gets
 	topics []string        // sorted
 	wm     watermark.Config
-	win    window.Config
+	win    window.Config[K]
 	hooks  hooks
 }
 
@@ -264,7 +270,7 @@ func (cfg Config[K]) validate() (*settings[K], error) {
 		idle = 0 // partitions are never reported caught up, so never idle
 	}
 	s.wm = watermark.Config{Lateness: s.Lateness, IdleTimeout: idle, Clock: watermark.ClockFunc(s.Clock)}
-	s.win = window.Config{Size: s.WindowSize}
+	s.win = window.Config[K]{Size: s.WindowSize, Retain: s.RetainKey}
 	if _, err := window.New[K](s.win); err != nil {
 		return bad("WindowSize: %v", err)
 	}

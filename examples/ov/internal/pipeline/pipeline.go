@@ -166,6 +166,7 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 		Topics:           handlers,
 		Sink:             snk,
 		Keys:             SinkKey,
+		RetainKey:        tables.Retain,
 		DeadLetters:      dlqProducer,
 		WindowSize:       cfg.WindowSize,
 		Lateness:         cfg.Lateness,

@@ -107,14 +107,16 @@ func TestKeysOf(t *testing.T) {
 	}, keys)
 }
 
-// A window key outlives its message: its identifiers must not point into the decoded text,
-// which holds every text field of the message.
-func TestKeysOfDoNotHoldTheMessageText(t *testing.T) {
+// A window key outlives its message: the key a window keeps must not point into the decoded
+// text, which holds every text field of the message.
+func TestRetainedKeysDoNotHoldTheMessageText(t *testing.T) {
 	text := "RET:D" + "NL:Q:7" + "RET" + strings.Repeat("x", 64) // as the decoder cuts it
 	p := event.Prediction{Line: text[:5], Stop: text[5:11], Operator: text[11:14]}
 	start := uintptr(unsafe.Pointer(unsafe.StringData(text)))
 	for _, k := range tables.KeysOf(p) {
-		for _, s := range []string{k.ID, k.Operator} {
+		k2 := tables.Retain(k)
+		assert.Equal(t, k, k2)
+		for _, s := range []string{k2.ID, k2.Operator} {
 			if s == "" || s == tables.NetworkID {
 				continue
 			}
