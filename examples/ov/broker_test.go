@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,31 +13,13 @@ import (
 	"github.com/streamledger/streamledger/examples/ov/internal/chaos"
 )
 
-// lockedBuffer is written by the broker's control goroutine and read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestBrokerPrintsGenerations: a group's first member and a second one joining make two
 // generations, each printed once however many members sync in it.
 func TestBrokerPrintsGenerations(t *testing.T) {
 	c, err := startBroker(0, 2, "t")
 	require.NoError(t, err)
 	defer c.Close()
-	var out lockedBuffer
+	var out syncBuffer
 	watchGenerations(c, &out)
 
 	member := func() *kgo.Client {
