@@ -100,22 +100,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, c := range cases {
 		runs := []bench.Case{c}
 		if o.compare {
-			// Former, current, current, former: a drift of the machine's load during the run
-			// weighs on both sides alike.
-			fc, fc2, c2 := c, c, c
-			fc.Name += "-former"
-			fc2.Name += "-former-2"
-			c2.Name += "-2"
-			fc.FormerHandlers, fc2.FormerHandlers = true, true
-			runs = []bench.Case{fc, c, c2, fc2}
+			runs = interleaved(c, "former", func(c *bench.Case) { c.FormerHandlers = true })
 		}
 		if o.compareWrites {
-			sc, sc2, c2 := c, c, c
-			sc.Name += "-sync"
-			sc2.Name += "-sync-2"
-			c2.Name += "-2"
-			sc.SyncWrites, sc2.SyncWrites = true, true
-			runs = []bench.Case{sc, c, c2, sc2}
+			runs = interleaved(c, "sync", func(c *bench.Case) { c.SyncWrites = true })
 		}
 		for _, rc := range runs {
 			res, err := bench.Run(ctx, cfg, rc)
@@ -338,4 +326,17 @@ func writeProfile(file, name string) error {
 		return err
 	}
 	return mf.Close()
+}
+
+// interleaved returns the runs of a before/after comparison of c: before, now, now again,
+// before again (before being c changed by former and named -<name>), so that a drift of the
+// machine's load during the run weighs on both sides alike.
+func interleaved(c bench.Case, name string, former func(*bench.Case)) []bench.Case {
+	b, b2, c2 := c, c, c
+	former(&b)
+	former(&b2)
+	b.Name += "-" + name
+	b2.Name += "-" + name + "-2"
+	c2.Name += "-2"
+	return []bench.Case{b, c, c2, b2}
 }

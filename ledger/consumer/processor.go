@@ -375,8 +375,8 @@ func (p *processor[K]) deadLetter(ctx context.Context, pt *part[K], m *kafka.Mes
 // partition the idle advance, close and write with progress, then commit what became durable.
 // The writes run off the loop (see writeJob); the commit here carries what earlier writes,
 // dead-letter reports and late messages made durable, and poll commits what this tick's
-// writes make durable once they are done. A tick that comes while writes are in flight runs
-// when they are done.
+// writes make durable once they are done. A tick that comes while writes are in flight is
+// due: the next poll waits for them, then runs it.
 func (p *processor[K]) tick(ctx context.Context, reason CommitReason) {
 	if p.fatal != nil || ctx.Err() != nil {
 		return
