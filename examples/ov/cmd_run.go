@@ -40,6 +40,7 @@ func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	windowSize := f.Duration("window", "OV_WINDOW", 5*time.Minute, "tumbling window size")
 	lateness := f.Duration("lateness", "OV_LATENESS", 2*time.Minute, "allowed lateness")
 	flushInterval := f.Duration("flush-interval", "OV_FLUSH_INTERVAL", 5*time.Second, "period of state flush, window writes and commits")
+	caughtUp := f.Duration("flush-when-caught-up", "OV_FLUSH_WHEN_CAUGHT_UP", 0, "tick early when the consumer has caught up, at most this often; 0: a fifth of --flush-interval; negative: never")
 	writeTimeout := f.Duration("write-timeout", "OV_WRITE_TIMEOUT", 0, "bound of one tick's sink writes; 0: 30s (keep it under half of max.poll.interval.ms)")
 	writeConcurrency := f.Int("write-concurrency", "OV_WRITE_CONCURRENCY", pipeline.DefaultWriteConcurrency, "how many of a tick's sink writes run at once")
 	idle := f.Duration("idle-timeout", "OV_IDLE_TIMEOUT", 30*time.Second, "quiet time after which a caught-up partition is idle; negative: never")
@@ -92,27 +93,28 @@ func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	p, err := pipeline.New(ctx, pipeline.Config{
-		Brokers:          *brokers,
-		Group:            *group,
-		PositionsTopic:   *posTopic,
-		PredictionsTopic: *predTopic,
-		Schema:           *schema,
-		Migrate:          !*noMigrate,
-		WindowSize:       *windowSize,
-		Lateness:         *lateness,
-		IdleTimeout:      *idle,
-		FlushInterval:    *flushInterval,
-		WriteTimeout:     *writeTimeout,
-		WriteConcurrency: *writeConcurrency,
-		Decoder:          event.Config{Box: box, MaxDelay: *maxDelay},
-		ProcessorID:      *processorID,
-		CreateDLQTopics:  *createDLQ,
-		MaxPending:       int64(*maxPending),
-		MaxOpenKeys:      *maxOpenKeys,
-		Kafka:            extra,
-		Clock:            rateClock(*clockRate, time.Now),
-		Logger:           log,
-		Hooks:            append([]consumer.Hook{m}, faults.hooks(log)...),
+		Brokers:           *brokers,
+		Group:             *group,
+		PositionsTopic:    *posTopic,
+		PredictionsTopic:  *predTopic,
+		Schema:            *schema,
+		Migrate:           !*noMigrate,
+		WindowSize:        *windowSize,
+		Lateness:          *lateness,
+		IdleTimeout:       *idle,
+		FlushInterval:     *flushInterval,
+		FlushWhenCaughtUp: *caughtUp,
+		WriteTimeout:      *writeTimeout,
+		WriteConcurrency:  *writeConcurrency,
+		Decoder:           event.Config{Box: box, MaxDelay: *maxDelay},
+		ProcessorID:       *processorID,
+		CreateDLQTopics:   *createDLQ,
+		MaxPending:        int64(*maxPending),
+		MaxOpenKeys:       *maxOpenKeys,
+		Kafka:             extra,
+		Clock:             rateClock(*clockRate, time.Now),
+		Logger:            log,
+		Hooks:             append([]consumer.Hook{m}, faults.hooks(log)...),
 	}, pool)
 	if err != nil {
 		return err

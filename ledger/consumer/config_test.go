@@ -38,6 +38,8 @@ func TestConfigDefaults(t *testing.T) {
 	assert.Equal(t, false, s.kafka["enable.auto.commit"])
 	assert.Equal(t, false, s.kafka["enable.auto.offset.store"])
 	assert.Equal(t, "g", s.kafka["group.id"], "the rest passes through")
+	assert.Equal(t, 20, s.kafka["fetch.queue.backoff.ms"], "librdkafka's 1 s backoff stalls a fast consumer")
+	assert.Zero(t, s.FlushWhenCaughtUp, "no early ticks unless asked")
 }
 
 func TestConfigPassesThroughAndForces(t *testing.T) {
@@ -45,12 +47,14 @@ func TestConfigPassesThroughAndForces(t *testing.T) {
 	cfg.Kafka = kafka.ConfigMap{
 		"bootstrap.servers": "b:9092", "group.id": "g", "client.id": "me", "security.protocol": "SASL_SSL",
 		"sasl.password": "hunter2", "enable.auto.commit": "false", "enable.auto.offset.store": false,
+		"fetch.queue.backoff.ms": 500,
 	}
 	s, err := cfg.validate()
 	require.NoError(t, err)
 	assert.Equal(t, "me", s.kafka["client.id"])
 	assert.Equal(t, "SASL_SSL", s.kafka["security.protocol"])
 	assert.Equal(t, "hunter2", s.kafka["sasl.password"])
+	assert.Equal(t, 500, s.kafka["fetch.queue.backoff.ms"], "a set backoff is kept")
 	assert.Equal(t, false, s.kafka["enable.auto.commit"])
 	assert.Equal(t, "false", cfg.Kafka["enable.auto.commit"], "the caller's map is not modified")
 }
@@ -75,6 +79,7 @@ func TestConfigErrors(t *testing.T) {
 		{"no keys", func(c *Config[string]) { c.Keys = nil }, "Keys"},
 		{"negative window", func(c *Config[string]) { c.WindowSize = -time.Second }, "WindowSize"},
 		{"negative flush", func(c *Config[string]) { c.FlushInterval = -1 }, "FlushInterval"},
+		{"negative caught-up flush", func(c *Config[string]) { c.FlushWhenCaughtUp = -time.Second }, "FlushWhenCaughtUp"},
 		{"negative pending", func(c *Config[string]) { c.MaxPending = -1 }, "MaxPending"},
 		{"negative keys", func(c *Config[string]) { c.MaxOpenKeys = -1 }, "MaxOpenKeys"},
 		{"negative write concurrency", func(c *Config[string]) { c.WriteConcurrency = -1 }, "WriteConcurrency"},

@@ -126,7 +126,14 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 		case c.p.halt != nil:
 			return c.shutdown(kc)
 		}
-		c.dispatch(kc.Poll(pollMs))
+		ms := pollMs
+		if c.p.job != nil {
+			// Writes in flight: come back soon to commit what they cover, even if no
+			// message comes meanwhile.
+			ms = min(ms, jobPollMs)
+		}
+		ev := kc.Poll(ms)
+		c.dispatch(ev)
 		if c.aborted() {
 			continue // a hook or an effect aborted: commit nothing more
 		}
@@ -137,9 +144,15 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 		case <-ticks:
 			c.p.tick(work, CommitTick)
 		default:
+			if ev == nil {
+				c.p.caughtUp(work)
+			}
 		}
 	}
 }
+
+// jobPollMs bounds a Poll while writes are in flight.
+const jobPollMs = 10
 
 func (c *Consumer[K]) dispatch(ev kafka.Event) {
 	switch e := ev.(type) {

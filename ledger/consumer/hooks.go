@@ -161,6 +161,9 @@ const (
 	CommitRevoke
 	// CommitShutdown is the last commit of a graceful shutdown.
 	CommitShutdown
+	// CommitCaughtUp is the commit of a tick run early because the consumer had caught up
+	// (Config.FlushWhenCaughtUp).
+	CommitCaughtUp
 )
 
 func (r CommitReason) String() string {
@@ -171,6 +174,8 @@ func (r CommitReason) String() string {
 		return "revoke"
 	case CommitShutdown:
 		return "shutdown"
+	case CommitCaughtUp:
+		return "caught-up"
 	}
 	return "unknown"
 }
@@ -242,6 +247,9 @@ type TickInfo struct {
 	// zero if unknown.
 	MinWatermark time.Time
 	Duration     time.Duration
+	// CaughtUp is set on a tick run early because the consumer had caught up
+	// (Config.FlushWhenCaughtUp).
+	CaughtUp bool
 }
 
 // hooks holds the configured hooks split by interface.

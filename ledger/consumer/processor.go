@@ -63,15 +63,18 @@ type processor[K comparable] struct {
 	resends   []*letter
 
 	commitBuf    []ledger.Commit
-	sinceCheck   int    // messages decided since the last backpressure check
-	ticks        uint64 // ticks so far
-	keysPausedAt uint64 // tick of the last pause for open windows
-	overWarned   bool   // the ledger bound was passed with nothing that pausing could drain
+	sinceCheck   int       // messages decided since the last backpressure check
+	ticks        uint64    // ticks so far
+	tickedAt     time.Time // when the last tick began (now), for FlushWhenCaughtUp
+	consumedAt   int64     // counters.consumed when the last tick began
+	keysPausedAt uint64    // tick of the last pause for open windows
+	overWarned   bool      // the ledger bound was passed with nothing that pausing could drain
 
-	job     *writeJob[K]  // the writes in flight, if any
-	jobDone chan struct{} // receives when the job's writes are done
-	tickDue bool          // a tick came while a job was in flight
-	spawn   func(func())  // starts a job's writes off the loop (tests make it deterministic)
+	job     *writeJob[K]     // the writes in flight, if any
+	jobDone chan struct{}    // receives when the job's writes are done
+	tickDue bool             // a tick came while a job was in flight
+	spawn   func(func())     // starts a job's writes off the loop (tests make it deterministic)
+	now     func() time.Time // the wall clock of ticks (tests replace it)
 
 	counters counters
 	fatal    error // set when Run must stop; nothing is committed after it
@@ -160,6 +163,7 @@ func newProcessor[K comparable](s *settings[K], cl client) *processor[K] {
 		inbox:   newInbox(),
 		jobDone: make(chan struct{}, 1),
 		spawn:   func(f func()) { go f() },
+		now:     time.Now,
 	}
 }
 
@@ -387,6 +391,7 @@ func (p *processor[K]) tick(ctx context.Context, reason CommitReason) {
 		p.tickDue = true
 		return
 	}
+	p.tickedAt, p.consumedAt = p.now(), p.counters.consumed.Load()
 	if job := p.prepare(p.order, false); job != nil {
 		p.launch(ctx, job, false)
 		p.collect() // done already when the writes ran here
@@ -398,7 +403,22 @@ func (p *processor[K]) tick(ctx context.Context, reason CommitReason) {
 	p.commit(ctx, reason, p.tracker.AppendCommits(p.commitBuf[:0]))
 	p.ticks++
 	p.backpressure(true)
-	p.report(time.Since(start))
+	p.report(time.Since(start), reason == CommitCaughtUp)
+}
+
+// caughtUp is called when a Poll returned nothing: the client has no message at hand. With
+// FlushWhenCaughtUp it runs a tick early, so that the last messages of a burst are written
+// and committed now rather than at the next FlushInterval. It never waits for writes in
+// flight (their completion commits what they cover), and never ticks twice without a message
+// decided in between, so a quiet consumer goes back to FlushInterval.
+func (p *processor[K]) caughtUp(ctx context.Context) {
+	if p.s.FlushWhenCaughtUp <= 0 || p.job != nil || p.tickDue || p.counters.consumed.Load() == p.consumedAt {
+		return
+	}
+	if p.now().Sub(p.tickedAt) < p.s.FlushWhenCaughtUp {
+		return
+	}
+	p.tick(ctx, CommitCaughtUp)
 }
 
 func (p *processor[K]) wrote(w WriteInfo) {
@@ -838,11 +858,11 @@ func pauseReason(why uint8) string {
 }
 
 // report calls the gauge hooks.
-func (p *processor[K]) report(d time.Duration) {
+func (p *processor[K]) report(d time.Duration, caughtUp bool) {
 	if len(p.s.hooks.partition) == 0 && len(p.s.hooks.tick) == 0 {
 		return
 	}
-	ti := TickInfo{Partitions: len(p.order), Duration: d}
+	ti := TickInfo{Partitions: len(p.order), Duration: d, CaughtUp: caughtUp}
 	var (
 		activeMin, anyMin           time.Time
 		hasActive, hasAny, unknownA bool

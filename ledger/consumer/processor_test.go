@@ -514,3 +514,68 @@ func TestCommitErrorsOfARebalanceAreExpected(t *testing.T) {
 		assert.Equal(t, tc.want, expectedCommitError(tc.err), "%v", tc.err)
 	}
 }
+
+// An early tick when the client has nothing at hand: only after new decisions, only once the
+// interval since the last tick has passed, never while writes are in flight, and off by default.
+func TestCaughtUpTick(t *testing.T) {
+	hook := &tickRecorder{}
+	h := newHarness(t, func(c *Config[string]) {
+		c.FlushWhenCaughtUp = 200 * time.Millisecond
+		c.Hooks = append(c.Hooks, hook)
+	})
+	h.p.now = h.clock.Now
+	p0 := tp("t", 0)
+	h.assign(p0, -1, "")
+	h.tick() // the last tick began at T0
+	ctx := context.Background()
+
+	h.feed(p0, 0, "s 1", "s 2")
+	h.clock.Advance(100 * time.Millisecond)
+	h.p.caughtUp(ctx)
+	assert.Equal(t, int64(-1), h.committed(p0), "too soon after the last tick")
+
+	h.clock.Advance(100 * time.Millisecond)
+	h.p.caughtUp(ctx)
+	assert.Equal(t, int64(2), h.committed(p0), "the state was flushed and committed at once")
+	assert.Equal(t, []CommitReason{CommitCaughtUp}, hook.reasons, "the first tick had nothing to commit")
+	assert.Equal(t, []bool{false, true}, hook.caughtUp)
+
+	h.clock.Advance(time.Second)
+	h.p.caughtUp(ctx)
+	assert.Len(t, hook.caughtUp, 2, "nothing decided since: no tick")
+
+	// Writes in flight: the caught-up tick neither runs nor waits for them.
+	var run func()
+	h.p.spawn = func(f func()) { run = f }
+	h.feed(p0, 2, "s 3")
+	h.tick()
+	require.NotNil(t, run)
+	h.feed(p0, 3, "s 4")
+	h.clock.Advance(time.Second)
+	h.p.caughtUp(ctx)
+	assert.Len(t, hook.caughtUp, 3, "only the ordinary tick that started the writes")
+	assert.False(t, h.p.tickDue)
+	run()
+	h.p.poll(ctx)
+	assert.Equal(t, int64(3), h.committed(p0), "the writes' completion committed what they cover")
+	h.p.spawn = func(f func()) { f() }
+	h.p.caughtUp(ctx)
+	assert.Equal(t, int64(4), h.committed(p0), "and the next caught-up poll ticks for the rest")
+
+	off := newHarness(t, nil)
+	off.p.now = off.clock.Now
+	off.assign(p0, -1, "")
+	off.feed(p0, 0, "s 1")
+	off.clock.Advance(time.Hour)
+	off.p.caughtUp(ctx)
+	assert.Equal(t, int64(-1), off.committed(p0), "FlushWhenCaughtUp zero: ticks only every FlushInterval")
+}
+
+// tickRecorder records the ticks and the reasons of the commits.
+type tickRecorder struct {
+	reasons  []CommitReason
+	caughtUp []bool
+}
+
+func (r *tickRecorder) OnCommit(i CommitInfo) { r.reasons = append(r.reasons, i.Reason) }
+func (r *tickRecorder) OnTick(i TickInfo)     { r.caughtUp = append(r.caughtUp, i.CaughtUp) }

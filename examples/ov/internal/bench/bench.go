@@ -271,10 +271,11 @@ func quiet(extra kafka.ConfigMap) kafka.ConfigMap {
 }
 
 // consumerConfig is the consumer configuration both the raw reference and the pipeline use
-// (pipeline.New adds group.id, auto.offset.reset, bootstrap.servers and client.id the same way).
+// (pipeline.New adds group.id, auto.offset.reset, bootstrap.servers and client.id the same way,
+// and the consumer runtime its fetch.queue.backoff.ms).
 func consumerConfig(brokers, group string, extra kafka.ConfigMap) kafka.ConfigMap {
 	m := kafka.ConfigMap{"group.id": group, "auto.offset.reset": "earliest", "bootstrap.servers": brokers,
-		"client.id": "ov-bench"}
+		"client.id": "ov-bench", "fetch.queue.backoff.ms": int(consumer.DefaultFetchQueueBackoff / time.Millisecond)}
 	for k, v := range quiet(extra) {
 		m[k] = v
 	}

@@ -475,12 +475,13 @@ func (s *scene) startProc(ctx context.Context, name string, o procOpts) (*proc, 
 	s.count++
 	s.res.Processes++
 	s.mu.Unlock()
-	flush := FlushInterval
+	flush, caughtUp := FlushInterval, time.Duration(0)
 	if o.flush > 0 {
-		flush = o.flush
+		// A processor that must hold closed windows until a revocation never ticks early.
+		flush, caughtUp = o.flush, -1
 	}
 	args := []string{"run", "--brokers", s.addr, "--group", group, "--dsn", s.dsn, "--schema", s.schema,
-		"--flush-interval", flush.String(), "--clock-rate", fmt.Sprint(ClockRate), "--idle-timeout", o.idle.String(),
+		"--flush-interval", flush.String(), "--flush-when-caught-up", caughtUp.String(), "--clock-rate", fmt.Sprint(ClockRate), "--idle-timeout", o.idle.String(),
 		"--metrics-addr", metrics, "--processor-id", "chaos-" + name, "--window", s.h.cfg.Size.Feed.WindowSize.String(),
 		"--lateness", s.h.cfg.Size.Feed.Lateness.String(), "--write-timeout", writeTimeout.String()}
 	props := sessionProps

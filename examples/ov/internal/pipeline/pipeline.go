@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,6 +46,11 @@ type Config struct {
 	// WindowSize, Lateness, IdleTimeout and FlushInterval are the runtime's (5 min, 120 s,
 	// 30 s, 5 s when zero); a negative IdleTimeout means partitions never go idle.
 	WindowSize, Lateness, IdleTimeout, FlushInterval time.Duration
+	// FlushWhenCaughtUp runs a tick early when the consumer has caught up (see
+	// consumer.Config), so that a burst's last windows and positions are written without
+	// waiting for the next FlushInterval. Zero means a fifth of FlushInterval; negative means
+	// never.
+	FlushWhenCaughtUp time.Duration
 	// WriteTimeout bounds the sink writes of one tick (see consumer.Config; 30 s when zero). It
 	// must stay under half of max.poll.interval.ms when Kafka sets that.
 	WriteTimeout time.Duration
@@ -94,6 +100,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WriteConcurrency == 0 {
 		c.WriteConcurrency = DefaultWriteConcurrency
+	}
+	switch flush := cmp.Or(c.FlushInterval, consumer.DefaultFlushInterval); {
+	case c.FlushWhenCaughtUp == 0:
+		c.FlushWhenCaughtUp = flush / 5
+	case c.FlushWhenCaughtUp < 0:
+		c.FlushWhenCaughtUp = 0 // the runtime's never
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -162,25 +174,26 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 		}
 	}
 	cons, err := consumer.New(consumer.Config[tables.Key]{
-		Kafka:            consCfg,
-		Topics:           handlers,
-		Sink:             snk,
-		Keys:             SinkKey,
-		RetainKey:        tables.Retain,
-		DeadLetters:      dlqProducer,
-		WindowSize:       cfg.WindowSize,
-		Lateness:         cfg.Lateness,
-		IdleTimeout:      cfg.IdleTimeout,
-		FlushInterval:    cfg.FlushInterval,
-		WriteTimeout:     cfg.WriteTimeout,
-		SyncWrites:       cfg.SyncWrites,
-		WriteConcurrency: cfg.WriteConcurrency,
-		Ticks:            cfg.Ticks,
-		MaxPending:       cfg.MaxPending,
-		MaxOpenKeys:      cfg.MaxOpenKeys,
-		Clock:            cfg.Clock,
-		Logger:           cfg.Logger,
-		Hooks:            cfg.Hooks,
+		Kafka:             consCfg,
+		Topics:            handlers,
+		Sink:              snk,
+		Keys:              SinkKey,
+		RetainKey:         tables.Retain,
+		DeadLetters:       dlqProducer,
+		WindowSize:        cfg.WindowSize,
+		Lateness:          cfg.Lateness,
+		IdleTimeout:       cfg.IdleTimeout,
+		FlushInterval:     cfg.FlushInterval,
+		FlushWhenCaughtUp: cfg.FlushWhenCaughtUp,
+		WriteTimeout:      cfg.WriteTimeout,
+		SyncWrites:        cfg.SyncWrites,
+		WriteConcurrency:  cfg.WriteConcurrency,
+		Ticks:             cfg.Ticks,
+		MaxPending:        cfg.MaxPending,
+		MaxOpenKeys:       cfg.MaxOpenKeys,
+		Clock:             cfg.Clock,
+		Logger:            cfg.Logger,
+		Hooks:             cfg.Hooks,
 	})
 	if err != nil {
 		closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
