@@ -56,6 +56,9 @@ var forcedProducer = map[string]kafka.ConfigValue{
 	"go.delivery.reports": true,
 }
 
+// smallChannels are the client's channel sizes unless the user sets them; see producerConfig.
+var smallChannels = map[string]kafka.ConfigValue{"go.events.channel.size": 1024, "go.produce.channel.size": 1}
+
 func producerConfig(user kafka.ConfigMap) (kafka.ConfigMap, error) {
 	conf := kafka.ConfigMap{}
 	for k, v := range user {
@@ -69,6 +72,15 @@ func producerConfig(user kafka.ConfigMap) (kafka.ConfigMap, error) {
 	}
 	// Delivery reports need only the partition and offset; copying keys and values back is waste.
 	conf["go.delivery.report.fields"] = "none"
+	// The client allocates its events and produce channels whole, a million entries each by
+	// default (24 MB, a tenth of the OV example's live heap at 100x). Delivery reports go to a
+	// channel of the sender's own and the produce channel is unused, so the events channel
+	// carries only client errors and logs.
+	for k, v := range smallChannels {
+		if _, ok := conf[k]; !ok {
+			conf[k] = v
+		}
+	}
 	return conf, nil
 }
 

@@ -70,7 +70,7 @@ func (s *Sink) writeClose(ctx context.Context, tx pgx.Tx, b sink.CloseBatch) err
 	if s.cfg.Strategy == StrategyUnnest {
 		// The merged rows and the progress in one round trip.
 		batch := &pgx.Batch{}
-		batch.Queue(s.merged.unnest, append(merged.Columns(), merged.Consts()...)...)
+		batch.Queue(s.merged.unnest, append(merged.Columns(0, merged.Len()), merged.Consts()...)...)
 		batch.Queue(s.progress, b.Source.Topic, b.Source.Partition, b.ClosedThrough, now)
 		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 			return fmt.Errorf("upsert %d merged rows into %s and progress of %s: %w", merged.Len(), s.merged.table, b.Source, err)
@@ -113,7 +113,7 @@ const (
 func (s *Sink) writeNewClose(ctx context.Context, tx pgx.Tx, b sink.CloseBatch, now time.Time) (bool, error) {
 	n := len(b.Partials)
 	rs := &partialRows{b: b, attrs: s.cfg.Aggregates.Attributes, now: now}
-	cols := rs.Columns()
+	cols := rs.Columns(0, n)
 	starts, dims, ids := cols[0], cols[1], cols[2]
 	batch := &pgx.Batch{}
 	batch.Queue(customPlans)
@@ -189,13 +189,13 @@ func (s *Sink) writeNewClose(ctx context.Context, tx pgx.Tx, b sink.CloseBatch, 
 
 	batch = &pgx.Batch{}
 	if fresh.Len() > 0 {
-		batch.Queue(s.merged.insert, append(fresh.Columns(), fresh.Consts()...)...)
+		batch.Queue(s.merged.insert, append(fresh.Columns(0, fresh.Len()), fresh.Consts()...)...)
 	}
 	if shared.Len() > 0 {
 		// The merged rows of the shared keys exist (their partials were written with them,
 		// under the same locks); an UPDATE rewrites them in place, where an upsert would
 		// probe and lock each first.
-		batch.Queue(s.mergedUpdate, append(shared.Columns(), now, b.Partials[0].WindowStart, b.Partials[n-1].WindowStart)...)
+		batch.Queue(s.mergedUpdate, append(shared.Columns(0, shared.Len()), now, b.Partials[0].WindowStart, b.Partials[n-1].WindowStart)...)
 	}
 	batch.Queue(s.progress, b.Source.Topic, b.Source.Partition, b.ClosedThrough, now)
 	br = tx.SendBatch(ctx, batch)

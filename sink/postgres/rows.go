@@ -30,8 +30,8 @@ func (r *partialRows) Row(i int) []any {
 	return r.row
 }
 
-func (r *partialRows) Columns() []any {
-	n := len(r.b.Partials)
+func (r *partialRows) Columns(lo, hi int) []any {
+	n := hi - lo
 	starts, ends := make([]time.Time, n), make([]time.Time, n)
 	dims, ids := make([]string, n), make([]string, n)
 	stats := make([][]byte, n)
@@ -39,7 +39,7 @@ func (r *partialRows) Columns() []any {
 	for j := range attrs {
 		attrs[j] = make([]*string, n)
 	}
-	for i, p := range r.b.Partials {
+	for i, p := range r.b.Partials[lo:hi] {
 		starts[i], ends[i], dims[i], ids[i], stats[i] = p.WindowStart, p.WindowEnd, p.Dimension, p.DimensionID, p.Stats
 		for j, name := range r.attrs {
 			if v, ok := p.Attrs[name]; ok {
@@ -109,12 +109,12 @@ func (m *mergedRows) Row(i int) []any {
 	return append(m.row, m.counts[i], m.means[i], m.qs[i], m.maxs[i], m.mins[i])
 }
 
-func (m *mergedRows) Columns() []any {
-	out := []any{m.starts, m.ends, m.dims, m.ids}
+func (m *mergedRows) Columns(lo, hi int) []any {
+	out := []any{m.starts[lo:hi], m.ends[lo:hi], m.dims[lo:hi], m.ids[lo:hi]}
 	for _, a := range m.attrVals {
-		out = append(out, a)
+		out = append(out, a[lo:hi])
 	}
-	return append(out, m.counts, m.means, m.qs, m.maxs, m.mins)
+	return append(out, m.counts[lo:hi], m.means[lo:hi], m.qs[lo:hi], m.maxs[lo:hi], m.mins[lo:hi])
 }
 
 func (m *mergedRows) Consts() []any { return []any{m.now} }
@@ -136,26 +136,27 @@ func (r *stateRows) Row(i int) []any {
 	return r.row
 }
 
-func (r *stateRows) Columns() []any {
-	if len(r.rows) == 0 {
+func (r *stateRows) Columns(lo, hi int) []any {
+	rows := r.rows[lo:hi]
+	if len(rows) == 0 {
 		return nil
 	}
-	nk, nv := len(r.rows[0].Key), len(r.rows[0].Values)
+	nk, nv := len(rows[0].Key), len(rows[0].Values)
 	out := make([]any, 0, nk+1+nv)
-	col := make([]any, len(r.rows))
+	col := make([]any, len(rows))
 	for j := range nk {
-		for i, x := range r.rows {
+		for i, x := range rows {
 			col[i] = x.Key[j]
 		}
 		out = append(out, typedColumn(col))
 	}
-	obs := make([]time.Time, len(r.rows))
-	for i, x := range r.rows {
+	obs := make([]time.Time, len(rows))
+	for i, x := range rows {
 		obs[i] = x.ObservedAt
 	}
 	out = append(out, obs)
 	for j := range nv {
-		for i, x := range r.rows {
+		for i, x := range rows {
 			col[i] = x.Values[j]
 		}
 		out = append(out, typedColumn(col))

@@ -13,11 +13,17 @@ type rowSet interface {
 	Len() int
 	// Row returns the varying values of row i; the slice may be reused by the next call.
 	Row(i int) []any
-	// Columns returns one slice per varying column, typed where possible.
-	Columns() []any
+	// Columns returns one slice per varying column of rows [lo, hi), typed where possible.
+	Columns(lo, hi int) []any
 	// Consts returns the values of the constant columns.
 	Consts() []any
 }
+
+// unnestChunk bounds the rows of one unnest statement. A statement's column arrays and its
+// Bind message are built whole in memory while it is sent: at 100x the end-to-end bench
+// caught about 100 MB of them live during 60,000-row upserts. Past a few thousand rows a
+// statement gains nothing more from its size.
+const unnestChunk = 8192
 
 // writeRows sends rs through u with strategy st inside tx.
 func writeRows(ctx context.Context, tx pgx.Tx, u *upsert, rs rowSet, st Strategy) error {
@@ -30,8 +36,11 @@ func writeRows(ctx context.Context, tx pgx.Tx, u *upsert, rs rowSet, st Strategy
 		if u.unnest == "" {
 			return fmt.Errorf("postgres: upsert into %s: column types unknown", u.table)
 		}
-		if _, err := tx.Exec(ctx, u.unnest, append(rs.Columns(), rs.Consts()...)...); err != nil {
-			return fmt.Errorf("upsert %d rows into %s (unnest): %w", n, u.table, err)
+		for lo := 0; lo < n; lo += unnestChunk {
+			hi := min(lo+unnestChunk, n)
+			if _, err := tx.Exec(ctx, u.unnest, append(rs.Columns(lo, hi), rs.Consts()...)...); err != nil {
+				return fmt.Errorf("upsert rows %d to %d of %d into %s (unnest): %w", lo, hi-1, n, u.table, err)
+			}
 		}
 	case StrategyCopy:
 		if err := copyRows(ctx, tx, u, rs); err != nil {
