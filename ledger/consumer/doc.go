@@ -59,7 +59,9 @@
 //
 // # Per tick
 //
-// Every [Config.FlushInterval] (5 s): flush the buffered state rows; on success every ledger
+// Every [Config.FlushInterval] (5 s), and with [Config.FlushWhenCaughtUp] also as soon as a
+// Poll finds nothing to deliver after new messages were decided (the end of a burst, so that
+// it is committed without waiting for the next interval): flush the buffered state rows; on success every ledger
 // learns the flush is durable. Then per partition: report its position and high watermark
 // (the client's cached one; position is the offset after the last decided message) so that
 // an idle partition's watermark follows the wall clock; close the windows the watermark passed;
