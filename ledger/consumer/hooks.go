@@ -250,6 +250,10 @@ type TickInfo struct {
 	// CaughtUp is set on a tick run early because the consumer had caught up
 	// (Config.FlushWhenCaughtUp).
 	CaughtUp bool
+	// Waited is how long the tick waited, deciding nothing, for the previous tick's writes
+	// before it ran (it came while they were in flight; see Config.SyncWrites). A loop that
+	// waits at most ticks is held back by the sink, not by the client or the handlers.
+	Waited time.Duration
 }
 
 // hooks holds the configured hooks split by interface.

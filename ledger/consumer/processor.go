@@ -73,6 +73,7 @@ type processor[K comparable] struct {
 	job     *writeJob[K]     // the writes in flight, if any
 	jobDone chan struct{}    // receives when the job's writes are done
 	tickDue bool             // a tick came while a job was in flight
+	waited  time.Duration    // how long the due tick waited for the job (TickInfo.Waited)
 	spawn   func(func())     // starts a job's writes off the loop (tests make it deterministic)
 	now     func() time.Time // the wall clock of ticks (tests replace it)
 
@@ -404,6 +405,7 @@ func (p *processor[K]) tick(ctx context.Context, reason CommitReason) {
 	p.ticks++
 	p.backpressure(true)
 	p.report(time.Since(start), reason == CommitCaughtUp)
+	p.waited = 0
 }
 
 // caughtUp is called when a Poll returned nothing: the client has no message at hand. With
@@ -862,7 +864,7 @@ func (p *processor[K]) report(d time.Duration, caughtUp bool) {
 	if len(p.s.hooks.partition) == 0 && len(p.s.hooks.tick) == 0 {
 		return
 	}
-	ti := TickInfo{Partitions: len(p.order), Duration: d, CaughtUp: caughtUp}
+	ti := TickInfo{Partitions: len(p.order), Duration: d, CaughtUp: caughtUp, Waited: p.waited}
 	var (
 		activeMin, anyMin           time.Time
 		hasActive, hasAny, unknownA bool

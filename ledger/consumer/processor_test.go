@@ -575,7 +575,11 @@ func TestCaughtUpTick(t *testing.T) {
 type tickRecorder struct {
 	reasons  []CommitReason
 	caughtUp []bool
+	waited   []time.Duration
 }
 
 func (r *tickRecorder) OnCommit(i CommitInfo) { r.reasons = append(r.reasons, i.Reason) }
-func (r *tickRecorder) OnTick(i TickInfo)     { r.caughtUp = append(r.caughtUp, i.CaughtUp) }
+func (r *tickRecorder) OnTick(i TickInfo) {
+	r.caughtUp = append(r.caughtUp, i.CaughtUp)
+	r.waited = append(r.waited, i.Waited)
+}

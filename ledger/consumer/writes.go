@@ -280,7 +280,9 @@ func (p *processor[K]) complete() {
 // messages ahead of the sink, which bounds the rows and ledger entries waiting for writes.
 func (p *processor[K]) poll(ctx context.Context) {
 	if p.tickDue && p.job != nil {
+		start := time.Now()
 		p.await(ctx)
+		p.waited = time.Since(start)
 	} else if !p.collect() {
 		return
 	}

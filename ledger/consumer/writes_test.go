@@ -41,8 +41,23 @@ func (f *failingCloses) WriteClose(ctx context.Context, b sink.CloseBatch) error
 	return f.Sink.WriteClose(ctx, b)
 }
 
+// slowCloses makes every close batch take at least d.
+type slowCloses struct {
+	sink.Sink
+	d time.Duration
+}
+
+func (s slowCloses) WriteClose(ctx context.Context, b sink.CloseBatch) error {
+	time.Sleep(s.d)
+	return s.Sink.WriteClose(ctx, b)
+}
+
 func TestOverlappedWritesDecideMessagesAndCommitOnlyWhenDone(t *testing.T) {
-	h := newHarness(t, nil)
+	ticks := &tickRecorder{}
+	h := newHarness(t, func(c *Config[string]) {
+		c.Sink = slowCloses{Sink: c.Sink, d: 2 * time.Millisecond}
+		c.Hooks = append(c.Hooks, ticks)
+	})
 	run := h.deferWrites()
 	p0 := tp("t", 0)
 	h.assign(p0, -1, "")
@@ -72,6 +87,9 @@ func TestOverlappedWritesDecideMessagesAndCommitOnlyWhenDone(t *testing.T) {
 	// which closes at the tick that waited and is written by its own writes.
 	assert.Equal(t, int64(1), h.committed(p0))
 	assert.False(t, h.p.tickDue)
+	require.Len(t, ticks.waited, 2)
+	assert.Zero(t, ticks.waited[0], "the first tick found no writes in flight")
+	assert.GreaterOrEqual(t, ticks.waited[1], 2*time.Millisecond, "the second waited for the first's close")
 	require.NotNil(t, h.p.job, "the waiting tick started the next writes")
 	assert.Zero(t, h.p.stateRows)
 

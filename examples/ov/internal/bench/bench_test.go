@@ -33,6 +33,8 @@ func TestRun(t *testing.T) {
 	assert.Positive(t, res.RowsPartials, "the last windows were closed by the idle advance and written")
 	assert.Positive(t, res.Stages.DecodeNsPerEvent)
 	assert.Positive(t, res.Stages.Ticks)
+	assert.GreaterOrEqual(t, res.Stages.SinkWaitNsPerEvent, 0.0)
+	assert.Positive(t, res.Stages.ClientNsPerEvent, "the ticks and the sink waits come out of the time between messages, once")
 	assert.GreaterOrEqual(t, res.TickP99Ms, res.TickP50Ms)
 
 	rep := NewReport("test")
@@ -40,6 +42,7 @@ func TestRun(t *testing.T) {
 	var tables, js bytes.Buffer
 	require.NoError(t, rep.WriteTables(&tables))
 	assert.Contains(t, tables.String(), "tiny")
+	assert.Contains(t, tables.String(), "sink wait")
 	require.NoError(t, rep.WriteJSON(&js))
 	var back Report
 	require.NoError(t, json.Unmarshal(js.Bytes(), &back))

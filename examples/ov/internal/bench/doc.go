@@ -25,8 +25,10 @@
 // The runtime's hooks and a wrapper around the handlers split the pipeline's wall time into:
 // the client (Poll and the loop between two messages), decode (the handler: scan, validate,
 // build the event), apply (everything the runtime does with a decoded event: late test,
-// windows, state buffer, ledger, watermark, hooks) and the ticks (state flushes and close
-// batches written to Postgres, and commits). The runtime has no hook between its windowing and
+// windows, state buffer, ledger, watermark, hooks), the ticks (closing windows and starting
+// the writes of state flushes and close batches to Postgres, and commits) and the sink wait (a
+// tick that came while the previous tick's writes were in flight waits for them, deciding
+// nothing: consumer.TickInfo.Waited). The runtime has no hook between its windowing and
 // its ledger, so apply is one figure; a CPU profile (--cpuprofile) splits it.
 //
 // # Memory

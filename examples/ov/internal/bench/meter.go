@@ -35,6 +35,7 @@ type meter struct {
 	decided                            int64
 	decode, apply, gap                 time.Duration
 	tickWhileConsuming, probe          time.Duration
+	waitWhileConsuming                 time.Duration // for the sink (TickInfo.Waited)
 	ticks                              []time.Duration
 	writeState, writeClose, commit     time.Duration
 	writesState, writesClose           int64
@@ -90,6 +91,7 @@ func (m *meter) OnTick(i consumer.TickInfo) {
 	m.ticks = append(m.ticks, i.Duration)
 	if m.decided > 0 && m.decided < m.total {
 		m.tickWhileConsuming += i.Duration
+		m.waitWhileConsuming += i.Waited
 	}
 	m.peakPending = max(m.peakPending, i.Pending)
 	m.peakOpenKeys = max(m.peakOpenKeys, i.OpenKeys)
@@ -169,16 +171,18 @@ func (m *meter) fill(res *Result, c consumer.Counters) {
 	res.Pipeline = Rate{Events: c.Consumed, Seconds: sec, EventsPerSec: float64(c.Consumed) / sec}
 	res.Admitted, res.Late, res.DeadLettered = c.Admitted, c.Late, c.DeadLettered
 	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(max(m.decided, 1)) }
-	client := m.gap - m.tickWhileConsuming
+	client := m.gap - m.tickWhileConsuming - m.waitWhileConsuming
 	res.Stages = Stages{
 		ClientNsPerEvent:   per(client),
 		DecodeNsPerEvent:   per(m.decode),
 		ApplyNsPerEvent:    per(m.apply),
 		TickNsPerEvent:     per(sum(m.ticks)),
+		SinkWaitNsPerEvent: per(m.waitWhileConsuming),
 		ClientSeconds:      client.Seconds(),
 		DecodeSeconds:      m.decode.Seconds(),
 		ApplySeconds:       m.apply.Seconds(),
 		TickSeconds:        sum(m.ticks).Seconds(),
+		SinkWaitSeconds:    m.waitWhileConsuming.Seconds(),
 		StateWriteSeconds:  m.writeState.Seconds(),
 		CloseWriteSeconds:  m.writeClose.Seconds(),
 		CommitSeconds:      m.commit.Seconds(),

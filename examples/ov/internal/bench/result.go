@@ -19,7 +19,8 @@ type Rate struct {
 // Stages splits the pipeline's time. The per-event figures divide each stage's total by the
 // messages decided.
 type Stages struct {
-	// Client is the time between two messages (the client's Poll and the loop), ticks excluded.
+	// Client is the time between two messages (the client's Poll and the loop), ticks and
+	// the waits for the sink excluded.
 	ClientNsPerEvent float64 `json:"client_ns_per_event"`
 	// Decode is the handler: scan, validate, build the event.
 	DecodeNsPerEvent float64 `json:"decode_ns_per_event"`
@@ -28,11 +29,15 @@ type Stages struct {
 	ApplyNsPerEvent float64 `json:"apply_ns_per_event"`
 	// Tick is the ticks' total (state flushes, close batches, commits) spread over the events.
 	TickNsPerEvent float64 `json:"tick_ns_per_event"`
+	// SinkWait is the time the loop waited for the previous tick's writes while consuming
+	// (consumer.TickInfo.Waited): where it is large, the sink holds the pipeline back.
+	SinkWaitNsPerEvent float64 `json:"sink_wait_ns_per_event"`
 
 	ClientSeconds     float64 `json:"client_seconds"`
 	DecodeSeconds     float64 `json:"decode_seconds"`
 	ApplySeconds      float64 `json:"apply_seconds"`
 	TickSeconds       float64 `json:"tick_seconds"`
+	SinkWaitSeconds   float64 `json:"sink_wait_seconds"`
 	StateWriteSeconds float64 `json:"state_write_seconds"`
 	CloseWriteSeconds float64 `json:"close_write_seconds"`
 	CommitSeconds     float64 `json:"commit_seconds"`
@@ -136,11 +141,11 @@ func (r Report) WriteJSON(w io.Writer) error {
 func (r Report) WriteTables(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "End to end (events/s from first consume to last commit; ns per event by stage)")
-	fmt.Fprintln(tw, "case\tparts\trecords\traw ev/s\tpipeline ev/s\tratio\tclient\tdecode\tapply\ttick\ttick p50 ms\ttick p99 ms\tpeak depth\trows/s\t")
+	fmt.Fprintln(tw, "case\tparts\trecords\traw ev/s\tpipeline ev/s\tratio\tclient\tdecode\tapply\ttick\tsink wait\ttick p50 ms\ttick p99 ms\tpeak depth\trows/s\t")
 	for _, c := range r.Cases {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%d\t%.0f\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%d\t%.0f\t\n",
 			c.Name, c.Partitions, c.Records, c.Raw.EventsPerSec, c.Pipeline.EventsPerSec, c.Ratio,
-			c.Stages.ClientNsPerEvent, c.Stages.DecodeNsPerEvent, c.Stages.ApplyNsPerEvent, c.Stages.TickNsPerEvent,
+			c.Stages.ClientNsPerEvent, c.Stages.DecodeNsPerEvent, c.Stages.ApplyNsPerEvent, c.Stages.TickNsPerEvent, c.Stages.SinkWaitNsPerEvent,
 			c.TickP50Ms, c.TickP99Ms, c.PeakPending, c.RowsPerSec)
 	}
 	if err := tw.Flush(); err != nil {
