@@ -58,6 +58,10 @@ func (p *processor[K]) prepare(parts []*part[K], revoke bool) *writeJob[K] {
 		p.seq++
 		p.state, p.stateRows = make(map[string][]sink.StateRow, len(job.state)), 0
 		for t, rows := range job.state {
+			if len(rows) == 0 {
+				delete(job.state, t) // sized for this flush (below) but given no rows
+				continue
+			}
 			job.tables = append(job.tables, t)
 			// The next flush most likely holds about as many rows: growing to that by
 			// appending copied each row twice over (14% of the bytes allocated at 1x).

@@ -237,3 +237,25 @@ func TestRevocationOutOfTimeCancelsTheWritesInFlight(t *testing.T) {
 	assert.Equal(t, int64(-1), h.committed(p0), "nothing is durable: nothing committed")
 	assert.Empty(t, h.p.parts)
 }
+
+// A flush writes only the tables that have rows, although each table's buffer is sized from
+// its previous flush.
+func TestFlushWritesOnlyTablesWithRows(t *testing.T) {
+	h := newHarness(t, nil)
+	row := sink.StateRow{Key: []any{"v1"}, ObservedAt: T0, Values: []any{"trip", 1.0, int64(1)}}
+	h.p.state = map[string][]sink.StateRow{"a": {row, row}, "b": {row}}
+	h.p.stateRows = 3
+	job := h.p.prepare(nil, false)
+	require.NotNil(t, job)
+	assert.Equal(t, []string{"a", "b"}, job.tables)
+	assert.Equal(t, 2, cap(h.p.state["a"]), "sized from the flush")
+	assert.Equal(t, 1, cap(h.p.state["b"]))
+
+	h.p.state["a"] = append(h.p.state["a"], row)
+	h.p.stateRows = 1
+	job = h.p.prepare(nil, false)
+	require.NotNil(t, job)
+	assert.Equal(t, []string{"a"}, job.tables, "b was sized but given no rows: no empty write")
+	assert.NotContains(t, job.state, "b")
+	assert.NotContains(t, h.p.state, "b", "nor a buffer sized for it again")
+}
