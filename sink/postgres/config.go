@@ -16,8 +16,8 @@ const (
 	// StrategyDefault is the strategy chosen by measurement (see the package documentation):
 	// currently [StrategyUnnest].
 	StrategyDefault Strategy = iota
-	// StrategyUnnest sends one INSERT ... SELECT FROM unnest($1::type[], ...) ON CONFLICT
-	// statement with one array parameter per column.
+	// StrategyUnnest sends INSERT ... SELECT FROM unnest($1::type[], ...) ON CONFLICT
+	// statements with one array parameter per column, of at most 8,192 rows each.
 	StrategyUnnest
 	// StrategyCopy copies the rows into a temporary table (dropped at commit) and upserts
 	// them with one INSERT ... SELECT ... ON CONFLICT.

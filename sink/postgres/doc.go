@@ -67,21 +67,25 @@
 //
 // # Strategies
 //
-// A batch of rows reaches its upsert as one INSERT ... SELECT FROM unnest of one array
-// parameter per column ([StrategyUnnest], the default), through COPY into a temporary table
-// and one INSERT ... SELECT ([StrategyCopy]), or as one statement per row pipelined in a
-// pgx.Batch ([StrategyBatch]). [StrategyRowByRow] is the naive baseline. The default was
-// chosen by the benchmarks of this package (go test -bench . ./sink/postgres), which report
-// rows/s for every strategy side by side: on the development machine (two shared cores,
-// server included) unnest was the fastest for state upserts, and for close batches, with
-// the new-batch path above (which only the default strategy takes), about one and a half
-// times COPY and twelve times the row-by-row baseline: with batches of 2,000 partials and
-// one writer, 58 to 72 thousand partial-plus-merged rows per second in quiet runs (42 to 44
-// thousand before that path), 39 to 64 thousand while other work shared the cores; two
-// writers of the same keys, 66 to 99 thousand. Unnest also leaves the catalog alone, where
-// COPY creates and drops a temporary table per transaction. Columns whose value is the same
-// for a whole batch (source partition, write time, computed_at, updated_at) travel once, as
-// scalar parameters.
+// A batch of rows reaches its upsert as INSERT ... SELECT FROM unnest of one array
+// parameter per column, at most 8,192 rows per statement ([StrategyUnnest], the default),
+// through COPY into a temporary table and one INSERT ... SELECT ([StrategyCopy]), or as one
+// statement per row pipelined in a pgx.Batch ([StrategyBatch]). [StrategyRowByRow] is the
+// naive baseline. The default was chosen by the benchmarks of this package (go test -bench .
+// ./sink/postgres), which report rows/s for every strategy side by side: on the development
+// machine (two shared cores, server included) unnest was the fastest for state upserts, and
+// for close batches, with the new-batch path above (which only the default strategy takes),
+// about one and a half times COPY and twelve times the row-by-row baseline: with batches of
+// 2,000 partials and one writer, 58 to 72 thousand partial-plus-merged rows per second in
+// quiet runs (42 to 44 thousand before that path), 39 to 64 thousand while other work shared
+// the cores; two writers of the same keys, 66 to 99 thousand. On a faster machine in a later
+// session COPY came out ahead for state upserts alone (156 to 199 thousand rows per second
+// against 143 to 156 thousand, batches of 5,000 rows) while unnest stayed ahead for close
+// batches (51.5 against 40.4 thousand); the OV end-to-end benchmark with COPY for its state
+// tables was faster at 100x and slower at 10x, in single runs. Unnest also leaves the catalog
+// alone, where COPY creates and drops a temporary table per transaction. Columns whose value
+// is the same for a whole batch (source partition, write time, computed_at, updated_at)
+// travel once, as scalar parameters.
 //
 // # Readiness
 //
