@@ -124,8 +124,16 @@ func (e *env) run(until int, abort bool) consumer.Counters {
 	p := e.pipeline(ctx, runOpts{})
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
+	// The last run must also decide again what an earlier, aborted run decided without
+	// committing: those offsets count as decided already, so reaching `until` alone could stop
+	// it before it replayed them, and leave them uncommitted.
+	last := until >= len(e.records)
+	ends := map[ledger.TopicPartition]int64{}
+	for src, p := range e.oracle.Partitions {
+		ends[tp(src)] = p.Records
+	}
 	deadline := time.After(3 * time.Minute)
-	for e.rec.distinct() < until {
+	for e.rec.distinct() < until || (last && !e.rec.reached(ends)) {
 		select {
 		case err := <-done:
 			require.NoError(e.t, err, "the processor stopped early")
@@ -356,6 +364,7 @@ type recorder struct {
 	mu         sync.Mutex
 	decided    map[offsetKey][]decision
 	assigned   map[ledger.TopicPartition]consumer.AssignInfo
+	epochs     map[ledger.TopicPartition]int // assignments so far
 	deliveries int
 	ticks      int
 	pending    int64
@@ -365,12 +374,38 @@ type decision struct {
 	outcome   consumer.Outcome
 	windowEnd time.Time
 	assign    consumer.AssignInfo
+	epoch     int // the partition's assignments before this decision's
 }
 
 func (r *recorder) OnAssign(i consumer.AssignInfo) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.assigned[i.TopicPartition] = i
+	r.epochs[i.TopicPartition]++
+}
+
+// reached reports whether, under its current assignment, every partition has decided the
+// offset before its end, or was assigned with everything before its end committed already.
+func (r *recorder) reached(ends map[ledger.TopicPartition]int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for tp, end := range ends {
+		if end == 0 {
+			continue
+		}
+		a, ok := r.assigned[tp]
+		if !ok {
+			return false
+		}
+		if a.Committed >= end {
+			continue
+		}
+		ds := r.decided[offsetKey{tp, end - 1}]
+		if len(ds) == 0 || ds[len(ds)-1].epoch != r.epochs[tp] {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *recorder) OnTick(i consumer.TickInfo) {
@@ -398,14 +433,16 @@ type offsetKey struct {
 }
 
 func newRecorder() *recorder {
-	return &recorder{decided: map[offsetKey][]decision{}, assigned: map[ledger.TopicPartition]consumer.AssignInfo{}}
+	return &recorder{decided: map[offsetKey][]decision{}, assigned: map[ledger.TopicPartition]consumer.AssignInfo{},
+		epochs: map[ledger.TopicPartition]int{}}
 }
 
 func (r *recorder) OnMessage(i consumer.MessageInfo) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k := offsetKey{i.TopicPartition, i.Offset}
-	r.decided[k] = append(r.decided[k], decision{outcome: i.Outcome, windowEnd: i.WindowEnd, assign: r.assigned[i.TopicPartition]})
+	r.decided[k] = append(r.decided[k], decision{outcome: i.Outcome, windowEnd: i.WindowEnd, assign: r.assigned[i.TopicPartition],
+		epoch: r.epochs[i.TopicPartition]})
 	r.deliveries++
 }
 
