@@ -33,6 +33,7 @@ type benchOptions struct {
 	compare             bool
 	compareWrites       bool
 	only                string
+	repeat              int
 	inProcess           bool
 	child               string
 }
@@ -59,6 +60,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	f.FlagSet.StringVar(&o.child, "child", "", "internal: run the consuming phases of one case (a JSON spec) and print its result as JSON")
 	f.FlagSet.BoolVar(&o.compareWrites, "compare-writes", false, "run each case four times: with the runtime's writes before the profile, each tick writing one write at a time while the loop waits (-sync), now, now again (-2), and before again (-sync-2)")
 	f.FlagSet.BoolVar(&o.compare, "compare-handlers", false, "run each case four times: with the OV handlers before the profile (-former), now, now again (-2), and before again (-former-2)")
+	f.FlagSet.IntVar(&o.repeat, "repeat", 1, "run the whole plan this many times, pass after pass (pass k's runs are named CASE#k), and print each case's median over the passes")
 	f.FlagSet.StringVar(&o.only, "cases", "", "run only these cases (comma separated names, e.g. p6-1x,p6-100x)")
 	if err := f.parse(args); err != nil {
 		return err
@@ -67,6 +69,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return benchChildMain(ctx, o, stdout, stderr)
 	}
 	cases, err := benchPlan(o)
+	if err == nil && o.repeat < 1 {
+		err = fmt.Errorf("--repeat: expected a count of passes >= 1, found %d", o.repeat)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return errUsage
@@ -97,25 +102,36 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return benchChild(ctx, exe, spec, o, len(cases) > 1 || o.compare || o.compareWrites, stderr)
 		}
 	}
-	for _, c := range cases {
-		runs := []bench.Case{c}
-		if o.compare {
-			runs = interleaved(c, "former", func(c *bench.Case) { c.FormerHandlers = true })
-		}
-		if o.compareWrites {
-			runs = interleaved(c, "sync", func(c *bench.Case) { c.SyncWrites = true })
-		}
-		for _, rc := range runs {
-			res, err := bench.Run(ctx, cfg, rc)
-			if err != nil {
-				return fmt.Errorf("case %s: %w", rc.Name, err)
+	for pass := 1; pass <= o.repeat; pass++ {
+		for _, c := range cases {
+			runs := []bench.Case{c}
+			if o.compare {
+				runs = interleaved(c, "former", func(c *bench.Case) { c.FormerHandlers = true })
 			}
-			rep.Cases = append(rep.Cases, res)
+			if o.compareWrites {
+				runs = interleaved(c, "sync", func(c *bench.Case) { c.SyncWrites = true })
+			}
+			for _, rc := range runs {
+				if pass > 1 {
+					rc.Name = fmt.Sprintf("%s#%d", rc.Name, pass)
+				}
+				res, err := bench.Run(ctx, cfg, rc)
+				if err != nil {
+					return fmt.Errorf("case %s: %w", rc.Name, err)
+				}
+				rep.Cases = append(rep.Cases, res)
+			}
 		}
 	}
 	fmt.Fprintf(stdout, "\ndone in %s\n\n", time.Since(began).Round(time.Second))
 	if err := rep.WriteTables(stdout); err != nil {
 		return err
+	}
+	if o.repeat > 1 {
+		fmt.Fprintln(stdout)
+		if err := rep.WriteMedians(stdout); err != nil {
+			return err
+		}
 	}
 	if o.jsonOut != "" {
 		jf, err := os.Create(o.jsonOut)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,4 +60,25 @@ func TestQuantile(t *testing.T) {
 		assert.Equal(t, tc.want, quantile(ds, tc.q), "q=%v", tc.q)
 	}
 	assert.Zero(t, quantile(nil, 0.5))
+}
+
+// The medians table groups pass k's runs (CASE#k) under their case, takes the middle of each
+// figure, and leaves out cases that ran once.
+func TestWriteMedians(t *testing.T) {
+	run := func(name string, pipe, raw, bpk float64) Result {
+		return Result{Name: name, Pipeline: Rate{EventsPerSec: pipe}, Raw: Rate{EventsPerSec: raw}, Ratio: pipe / raw, BytesPerOpenKey: bpk}
+	}
+	rep := NewReport("test")
+	rep.Cases = []Result{
+		run("p1-1x", 120, 400, 9000), run("p6-100x", 80, 500, 410), run("once", 1, 2, 3),
+		run("p1-1x#2", 100, 420, 9100), run("p6-100x#2", 70, 520, 400),
+		run("p1-1x#3", 130, 380, 8900), run("p6-100x#3", 90, 480, 390), run("p6-100x#4", 85, 490, 420),
+	}
+	var out bytes.Buffer
+	require.NoError(t, rep.WriteMedians(&out))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 4, out.String())
+	assert.Equal(t, []string{"p1-1x", "3", "400", "120", "100", "130", "0.30", "0", "9000"}, strings.Fields(lines[2]))
+	assert.Equal(t, []string{"p6-100x", "4", "495", "82", "70", "90", "0.17", "0", "405"}, strings.Fields(lines[3]), "an even count: the mean of the middle two")
+	assert.NotContains(t, out.String(), "once")
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -164,3 +166,57 @@ func (r Report) WriteTables(w io.Writer) error {
 }
 
 func mb(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// WriteMedians prints, for each case run more than once (pass k > 1 is named CASE#k), the
+// median of its passes and the range of its pipeline rate: on a shared machine one run's
+// rate can move by more than a change under test.
+func (r Report) WriteMedians(w io.Writer) error {
+	var order []string
+	runs := map[string][]Result{}
+	for _, c := range r.Cases {
+		base := c.Name
+		if i := strings.LastIndexByte(base, '#'); i >= 0 {
+			base = base[:i]
+		}
+		if _, ok := runs[base]; !ok {
+			order = append(order, base)
+		}
+		runs[base] = append(runs[base], c)
+	}
+	fmt.Fprintln(w, "Medians over the passes (min-max of the pipeline's rate)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "case\truns\traw ev/s\tpipeline ev/s\tmin\tmax\tratio\tsink wait\tB/open key\t")
+	for _, base := range order {
+		rs := runs[base]
+		if len(rs) < 2 {
+			continue
+		}
+		pick := func(f func(Result) float64) []float64 {
+			out := make([]float64, len(rs))
+			for i, c := range rs {
+				out[i] = f(c)
+			}
+			slices.Sort(out)
+			return out
+		}
+		pipe := pick(func(c Result) float64 { return c.Pipeline.EventsPerSec })
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f\t\n", base, len(rs),
+			median(pick(func(c Result) float64 { return c.Raw.EventsPerSec })), median(pipe), pipe[0], pipe[len(pipe)-1],
+			median(pick(func(c Result) float64 { return c.Ratio })),
+			median(pick(func(c Result) float64 { return c.Stages.SinkWaitNsPerEvent })),
+			median(pick(func(c Result) float64 { return c.BytesPerOpenKey })))
+	}
+	return tw.Flush()
+}
+
+// median returns the middle of sorted values, the mean of the two middle ones for an even count.
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
