@@ -151,9 +151,9 @@ func (w *Windows[K]) window(t time.Time) (*openWindow[K], error) {
 	return w.last, nil
 }
 
-// newWindow returns an empty window, reusing a closed window's map if there is one. Its Stats slice is new (the old one belongs to the partials) and sized
-// for the last closed window's keys and a little more, so that it rarely grows: growing
-// copies every Stats.
+// newWindow returns an empty window, reusing a closed window's map if there is one. Its
+// Stats slice is new (the old one belongs to the partials) and sized for the last closed
+// window's keys and a little more, so that it rarely grows: growing copies every Stats.
 func (w *Windows[K]) newWindow(start int64) *openWindow[K] {
 	size := w.hint + w.hint/8
 	if n := len(w.spare); n > 0 {

@@ -251,8 +251,8 @@ type TickInfo struct {
 	// (Config.FlushWhenCaughtUp).
 	CaughtUp bool
 	// Waited is how long the tick waited, deciding nothing, for the previous tick's writes
-	// before it ran (it came while they were in flight; see Config.SyncWrites). A loop that
-	// waits at most ticks is held back by the sink, not by the client or the handlers.
+	// before it ran (it came while they were in flight; see Config.SyncWrites). Where ticks
+	// wait long, the sink holds the loop back, not the client or the handlers.
 	Waited time.Duration
 }
 
