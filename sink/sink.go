@@ -5,13 +5,14 @@ import (
 	"time"
 )
 
-// WindowWriter writes the closes of one source partition.
+// WindowWriter writes the closes of source partitions.
 type WindowWriter interface {
-	// WriteClose writes b atomically: the partials, the recomputed merged rows they touch and
-	// the partition's closed_through commit together or not at all. A nil error means the
-	// batch is durable; any error means it may not be, and the caller must not commit
-	// offsets that depend on it.
-	WriteClose(ctx context.Context, b CloseBatch) error
+	// WriteClose writes batches atomically: every batch's partials, the merged rows they
+	// touch and every batch's closed_through commit together or not at all. A processor
+	// passes the closes of all its partitions of one tick in one call. Each source may appear
+	// in at most one batch of a call. A nil error means every batch is durable; any error
+	// means none may be, and the caller must not commit offsets that depend on them.
+	WriteClose(ctx context.Context, batches ...CloseBatch) error
 }
 
 // StateWriter writes last-write-wins state.

@@ -32,15 +32,20 @@ type Partial struct {
 	Stats []byte
 }
 
-// CloseBatch is one atomic write for one source partition: the partials of the windows it
-// closed and its new closed_through. An implementation writes all of it or none of it, and
-// recomputes in the same transaction every merged row a partial touches.
+// CloseBatch is what one source partition closed: the partials of its closed windows and its
+// new closed_through. It is written atomically, with the other batches of the same
+// [WindowWriter.WriteClose] call.
 type CloseBatch struct {
 	Source TopicPartition
 	// ClosedThrough is the partition watermark the batch reflects: every partial of Source
 	// that ends at or before it is in this batch or in an earlier one. Progress never goes
-	// back: a smaller value than the stored one leaves the stored one in place.
+	// back: a smaller value than the stored one leaves the stored one in place. Zero means
+	// the partition has no watermark yet: a batch with a zero ClosedThrough and no partials
+	// registers Source, which then holds back every window it has not closed.
 	ClosedThrough time.Time
+	// Empty marks a partition that is caught up and has no watermark (it has seen no event
+	// time): it holds back no window until a later batch gives it a ClosedThrough.
+	Empty bool
 	// Partials may be empty: a batch then only records progress (an idle partition's
 	// advance, or the registration of a newly assigned partition). Two partials with the same
 	// key are collapsed to the later one.

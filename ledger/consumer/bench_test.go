@@ -21,7 +21,7 @@ func benchHandler(events []Event[string]) Handler[string] {
 // nopSink accepts every write at once, so that benchmarks measure the runtime, not a sink.
 type nopSink struct{}
 
-func (nopSink) WriteClose(context.Context, sink.CloseBatch) error           { return nil }
+func (nopSink) WriteClose(context.Context, ...sink.CloseBatch) error        { return nil }
 func (nopSink) UpsertLatest(context.Context, string, []sink.StateRow) error { return nil }
 func (nopSink) ClosedThrough(context.Context, ...sink.TopicPartition) (map[sink.TopicPartition]time.Time, error) {
 	return nil, nil

@@ -194,7 +194,7 @@ func (g *gatedSink) arm() {
 	g.release = make(chan error)
 }
 
-func (g *gatedSink) WriteClose(ctx context.Context, b sink.CloseBatch) error {
+func (g *gatedSink) WriteClose(ctx context.Context, b ...sink.CloseBatch) error {
 	g.mu.Lock()
 	armed, entered, release := g.armed, g.entered, g.release
 	g.armed = false
@@ -210,7 +210,7 @@ func (g *gatedSink) WriteClose(ctx context.Context, b sink.CloseBatch) error {
 			return ctx.Err()
 		}
 	}
-	return g.Memory.WriteClose(ctx, b)
+	return g.Memory.WriteClose(ctx, b...)
 }
 
 // A revocation that arrives while a write is in progress, and the write then fails: the

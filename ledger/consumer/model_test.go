@@ -126,11 +126,11 @@ func (f *flakySink) failing() bool {
 	return false
 }
 
-func (f *flakySink) WriteClose(ctx context.Context, b sink.CloseBatch) error {
+func (f *flakySink) WriteClose(ctx context.Context, b ...sink.CloseBatch) error {
 	if f.failing() {
 		return errors.New("injected write failure")
 	}
-	return f.Memory.WriteClose(ctx, b)
+	return f.Memory.WriteClose(ctx, b...)
 }
 
 func (f *flakySink) UpsertLatest(ctx context.Context, table string, rows []sink.StateRow) error {

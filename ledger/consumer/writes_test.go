@@ -34,11 +34,11 @@ type failingCloses struct {
 	fail bool
 }
 
-func (f *failingCloses) WriteClose(ctx context.Context, b sink.CloseBatch) error {
+func (f *failingCloses) WriteClose(ctx context.Context, b ...sink.CloseBatch) error {
 	if f.fail {
 		return errors.New("injected close failure")
 	}
-	return f.Sink.WriteClose(ctx, b)
+	return f.Sink.WriteClose(ctx, b...)
 }
 
 // slowCloses makes every close batch take at least d.
@@ -47,9 +47,9 @@ type slowCloses struct {
 	d time.Duration
 }
 
-func (s slowCloses) WriteClose(ctx context.Context, b sink.CloseBatch) error {
+func (s slowCloses) WriteClose(ctx context.Context, b ...sink.CloseBatch) error {
 	time.Sleep(s.d)
-	return s.Sink.WriteClose(ctx, b)
+	return s.Sink.WriteClose(ctx, b...)
 }
 
 func TestOverlappedWritesDecideMessagesAndCommitOnlyWhenDone(t *testing.T) {
@@ -166,7 +166,7 @@ type meetingCloses struct {
 	arrived chan struct{}
 }
 
-func (m *meetingCloses) WriteClose(ctx context.Context, b sink.CloseBatch) error {
+func (m *meetingCloses) WriteClose(ctx context.Context, b ...sink.CloseBatch) error {
 	m.mu.Lock()
 	m.inside++
 	m.most = max(m.most, m.inside)
@@ -178,7 +178,7 @@ func (m *meetingCloses) WriteClose(ctx context.Context, b sink.CloseBatch) error
 	case <-m.arrived:
 	case <-time.After(300 * time.Millisecond):
 	}
-	err := m.Sink.WriteClose(ctx, b)
+	err := m.Sink.WriteClose(ctx, b...)
 	m.mu.Lock()
 	m.inside--
 	m.mu.Unlock()
@@ -210,7 +210,7 @@ func TestWriteConcurrencyRunsATicksWritesAtOnce(t *testing.T) {
 // stuckCloses blocks every close write until its context ends.
 type stuckCloses struct{ sink.Sink }
 
-func (s stuckCloses) WriteClose(ctx context.Context, _ sink.CloseBatch) error {
+func (s stuckCloses) WriteClose(ctx context.Context, _ ...sink.CloseBatch) error {
 	<-ctx.Done()
 	return ctx.Err()
 }

@@ -25,16 +25,39 @@ const (
 // recomputed from every stored partial of those keys, read after the locks; and b's
 // closed_through. Transient failures are retried per the configured policy; a nil error
 // means the transaction committed.
-func (s *Sink) WriteClose(ctx context.Context, b sink.CloseBatch) error {
-	b, err := sink.PrepareClose(s.cfg.Aggregates, b)
-	if err != nil {
+func (s *Sink) WriteClose(ctx context.Context, batches ...sink.CloseBatch) error {
+	prepared, err := prepareCloses(s.cfg.Aggregates, batches)
+	if err != nil || len(prepared) == 0 {
 		return err
 	}
 	return s.cfg.Retry.Do(ctx, opWriteClose, IsTransient, func(ctx context.Context, n int) error {
 		return attemptTx(ctx, s.pool, s.cfg.Hooks, Attempt{Op: opWriteClose, N: n}, func(ctx context.Context, tx pgx.Tx) error {
-			return s.writeClose(ctx, tx, b)
+			for _, b := range prepared {
+				if err := s.writeClose(ctx, tx, b); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 	})
+}
+
+// prepareCloses validates every batch (see sink.PrepareClose) and refuses a source that
+// appears twice. Nothing is written unless every batch is valid.
+func prepareCloses(spec sink.AggregateSpec, batches []sink.CloseBatch) ([]sink.CloseBatch, error) {
+	out := make([]sink.CloseBatch, len(batches))
+	seen := make(map[sink.TopicPartition]bool, len(batches))
+	for i, b := range batches {
+		if seen[b.Source] {
+			return nil, fmt.Errorf("%w: two close batches for %s in one write", sink.ErrInvalid, b.Source)
+		}
+		seen[b.Source] = true
+		var err error
+		if out[i], err = sink.PrepareClose(spec, b); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 func (s *Sink) writeClose(ctx context.Context, tx pgx.Tx, b sink.CloseBatch) error {

@@ -3,6 +3,7 @@ package sinktest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -117,19 +118,70 @@ func (m *Memory) injected() error {
 }
 
 // WriteClose implements [sink.WindowWriter].
-func (m *Memory) WriteClose(ctx context.Context, b sink.CloseBatch) error {
+func (m *Memory) WriteClose(ctx context.Context, batches ...sink.CloseBatch) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	b, err := sink.PrepareClose(m.agg, b)
-	if err != nil {
-		return err
+	prepared := make([]sink.CloseBatch, len(batches))
+	seen := make(map[sink.TopicPartition]bool, len(batches))
+	for i, b := range batches {
+		if seen[b.Source] {
+			return fmt.Errorf("%w: two close batches for %s in one write", sink.ErrInvalid, b.Source)
+		}
+		seen[b.Source] = true
+		var err error
+		if prepared[i], err = sink.PrepareClose(m.agg, b); err != nil {
+			return err
+		}
+	}
+	if len(prepared) == 0 {
+		return nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.injected(); err != nil {
 		return err
 	}
+	// Every batch of the call or none: a copy of the store takes the writes, and replaces
+	// it only when all of them succeeded.
+	saved := m.snapshot()
+	for _, b := range prepared {
+		if err := m.writeClose(b); err != nil {
+			m.restore(saved)
+			return err
+		}
+	}
+	return nil
+}
+
+// memSnapshot is what writeClose changes.
+type memSnapshot struct {
+	partials map[sink.Key]map[sink.TopicPartition]memPartial
+	merged   map[sink.Key]sink.Aggregate
+	progress map[sink.TopicPartition]time.Time
+	closes   int
+}
+
+func (m *Memory) snapshot() memSnapshot {
+	s := memSnapshot{
+		partials: make(map[sink.Key]map[sink.TopicPartition]memPartial, len(m.partials)),
+		merged:   maps.Clone(m.merged),
+		progress: maps.Clone(m.progress),
+		closes:   len(m.closes),
+	}
+	for k, ps := range m.partials {
+		s.partials[k] = maps.Clone(ps)
+	}
+	return s
+}
+
+func (m *Memory) restore(s memSnapshot) {
+	m.partials, m.merged, m.progress = s.partials, s.merged, s.progress
+	m.closes = m.closes[:s.closes]
+}
+
+// writeClose writes one prepared batch; called with mu held.
+func (m *Memory) writeClose(b sink.CloseBatch) error {
 	// Compute every merged row before changing anything, so that a failed merge leaves
 	// the store as it was: the batch is atomic.
 	now := m.clock().UTC()
