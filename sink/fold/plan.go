@@ -154,7 +154,11 @@ func (c *Call) Pairs() ([]time.Time, []sink.TopicPartition) {
 // SetProgress takes the stored progress of every partition of [Call.Topics] and of the
 // contributing topics, and the stored contributing topics, all read after the
 // implementation's lock. It computes the progress updates and [Call.Through].
+//
+// A retried attempt calls SetProgress again with what it read; the earlier reading is
+// forgotten.
 func (c *Call) SetProgress(stored []Progress, topics []string) {
+	c.updates, c.newTopic = nil, nil
 	c.progress = make(map[sink.TopicPartition]Progress, len(stored)+len(c.batches))
 	for _, p := range stored {
 		p.ClosedThrough = p.ClosedThrough.UTC()

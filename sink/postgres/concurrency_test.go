@@ -74,7 +74,7 @@ func TestTwoProcessesWriteTheSameKeys(t *testing.T) {
 	for i := range procs {
 		pool := db.NewPool(t, func(c *pgxpool.Config) { c.MaxConns = 2 })
 		s, err := postgres.New(pool, postgres.Config{Schema: db.Schema, Aggregates: sinktest.DelayAggregates(), States: []sink.StateSpec{sinktest.VehicleLatest()},
-			Clock: sinktest.DefaultSetup().Clock, LockBuckets: 16})
+			Clock: sinktest.DefaultSetup().Clock})
 		require.NoError(t, err)
 		procs[i] = s
 	}
@@ -96,15 +96,10 @@ func TestTwoProcessesWriteTheSameKeys(t *testing.T) {
 	assert.Equal(t, want, readWindows(t, ctx, procs[0], windows))
 }
 
-// A close batch far larger than the lock table's share per transaction takes at most
-// LockBuckets advisory locks.
-func TestLargeBatchTakesBoundedLocks(t *testing.T) {
+// A call of any size takes exactly one advisory lock: the aggregates table's.
+func TestCloseTakesOneLock(t *testing.T) {
 	ctx := testCtx(t)
 	db := pgtest.New(t)
-	keys := 20000
-	if testing.Short() {
-		keys = 8000
-	}
 	var held int
 	s := newSinkOn(t, db, func(c *postgres.Config) {
 		c.Hooks.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
@@ -114,11 +109,10 @@ func TestLargeBatchTakesBoundedLocks(t *testing.T) {
 			return nil
 		}
 	})
-	b := batches(t, 2, 1, 1, keys)[0][0]
-	require.NoError(t, s.WriteClose(ctx, b))
-	assert.Positive(t, held)
-	assert.LessOrEqual(t, held, 256)
+	bs := batches(t, 2, 3, 1, 5000)
+	require.NoError(t, s.WriteClose(ctx, bs[0][0], bs[1][0], bs[2][0]))
+	assert.Equal(t, 1, held)
 	rows, err := s.Aggregates(ctx, sinktest.T0())
 	require.NoError(t, err)
-	assert.Len(t, rows, keys)
+	assert.Len(t, rows, 5000)
 }
