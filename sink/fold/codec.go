@@ -8,11 +8,34 @@ import (
 	"math"
 	"slices"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/streamledger/streamledger/sink"
 )
 
-// Version is the first byte of every encoded [Blob].
+// Version is the first byte of every encoded [Blob]. The second says how the rest is
+// compressed: [compressNone], or [compressZstd] for a blob whose encoding is at least
+// [compressFrom] bytes long.
 const Version = 1
+
+const (
+	compressNone = 0
+	compressZstd = 1
+	// compressFrom is the smallest encoding worth compressing: a compact row of a few keys
+	// gains nothing.
+	compressFrom = 512
+	// maxDecoded bounds what Decode inflates, so that a corrupt or hostile blob cannot
+	// exhaust memory.
+	maxDecoded = 1 << 30
+)
+
+// The stats of a window's keys (sorted values as varint deltas, digests) have little
+// repetition for LZ77 alone, but their bytes are far from uniform: zstd's entropy stage
+// roughly halves them, at a cost below the merge's.
+var (
+	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+	zdec, _ = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxDecoded), zstd.WithDecoderConcurrency(0))
+)
 
 // ErrCorrupt is wrapped by every error of [Decode]: the bytes are not a blob that [Encode]
 // writes.
@@ -45,16 +68,28 @@ func compareEntries(a, b *Entry) int {
 	return cmp.Or(cmp.Compare(a.Dimension, b.Dimension), cmp.Compare(a.DimensionID, b.DimensionID))
 }
 
-// Encode appends the canonical encoding of b to dst: the version byte, the attribute names,
+// Encode appends the canonical encoding of b to dst: the version byte, the compression
+// byte, then, compressed past a size, the attribute names,
 // the sources, then the entries, each string after the shared prefix with the previous
 // entry's (keys sorted by dimension and id repeat long prefixes). Each entry's Attrs must
 // have len(attrs) elements. Equal blobs give identical bytes; [Decode] accepts exactly what
 // Encode writes.
 func Encode(dst []byte, attrs []string, b Blob) ([]byte, error) {
+	raw, err := encodeRaw(nil, attrs, b)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) < compressFrom {
+		return append(append(dst, Version, compressNone), raw...), nil
+	}
+	return zenc.EncodeAll(raw, append(dst, Version, compressZstd)), nil
+}
+
+// encodeRaw appends the uncompressed encoding of b.
+func encodeRaw(dst []byte, attrs []string, b Blob) ([]byte, error) {
 	if !slices.IsSortedFunc(b.Sources, sink.CompareSources) {
 		return nil, fmt.Errorf("fold: encode: sources out of order")
 	}
-	dst = append(dst, Version)
 	dst = binary.AppendUvarint(dst, uint64(len(attrs)))
 	for _, a := range attrs {
 		dst = appendString(dst, a)
@@ -129,11 +164,31 @@ func commonPrefix(a, b string) int {
 // missing from attrs is dropped. Input that is truncated, garbled or not canonical is
 // rejected with an error wrapping [ErrCorrupt]. The stats are not decoded here.
 func Decode(data []byte, attrs []string) (Blob, error) {
-	d := decoder{p: data}
-	if len(data) == 0 || data[0] != Version {
+	if len(data) < 2 || data[0] != Version {
 		return Blob{}, corrupt("missing or unknown version byte")
 	}
-	d.p = d.p[1:]
+	raw := data[2:]
+	switch data[1] {
+	case compressNone:
+		if len(raw) >= compressFrom {
+			return Blob{}, corrupt("%d uncompressed bytes, want fewer than %d", len(raw), compressFrom)
+		}
+	case compressZstd:
+		var err error
+		if raw, err = zdec.DecodeAll(raw, nil); err != nil {
+			return Blob{}, corrupt("zstd: %v", err)
+		}
+		if len(raw) < compressFrom {
+			return Blob{}, corrupt("%d compressed bytes, want at least %d", len(raw), compressFrom)
+		}
+	default:
+		return Blob{}, corrupt("compression %d", data[1])
+	}
+	return decodeRaw(raw, attrs)
+}
+
+func decodeRaw(data []byte, attrs []string) (Blob, error) {
+	d := decoder{p: data}
 	na := d.count(1)
 	stored := make([]string, na)
 	pos := make([]int, na)
