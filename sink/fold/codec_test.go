@@ -11,19 +11,10 @@ import (
 
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/fold"
-	"github.com/streamledger/streamledger/window"
+	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
-func stats(t testing.TB, values ...float64) []byte {
-	t.Helper()
-	s := window.NewStats()
-	for _, v := range values {
-		require.NoError(t, s.Add(v))
-	}
-	b, err := s.MarshalBinary()
-	require.NoError(t, err)
-	return b
-}
+var stats = sinktest.Stats
 
 func str(s string) *string { return &s }
 
