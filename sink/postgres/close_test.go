@@ -37,6 +37,7 @@ func TestSamePartitionWrittenTwiceAtOnce(t *testing.T) {
 	const windows, keys = 3, 300
 	bs := batches(t, 7, 2, windows, keys)
 	single, _ := newSink(t, nil)
+	register(t, single, 2)
 	for _, pb := range bs {
 		for _, b := range pb {
 			require.NoError(t, single.WriteClose(ctx, b))
@@ -45,6 +46,7 @@ func TestSamePartitionWrittenTwiceAtOnce(t *testing.T) {
 	want := readWindows(t, ctx, single, windows)
 
 	s, _ := newSink(t, nil)
+	register(t, s, 2)
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	for w := range errs {
