@@ -48,7 +48,7 @@ type EffectConfig struct {
 }
 
 // Effects applies effects that are not naturally idempotent exactly once per operation ID,
-// within the database and while markers are retained (seed 004): the marker (operation ID,
+// within the database and while markers are retained: the marker (operation ID,
 // payload hash) and the effect commit in one transaction or not at all.
 type Effects struct {
 	pool *pgxpool.Pool
