@@ -127,7 +127,8 @@ func (s *Sink) migrations() []migration {
 // viewDDL creates the readiness view: the merged table plus complete_through, the minimum
 // closed_through over the partitions that hold windows back (registered partitions of the
 // contributing topics, but those marked empty that have closed nothing; NULL when one of
-// them has closed nothing), and complete = window_end <= complete_through. The attributes
+// them has closed nothing, infinity when there is none), and complete = window_end <=
+// complete_through. The attributes
 // come last so that adding one can replace the view in place.
 func (s *Sink) viewDDL() string {
 	cfg := s.cfg
@@ -136,7 +137,8 @@ func (s *Sink) viewDDL() string {
 	cols := []string{c.WindowStart, c.WindowEnd, c.Dimension, c.DimensionID, c.Count, c.Mean, c.Quantile, c.Max, c.Min, c.ComputedAt}
 	return fmt.Sprintf(`CREATE OR REPLACE VIEW %s AS SELECT %s, r."complete_through", `+
 		`COALESCE(a.%s <= r."complete_through", false) AS "complete"%s FROM %s AS a CROSS JOIN `+
-		`(SELECT CASE WHEN bool_or(pr."closed_through" IS NULL) THEN NULL ELSE min(pr."closed_through") END AS "complete_through" `+
+		`(SELECT CASE WHEN bool_or(pr."closed_through" IS NULL) THEN NULL WHEN count(*) = 0 THEN 'infinity'::timestamptz `+
+		`ELSE min(pr."closed_through") END AS "complete_through" `+
 		`FROM %s AS pr JOIN %s AS t ON t."topic" = pr."topic" WHERE NOT (pr."empty" AND pr."closed_through" IS NULL)) AS r`,
 		s.view, quoteAll("a.", cols), ident(c.WindowEnd), prefixed(", ", quoteAll("a.", a.Attributes)), ident(cfg.Schema, a.Table),
 		ident(cfg.Schema, cfg.ProgressTable), ident(cfg.Schema, cfg.topicsTable()))

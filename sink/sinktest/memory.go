@@ -145,14 +145,25 @@ func (m *Memory) WriteClose(ctx context.Context, batches ...sink.CloseBatch) err
 	if err := m.injected(); err != nil {
 		return err
 	}
+	// Pruning is part of the call, before its reads, as in a transaction: a window pruned
+	// now is final for the call.
+	now := m.clock().UTC()
+	var pruned []time.Time
+	cutoff, prune := m.pruner.Due(now)
+	if prune {
+		pruned = m.expired(cutoff)
+	}
 	c.SetProgress(slices.Collect(maps.Values(m.progress)), slices.Collect(maps.Keys(m.topics)))
-	plan, err := c.Plan(m.read(c))
+	partials, folded, final := m.read(c)
+	folded = slices.DeleteFunc(folded, func(f fold.Folded) bool { return slices.ContainsFunc(pruned, f.Start.Equal) })
+	plan, err := c.Plan(partials, folded, final)
 	if err != nil {
 		return err
 	}
-	now := m.clock().UTC()
-	if cutoff, ok := m.pruner.Due(now); ok {
-		m.prune(cutoff)
+	for _, s := range pruned {
+		delete(m.folded, s)
+	}
+	if prune {
 		m.pruner.Done(now)
 	}
 	m.apply(plan, now)
@@ -217,8 +228,9 @@ func dedupPartials(ps []fold.Partials) []fold.Partials {
 	return out
 }
 
-// prune deletes the oldest folded windows that ended before cutoff, at most fold.PruneLimit.
-func (m *Memory) prune(cutoff time.Time) {
+// expired returns the oldest folded windows that ended before cutoff, at most
+// fold.PruneLimit: those a call prunes.
+func (m *Memory) expired(cutoff time.Time) []time.Time {
 	var old []time.Time
 	for s, f := range m.folded {
 		if f.End.Before(cutoff) {
@@ -226,9 +238,7 @@ func (m *Memory) prune(cutoff time.Time) {
 		}
 	}
 	slices.SortFunc(old, time.Time.Compare)
-	for _, s := range old[:min(len(old), fold.PruneLimit)] {
-		delete(m.folded, s)
-	}
+	return old[:min(len(old), fold.PruneLimit)]
 }
 
 // apply writes a plan; called with mu held.
