@@ -36,8 +36,10 @@
 // merged rows it touches are rewritten and the folded row with them. A partial from a
 // source already folded into its window is a replay of a final window and is dropped.
 //
-// Folded rows are pruned once their window ended more than the horizon ago ([Horizon],
-// [Pruner]). A window whose merged rows are stored but whose folded row is gone is final:
+// Folded rows are pruned once they were last written more than the horizon ago, by the
+// writers' clock ([Horizon], [Pruner]): a Kafka record is appended before its window folds,
+// so a horizon at least as long as the source's retention outlives every redelivery of it,
+// also for windows of historical data folded today. A window whose merged rows are stored but whose folded row is gone is final:
 // partials of it from any source are dropped and its merged rows stay as they are. A
 // partition added later, or a replay of a window older than the horizon, therefore changes
 // no stored row; the horizon must cover the sources' retention for replays to be harmless.

@@ -8,7 +8,7 @@ import (
 	"github.com/streamledger/streamledger/sink"
 )
 
-// DefaultHorizon is how long a folded row is kept after its window ended, when a
+// DefaultHorizon is how long a folded row is kept after it was written, when a
 // configuration leaves its horizon zero.
 const DefaultHorizon = 7 * 24 * time.Hour
 
@@ -47,8 +47,10 @@ type Pruner struct {
 	last time.Time
 }
 
-// Due reports whether a write at now should prune, and the cutoff: folded rows of windows
-// that ended before it go. Call [Pruner.Done] once the write committed.
+// Due reports whether a write at now should prune, and the cutoff: folded rows last written
+// before it go. The horizon runs on the writers' clock from the fold, not from the window's
+// end: a replay of historical data folds windows that ended long ago, and keeps them. Call
+// [Pruner.Done] once the write committed.
 func (p *Pruner) Due(now time.Time) (cutoff time.Time, ok bool) {
 	if p == nil || p.Horizon <= 0 {
 		return time.Time{}, false

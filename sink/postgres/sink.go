@@ -121,8 +121,8 @@ func (s *Sink) buildAggregateSQL() {
 		`ON CONFLICT ("topic", "partition") DO UPDATE SET "closed_through" = GREATEST(%s."closed_through", EXCLUDED."closed_through"), `+
 		`"empty" = EXCLUDED."empty", "updated_at" = EXCLUDED."updated_at"`, prog, ident(cfg.ProgressTable))
 	s.topicsPut = fmt.Sprintf(`INSERT INTO %s ("topic", "since") SELECT unnest($1::text[]), $2::timestamptz ON CONFLICT ("topic") DO NOTHING`, topics)
-	s.prune = fmt.Sprintf(`DELETE FROM %s WHERE "window_start" IN (SELECT "window_start" FROM %s WHERE "window_end" < $1::timestamptz `+
-		`ORDER BY "window_start" LIMIT %d)`, folded, folded, fold.PruneLimit)
+	s.prune = fmt.Sprintf(`DELETE FROM %s WHERE "window_start" IN (SELECT "window_start" FROM %s WHERE "folded_at" < $1::timestamptz `+
+		`ORDER BY "folded_at" LIMIT %d)`, folded, folded, fold.PruneLimit)
 
 	// Reads of a close, each a statement of its own after the lock.
 	s.readTopics = fmt.Sprintf(`SELECT "topic" FROM %s`, topics)

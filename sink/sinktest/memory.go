@@ -18,8 +18,8 @@ type MemoryConfig struct {
 	States     []sink.StateSpec
 	// Clock stamps computed_at and places the pruning horizon [time.Now].
 	Clock func() time.Time
-	// Horizon is how long a folded window is kept after it ended (see package fold): zero
-	// means fold.DefaultHorizon, negative keeps folded windows forever.
+	// Horizon is how long a folded window is kept after it was folded (see package fold):
+	// zero means fold.DefaultHorizon, negative keeps folded windows forever.
 	Horizon time.Duration
 	// SourceRetention is how far back the source can redeliver; a Horizon shorter than it
 	// is refused with [sink.ErrHorizon].
@@ -47,6 +47,7 @@ type Memory struct {
 	topics   map[string]bool
 	partials map[time.Time]map[sink.TopicPartition]fold.Partials
 	folded   map[time.Time]fold.Folded
+	foldedAt map[time.Time]time.Time // when each folded window was last written
 	merged   map[sink.Key]sink.Aggregate
 	windows  map[time.Time]int // merged rows per window start
 
@@ -79,6 +80,7 @@ func NewMemory(cfg MemoryConfig) (*Memory, error) {
 		topics:   make(map[string]bool),
 		partials: make(map[time.Time]map[sink.TopicPartition]fold.Partials),
 		folded:   make(map[time.Time]fold.Folded),
+		foldedAt: make(map[time.Time]time.Time),
 		merged:   make(map[sink.Key]sink.Aggregate),
 		windows:  make(map[time.Time]int),
 	}
@@ -162,6 +164,7 @@ func (m *Memory) WriteClose(ctx context.Context, batches ...sink.CloseBatch) err
 	}
 	for _, s := range pruned {
 		delete(m.folded, s)
+		delete(m.foldedAt, s)
 	}
 	if prune {
 		m.pruner.Done(now)
@@ -228,12 +231,12 @@ func dedupPartials(ps []fold.Partials) []fold.Partials {
 	return out
 }
 
-// expired returns the oldest folded windows that ended before cutoff, at most
+// expired returns the oldest folded windows last written before cutoff, at most
 // fold.PruneLimit: those a call prunes.
 func (m *Memory) expired(cutoff time.Time) []time.Time {
 	var old []time.Time
-	for s, f := range m.folded {
-		if f.End.Before(cutoff) {
+	for s, at := range m.foldedAt {
+		if at.Before(cutoff) {
 			old = append(old, s)
 		}
 	}
@@ -267,6 +270,7 @@ func (m *Memory) apply(p *fold.Plan, now time.Time) {
 	}
 	for _, f := range p.Folded {
 		m.folded[f.Start] = f
+		m.foldedAt[f.Start] = now
 	}
 }
 

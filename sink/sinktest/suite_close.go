@@ -423,8 +423,8 @@ func testHorizon(t *testing.T, f Factory, _ Features) {
 	clk.Set(end1)
 	require.NoError(t, s.WriteClose(ctx, closeOf(0, end1, partial(t, 1, "line", "1", 1)), closeOf(1, end1, partial(t, 1, "line", "1", 2))))
 
-	// Window 0 ended more than the horizon ago, window 1 not: a write prunes window 0's
-	// folded row only.
+	// Window 0 was folded more than the horizon ago, window 1 not: a write prunes window
+	// 0's folded row only.
 	clk.Set(end0.Add(horizon + 2*time.Minute))
 	require.NoError(t, s.WriteClose(ctx, closeOf(0, end1)))
 	register(t, ctx, s, tp(2))
@@ -438,6 +438,21 @@ func testHorizon(t *testing.T, f Factory, _ Features) {
 	require.Len(t, rows, 1)
 	assert.Equal(t, int64(3), rows[0].Count, "within the horizon the later partition is merged in")
 	assert.Equal(t, 100.0, rows[0].Max)
+
+	// The horizon runs from the fold, not from the window's end: a replay of historical data
+	// folds windows that ended long before the clock's now, and keeps them.
+	clk = newClock(end0.Add(10 * 24 * time.Hour))
+	setup.Clock = clk.Now
+	s = f(t, setup)
+	register(t, ctx, s, tps(2)...)
+	require.NoError(t, s.WriteClose(ctx, closeOf(0, end0, partial(t, 0, "line", "1", 1)), closeOf(1, end0, partial(t, 0, "line", "1", 2))))
+	clk.Add(2 * time.Minute)
+	require.NoError(t, s.WriteClose(ctx, closeOf(0, end1)))
+	register(t, ctx, s, tp(2))
+	require.NoError(t, s.WriteClose(ctx, closeOf(2, end0, partial(t, 0, "line", "1", 100))))
+	rows = rowsOf(t, ctx, s, 0)
+	require.Len(t, rows, 1)
+	assert.Equal(t, int64(3), rows[0].Count, "a window folded two minutes ago is within the horizon")
 }
 
 func testCallAtomic(t *testing.T, f Factory, _ Features) {
