@@ -87,8 +87,8 @@ type Config[K comparable] struct {
 
 	// OnLate, if set, is called for every late event (its window already closed in its
 	// partition), after it has been counted, for example to publish it to late.<topic>. It runs
-	// on the consumer's loop and must not block. A late event is durable at once, whatever
-	// OnLate does.
+	// on the worker that decides the partition, concurrently for different partitions, and
+	// must not block. A late event is durable at once, whatever OnLate does.
 	OnLate func(m *kafka.Message, ev Event[K], windowEnd time.Time)
 
 	// RetainKey, if set, is called with a window key the first time it enters an open window
@@ -126,21 +126,21 @@ type Config[K comparable] struct {
 	// not Clock's.
 	FlushWhenCaughtUp time.Duration
 
-	// WriteTimeout bounds the sink writes of one tick (the state flush and every partition's
-	// close batch) and of one revocation. What did not succeed in time is retried at the next
+	// WriteTimeout bounds the sink writes of one tick (the state flush and the close batches
+	// of every partition) and of one revocation. What did not succeed in time is retried at the next
 	// tick. Zero means DefaultWriteTimeout (30 s). It must stay well below
 	// max.poll.interval.ms, which New checks when the Kafka configuration sets it.
 	WriteTimeout time.Duration
 	// SyncWrites makes every tick write, then commit, before polling resumes, so that no
 	// message is decided while the sink works. The zero value overlaps a tick's writes with
 	// consumption: they run on a goroutine of their own, at most one tick's at a time, while
-	// the loop goes on deciding messages (which join the next tick's writes); their entries
+	// the workers go on deciding messages (which join the next tick's writes); their entries
 	// become committable when the writes have returned nil, as with SyncWrites. Rebalances and
 	// the shutdown wait for writes in flight, and the sink is never called concurrently by
 	// the consumer from two goroutines at once (but see WriteConcurrency). A tick that comes
 	// while writes are in flight waits for them, deciding nothing meanwhile, and then runs:
-	// the loop runs at most one FlushInterval ahead of the sink, and a sink slower than that
-	// writes back to back.
+	// the consumer runs at most one FlushInterval ahead of the sink, and a sink slower than
+	// that writes back to back.
 	SyncWrites bool
 	// Workers is how many goroutines decode and decide messages. Decoding runs ahead in
 	// parallel, also within one partition; each partition's messages are decided in offset

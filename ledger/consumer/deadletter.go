@@ -111,9 +111,14 @@ func (p *processor[K]) drainReports() {
 }
 
 // letters applies the delivery reports that arrived and sends again the letters whose
-// backoff has passed, at a barrier, when there is any of either; at most once per
-// reportEvery, so that a flood of dead letters does not stop the workers at every poll.
+// backoff has passed, when there is any of either and the polling goroutine decides messages
+// itself (Workers < 0); at most once per reportEvery. With workers, ticks do it: applying a
+// report waits until every dispatched message is decided, and a flood of dead letters must
+// not stop the workers at every poll.
 func (p *processor[K]) letters(ctx context.Context) {
+	if p.pool == nil || !p.pool.inline {
+		return
+	}
 	now := p.now()
 	if now.Sub(p.lettersAt) < reportEvery {
 		return

@@ -10,13 +10,16 @@ import (
 // consumer finds them by type assertion, so a metrics adapter implements only what it exports
 // and the package imports no metrics library.
 //
-// Every hook runs on the consumer's loop goroutine, in the order the hooks were configured,
-// and must not block: it delays polling. The values passed are the hook's to keep, except
-// slices, which are valid only during the call.
+// Hooks run in the order they were configured and must not block. [HookMessage] runs on the
+// workers that decide messages: concurrently for different partitions, in offset order within
+// one, so it must be safe for concurrent use. Every other hook runs on the polling goroutine.
+// The values passed are the hook's to keep, except slices, which are valid only during the
+// call.
 type Hook any
 
 // HookMessage is called for every message the consumer decided: once per delivery, so a
-// redelivered message is reported again. consumed = admitted + late + dead-lettered.
+// redelivered message is reported again. consumed = admitted + late + dead-lettered. It is
+// called concurrently for messages of different partitions.
 type HookMessage interface {
 	OnMessage(MessageInfo)
 }
@@ -26,7 +29,8 @@ type HookDeadLetter interface {
 	OnDeadLetter(DeadLetterInfo)
 }
 
-// HookWrite is called after each sink write: a state flush or a partition's close batch.
+// HookWrite is called after each sink write: a state flush, or once per partition for the
+// close batches of one call (they share its Duration and Err).
 type HookWrite interface {
 	OnWrite(WriteInfo)
 }

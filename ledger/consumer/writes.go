@@ -312,8 +312,9 @@ func (p *processor[K]) hookWrite(w WriteInfo) {
 
 // poll is the loop's side of a job in flight: once its writes are done it applies them,
 // commits what they made durable, and runs the tick that waited for them, if any. When a tick
-// is due and the writes still run, it waits for them: the loop decides at most one tick's
-// messages ahead of the sink, which bounds the rows and ledger entries waiting for writes.
+// is due and the writes still run, it waits for them: the consumer decides at most one
+// tick's messages ahead of the sink, which bounds the rows and ledger entries waiting for
+// writes.
 func (p *processor[K]) poll(ctx context.Context) {
 	if p.tickDue && p.job != nil {
 		start := time.Now()

@@ -35,7 +35,13 @@ func TestRun(t *testing.T) {
 	assert.Positive(t, res.Stages.DecodeNsPerEvent)
 	assert.Positive(t, res.Stages.Ticks)
 	assert.GreaterOrEqual(t, res.Stages.SinkWaitNsPerEvent, 0.0)
-	assert.Positive(t, res.Stages.ClientNsPerEvent, "the ticks and the sink waits come out of the time between messages, once")
+	assert.Positive(t, res.Stages.CPUNsPerEvent)
+	assert.Positive(t, res.Procs)
+	st := res.Storage
+	assert.Positive(t, st.StoredRows, "complete windows were folded into merged rows")
+	assert.GreaterOrEqual(t, st.RowWritesPerRow, 1.0, "every stored row was written at least once")
+	assert.Positive(t, st.WALBytes)
+	assert.Positive(t, st.MergedBytes)
 	assert.GreaterOrEqual(t, res.TickP99Ms, res.TickP50Ms)
 
 	rep := NewReport("test")
@@ -44,6 +50,7 @@ func TestRun(t *testing.T) {
 	require.NoError(t, rep.WriteTables(&tables))
 	assert.Contains(t, tables.String(), "tiny")
 	assert.Contains(t, tables.String(), "sink wait")
+	assert.Contains(t, tables.String(), "writes/row")
 	require.NoError(t, rep.WriteJSON(&js))
 	var back Report
 	require.NoError(t, json.Unmarshal(js.Bytes(), &back))
