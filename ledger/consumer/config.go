@@ -188,6 +188,16 @@ type Config[K comparable] struct {
 	// Zero means DefaultResumeAt (0.5).
 	ResumeAt float64
 
+	// Until makes Run bounded, for backfills, batch jobs and tests: each partition is
+	// consumed up to its stop offset (see [Until]). Once every message of a partition below
+	// its stop is decided, its remaining windows are closed with an end-of-input watermark,
+	// the end of its last window holding data, and written, and Run returns nil once every
+	// partition it owns is written and committed through its stop. The committed metadata and
+	// closed_through of such a partition then hold that watermark, so a later run of the same
+	// group (bounded or not) decides events of the windows ending at or before it as late and
+	// admits later ones as usual. The zero value runs until Run's context is cancelled.
+	Until Until
+
 	// Clock gives the arrival time of messages and measures idleness. Nil means time.Now.
 	Clock func() time.Time
 	// Logger receives the consumer's logs. Nil means slog.Default(). Secrets in Kafka (any
@@ -239,6 +249,9 @@ func (cfg Config[K]) validate() (*settings[K], error) {
 		s.topics = append(s.topics, topic)
 	}
 	slices.Sort(s.topics)
+	if err := cfg.Until.validate(); err != nil {
+		return nil, err
+	}
 	if cfg.Sink != nil && cfg.Keys == nil {
 		return bad("Keys: a mapping from window keys to sink keys is required")
 	}

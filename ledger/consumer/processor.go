@@ -81,6 +81,9 @@ type processor[K comparable] struct {
 	keysPausedAt uint64    // tick of the last pause for open windows
 	overWarned   bool      // the ledger bound was passed with nothing that pausing could drain
 
+	assignedOnce   bool // an assignment came (a bounded run may end)
+	endedSinceTick bool // a partition reached its stop since the last tick
+
 	job     *writeJob[K]     // the writes in flight, if any
 	jobDone chan struct{}    // receives when the job's writes are done
 	tickDue bool             // a tick came while a job was in flight
@@ -151,6 +154,9 @@ type part[K comparable] struct {
 	written      time.Time // closed_through last written (or read at assignment)
 	hasWritten   bool
 	emptySent    bool // the sink knows the partition as empty (caught up, no watermark)
+	stop         int64 // a bounded run's stop offset, -1 if none
+	ended        bool  // every message below stop was dispatched
+	finished     bool  // the end-of-input watermark was applied
 	caughtUp     bool // position equals the high watermark at the last tick
 	committed    int64
 	lag          int64

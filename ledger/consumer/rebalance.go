@@ -21,6 +21,7 @@ type assignment struct {
 	tp        ledger.TopicPartition
 	committed int64 // -1 if none
 	metadata  string
+	stop      int64 // a bounded run's stop offset, -1 if none
 }
 
 // assign restores the partitions: watermark = max(metadata's, closed_through), windows closed
@@ -148,6 +149,9 @@ func (p *processor[K]) restore(a assignment, progress map[ledger.TopicPartition]
 		led.SetWatermark(w)
 		info.Watermark = w
 	}
+	if !p.s.Until.bounded() {
+		a.stop = -1
+	}
 	topic := a.tp.Topic
 	p.epoch++
 	p.parts[a.tp] = &part[K]{
@@ -156,7 +160,10 @@ func (p *processor[K]) restore(a assignment, progress map[ledger.TopicPartition]
 		led: led, wm: wm, win: win,
 		written: ct, hasWritten: hasCT,
 		committed: a.committed, next: -1, nextDispatch: -1, seekTo: -1, lag: -1, firstAdded: -1,
-		open: map[int64]openWindow{},
+		open: map[int64]openWindow{}, stop: a.stop,
+	}
+	if pt := p.parts[a.tp]; pt.stop >= 0 && a.committed >= pt.stop {
+		p.reachedStop(pt, false) // nothing left below the stop; paused once the client holds it
 	}
 	p.log.Info("partition assigned", "partition", a.tp.String(), "committed", a.committed,
 		"watermark", info.Watermark, "closed_through", info.ClosedThrough, "metadata_watermark", info.MetadataWatermark)

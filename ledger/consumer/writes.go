@@ -82,21 +82,33 @@ func (p *processor[K]) prepare(parts []*part[K], revoke bool) *writeJob[K] {
 // takeState returns the rows of a failed flush and every partition's buffered rows, by
 // table: per table, the retried rows first, then each partition's in partition order, so
 // that the rows (and which of two rows of a key with the same time wins) do not depend on
-// how the partitions' decisions interleaved. Each partition's buffer is sized for the next
-// flush from this one.
+// how the partitions' decisions interleaved. The rows are copied into one slice per table,
+// and each partition keeps its buffer, emptied, for the next flush.
 func (p *processor[K]) takeState() map[string][]sink.StateRow {
-	out := p.stateRetry
-	p.stateRetry = make(map[string][]sink.StateRow)
+	sizes := make(map[string]int, len(p.stateRetry)+2)
+	for t, rows := range p.stateRetry {
+		sizes[t] += len(rows)
+	}
 	for _, pt := range p.order {
-		if pt.stateRows == 0 {
-			continue
+		for t, rows := range pt.state {
+			sizes[t] += len(rows)
 		}
+	}
+	out := make(map[string][]sink.StateRow, len(sizes))
+	for t, n := range sizes {
+		if n > 0 {
+			out[t] = append(make([]sink.StateRow, 0, n), p.stateRetry[t]...)
+		}
+	}
+	clear(p.stateRetry)
+	for _, pt := range p.order {
 		for t, rows := range pt.state {
 			if len(rows) == 0 {
 				continue
 			}
 			out[t] = append(out[t], rows...)
-			pt.state[t] = make([]sink.StateRow, 0, len(rows))
+			clear(rows) // the buffer must not keep the rows' values alive
+			pt.state[t] = rows[:0]
 		}
 		pt.stateRows = 0
 	}

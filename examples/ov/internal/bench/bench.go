@@ -202,11 +202,13 @@ func Consume(ctx context.Context, cfg Config, spec Spec, res *Result) error {
 		ends[partKey{e.Topic, e.Partition}] = e.Offset
 	}
 	resetPeakRSS()
+	cpu := cpuTime()
 	raw, err := consumeRaw(ctx, spec.Brokers, cfg.Kafka, spec.Records)
 	if err != nil {
 		return err
 	}
 	res.Raw = raw
+	res.RawCPUNsPerEvent = float64(cpuTime()-cpu) / float64(max(raw.Events, 1))
 	if err := runPipeline(ctx, cfg, c, spec.Brokers, ends, res); err != nil {
 		return err
 	}

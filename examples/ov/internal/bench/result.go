@@ -96,6 +96,8 @@ type Result struct {
 
 	ProduceSeconds float64 `json:"produce_seconds"`
 	Raw            Rate    `json:"raw"`
+	// RawCPUNsPerEvent is the consuming process's CPU time per event while it consumed raw.
+	RawCPUNsPerEvent float64 `json:"raw_cpu_ns_per_event"`
 	Pipeline       Rate    `json:"pipeline"`
 	// Ratio is the pipeline's rate over the raw consumer's.
 	Ratio float64 `json:"ratio"`
@@ -164,11 +166,11 @@ func (r Report) WriteJSON(w io.Writer) error {
 func (r Report) WriteTables(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "End to end (events/s from first consume to last commit; ns per event; sink wait as a share of the pipeline's time)")
-	fmt.Fprintln(tw, "case\tprocs\tparts\trecords\traw ev/s\tpipeline ev/s\tratio\tcpu\tgc\tdecode\ttick\tsink wait\ttick p50 ms\ttick p99 ms\tpeak depth\trows/s\t")
+	fmt.Fprintln(tw, "case\tprocs\tparts\trecords\traw ev/s\tpipeline ev/s\tratio\traw cpu\tcpu\tgc\tdecode\ttick\tsink wait\ttick p50 ms\ttick p99 ms\tpeak depth\trows/s\t")
 	for _, c := range r.Cases {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f%%\t%.1f\t%.1f\t%d\t%.0f\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f%%\t%.1f\t%.1f\t%d\t%.0f\t\n",
 			c.Name, c.Procs, c.Partitions, c.Records, c.Raw.EventsPerSec, c.Pipeline.EventsPerSec, c.Ratio,
-			c.Stages.CPUNsPerEvent, c.Stages.GCNsPerEvent, c.Stages.DecodeNsPerEvent, c.Stages.TickNsPerEvent, 100*c.SinkWaitShare,
+			c.RawCPUNsPerEvent, c.Stages.CPUNsPerEvent, c.Stages.GCNsPerEvent, c.Stages.DecodeNsPerEvent, c.Stages.TickNsPerEvent, 100*c.SinkWaitShare,
 			c.TickP50Ms, c.TickP99Ms, c.PeakPending, c.RowsPerSec)
 	}
 	if err := tw.Flush(); err != nil {
