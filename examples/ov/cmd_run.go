@@ -50,6 +50,7 @@ func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	createDLQ := f.Bool("create-dlq-topics", "OV_CREATE_DLQ_TOPICS", true, "create a missing dlq.<topic> with the source's partition count")
 	bbox := f.String("bbox", "OV_BBOX", formatBox(event.Netherlands()), "accepted coordinates: minLat,maxLat,minLon,maxLon")
 	maxDelay := f.Duration("max-delay", "OV_MAX_DELAY", event.DefaultMaxDelay, "largest accepted punctuality, early or late")
+	untilCaughtUp := f.Bool("until-caught-up", "OV_UNTIL_CAUGHT_UP", false, "a bounded run: consume every partition up to its end as of the start, write every window and exit")
 	maxPending := f.Int("max-pending", "OV_MAX_PENDING", 0, "pause partitions past this many uncommitted messages; 0: no bound")
 	maxOpenKeys := f.Int("max-open-keys", "OV_MAX_OPEN_KEYS", 0, "pause partitions past this many open (window, key) aggregates; 0: no bound")
 	logLevel := f.String("log-level", "OV_LOG_LEVEL", "info", "debug, info, warn or error")
@@ -111,6 +112,7 @@ func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		CreateDLQTopics:   *createDLQ,
 		MaxPending:        int64(*maxPending),
 		MaxOpenKeys:       *maxOpenKeys,
+		Until:             consumer.Until{End: *untilCaughtUp},
 		Kafka:             extra,
 		Clock:             rateClock(*clockRate, time.Now),
 		Logger:            log,

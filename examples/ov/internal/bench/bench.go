@@ -2,12 +2,10 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"runtime"
-	"sync/atomic"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -347,11 +345,9 @@ func runPipeline(ctx context.Context, cfg Config, c Case, brokers string, ends m
 	}
 	defer sinkPool.Close()
 
-	// The clock jumps an hour ahead once every record is consumed, so that the partitions go
-	// idle and close their last windows at the next tick.
-	var skew atomic.Int64
-	clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
-	m := newMeter(res.Records, ends, func() { skew.Store(int64(time.Hour)) })
+	// A bounded run: every partition up to its end, the last windows closed at the end of
+	// input, then Run returns.
+	m := newMeter(res.Records, ends)
 	m.atProbe = cfg.AtProbe
 
 	runtime.GC()
@@ -370,7 +366,7 @@ func runPipeline(ctx context.Context, cfg Config, c Case, brokers string, ends m
 	p, err := pipeline.New(ctx, pipeline.Config{
 		Brokers: brokers, Group: "ov-bench", Schema: schema, Migrate: true, FlushInterval: cfg.FlushInterval,
 		ProcessorID: "ov-bench", CreateDLQTopics: true, Kafka: quiet(cfg.Kafka), Logger: cfg.Logger,
-		Clock: clock, Hooks: []consumer.Hook{m}, WrapHandler: m.wrap,
+		Until: consumer.Until{End: true}, Hooks: []consumer.Hook{m}, WrapHandler: m.wrap,
 	}, sinkPool)
 	if err != nil {
 		return err
@@ -386,34 +382,16 @@ func runPipeline(ctx context.Context, cfg Config, c Case, brokers string, ends m
 	return err
 }
 
-// drain runs the pipeline until the meter saw every partition committed through its end,
-// then stops it.
+// drain runs the bounded pipeline until it returns, which it does once every partition is
+// written and committed through its end.
 func drain(ctx context.Context, p *pipeline.Pipeline, m *meter) error {
-	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	runCtx, stop := context.WithTimeout(ctx, 15*time.Minute)
 	defer stop()
-	runDone := make(chan error, 1)
-	go func() { runDone <- p.Run(runCtx) }()
-	timeout := time.NewTimer(15 * time.Minute)
-	defer timeout.Stop()
-	select {
-	case <-m.drained:
-	case err := <-runDone:
-		if err == nil {
-			err = errors.New("the processor stopped before draining the feed")
-		}
-		return fmt.Errorf("bench: pipeline: %w", err)
-	case <-ctx.Done():
-		stop()
-		<-runDone
-		return ctx.Err()
-	case <-timeout.C:
-		stop()
-		<-runDone
-		return fmt.Errorf("bench: pipeline did not drain in 15 minutes (%s)", m.progress())
+	if err := p.Run(runCtx); err != nil {
+		return fmt.Errorf("bench: pipeline (%s): %w", m.progress(), err)
 	}
-	stop()
-	if err := <-runDone; err != nil {
-		return fmt.Errorf("bench: pipeline shutdown: %w", err)
+	if !m.done() {
+		return fmt.Errorf("bench: the pipeline returned before committing every partition's end (%s)", m.progress())
 	}
 	return nil
 }

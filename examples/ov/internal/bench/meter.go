@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,9 +26,6 @@ type meter struct {
 	total         int64
 	ends          map[partKey]int64
 	left          int // partitions not yet committed through their end
-	consumedAll   func()
-	drained       chan struct{}
-	drainedOnce   sync.Once
 	decidedAtomic atomic.Int64
 	firstNs       atomic.Int64 // wall clock of the first decode, Unix ns
 	lastNs        atomic.Int64 // wall clock of the last decision, Unix ns
@@ -51,14 +47,14 @@ type meter struct {
 	atProbe                 func(openKeys int) // Config.AtProbe
 }
 
-func newMeter(total int64, ends map[partKey]int64, consumedAll func()) *meter {
+func newMeter(total int64, ends map[partKey]int64) *meter {
 	left := 0
 	for _, e := range ends {
 		if e > 0 {
 			left++
 		}
 	}
-	return &meter{total: total, ends: ends, left: left, consumedAll: consumedAll, drained: make(chan struct{})}
+	return &meter{total: total, ends: ends, left: left}
 }
 
 func (m *meter) wrap(_ string, h consumer.Handler[tables.Key]) consumer.Handler[tables.Key] {
@@ -75,7 +71,6 @@ func (m *meter) wrap(_ string, h consumer.Handler[tables.Key]) consumer.Handler[
 func (m *meter) OnMessage(consumer.MessageInfo) {
 	if m.decidedAtomic.Add(1) == m.total {
 		m.lastNs.Store(time.Now().UnixNano())
-		m.consumedAll()
 	}
 }
 
@@ -146,13 +141,13 @@ func (m *meter) OnCommit(i consumer.CommitInfo) {
 		m.ends[k] = 0 // reached: counted once
 		m.left--
 	}
-	if m.left == 0 && m.decided() >= m.total {
-		m.drainedOnce.Do(func() {
-			m.lastCommit = time.Now()
-			close(m.drained)
-		})
+	if m.left == 0 && m.decided() >= m.total && m.lastCommit.IsZero() {
+		m.lastCommit = time.Now()
 	}
 }
+
+// done reports whether every partition was committed through its end; call it after Run.
+func (m *meter) done() bool { return !m.lastCommit.IsZero() }
 
 // progress says how far the pipeline got, from any goroutine.
 func (m *meter) progress() string {

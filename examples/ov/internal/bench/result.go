@@ -98,7 +98,7 @@ type Result struct {
 	Raw            Rate    `json:"raw"`
 	// RawCPUNsPerEvent is the consuming process's CPU time per event while it consumed raw.
 	RawCPUNsPerEvent float64 `json:"raw_cpu_ns_per_event"`
-	Pipeline       Rate    `json:"pipeline"`
+	Pipeline         Rate    `json:"pipeline"`
 	// Ratio is the pipeline's rate over the raw consumer's.
 	Ratio float64 `json:"ratio"`
 

@@ -71,6 +71,10 @@ type Config struct {
 	// Kafka holds extra librdkafka settings (TLS, SASL, log levels) for both the consumer
 	// and the dead-letter producer.
 	Kafka kafka.ConfigMap
+	// Until makes the run bounded: it stops each partition there, closes its windows and
+	// returns once everything is written and committed (see consumer.Config.Until). The zero
+	// value runs until the context is cancelled.
+	Until consumer.Until
 	// MaxPending and MaxOpenKeys bound memory; see consumer.Config. Zero means no bound.
 	MaxPending  int64
 	MaxOpenKeys int
@@ -191,6 +195,7 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 		Ticks:             cfg.Ticks,
 		MaxPending:        cfg.MaxPending,
 		MaxOpenKeys:       cfg.MaxOpenKeys,
+		Until:             cfg.Until,
 		Clock:             cfg.Clock,
 		Logger:            cfg.Logger,
 		Hooks:             cfg.Hooks,
@@ -204,8 +209,9 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 	return &Pipeline{cfg: cfg, cons: cons, dlq: dlqProducer, sink: snk}, nil
 }
 
-// Run consumes until ctx is cancelled, then shuts down gracefully (see consumer.Consumer.Run)
-// and closes the dead-letter producer. It may be called once.
+// Run consumes until ctx is cancelled (or, with Until, until every partition is written and
+// committed through its stop), then shuts down gracefully (see consumer.Consumer.Run) and
+// closes the dead-letter producer. It may be called once.
 func (p *Pipeline) Run(ctx context.Context) error {
 	err := p.cons.Run(ctx)
 	closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
