@@ -73,7 +73,8 @@ func TestQuantile(t *testing.T) {
 // figure, and leaves out cases that ran once.
 func TestWriteMedians(t *testing.T) {
 	run := func(name string, pipe, raw, bpk float64) Result {
-		return Result{Name: name, Pipeline: Rate{EventsPerSec: pipe}, Raw: Rate{EventsPerSec: raw}, Ratio: pipe / raw, BytesPerOpenKey: bpk}
+		return Result{Name: name, Pipeline: Rate{EventsPerSec: pipe}, Raw: Rate{EventsPerSec: raw}, Ratio: pipe / raw, BytesPerOpenKey: bpk,
+			SinkWaitShare: raw / 10000, Storage: Storage{RowWritesPerRow: 1 + pipe/1000}}
 	}
 	rep := NewReport("test")
 	rep.Cases = []Result{
@@ -85,7 +86,7 @@ func TestWriteMedians(t *testing.T) {
 	require.NoError(t, rep.WriteMedians(&out))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.Len(t, lines, 4, out.String())
-	assert.Equal(t, []string{"p1-1x", "3", "400", "120", "100", "130", "0.30", "0", "9000"}, strings.Fields(lines[2]))
-	assert.Equal(t, []string{"p6-100x", "4", "495", "82", "70", "90", "0.17", "0", "405"}, strings.Fields(lines[3]), "an even count: the mean of the middle two")
+	assert.Equal(t, []string{"p1-1x", "3", "400", "120", "100", "130", "0.30", "4.0%", "1.12", "0", "9000"}, strings.Fields(lines[2]))
+	assert.Equal(t, []string{"p6-100x", "4", "495", "82", "70", "90", "0.17", "5.0%", "1.08", "0", "405"}, strings.Fields(lines[3]), "an even count: the mean of the middle two")
 	assert.NotContains(t, out.String(), "once")
 }
