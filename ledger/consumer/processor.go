@@ -153,11 +153,11 @@ type part[K comparable] struct {
 	unwritten    []sink.Partial
 	written      time.Time // closed_through last written (or read at assignment)
 	hasWritten   bool
-	emptySent    bool // the sink knows the partition as empty (caught up, no watermark)
+	emptySent    bool  // the sink knows the partition as empty (caught up, no watermark)
 	stop         int64 // a bounded run's stop offset, -1 if none
 	ended        bool  // every message below stop was dispatched
 	finished     bool  // the end-of-input watermark was applied
-	caughtUp     bool // position equals the high watermark at the last tick
+	caughtUp     bool  // position equals the high watermark at the last tick
 	committed    int64
 	lag          int64
 
