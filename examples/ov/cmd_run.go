@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -122,10 +121,8 @@ func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 
-	var running atomic.Bool
-	running.Store(true)
 	if *metricsAddr != "" {
-		stop, addr, err := serveMetrics(*metricsAddr, reg, running.Load, log)
+		stop, addr, err := serveMetrics(*metricsAddr, reg, p.Health, log)
 		if err != nil {
 			return err
 		}
@@ -138,7 +135,6 @@ func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	})
 	defer stopAbort()
 	err = p.Run(ctx)
-	running.Store(false)
 	c := p.Counters()
 	log.Info("processor stopped", "consumed", c.Consumed, "admitted", c.Admitted, "late", c.Late, "dead_lettered", c.DeadLettered,
 		"commits", c.Commits)
@@ -197,22 +193,16 @@ func redactDSN(dsn string) string {
 	return dsn
 }
 
-// serveMetrics serves /metrics from reg and /healthz (200 while healthy() holds, 503 after)
-// on addr. It returns a function that shuts the server down, and the address bound.
-func serveMetrics(addr string, reg *prometheus.Registry, healthy func() bool, log *slog.Logger) (func(), string, error) {
+// serveMetrics serves /metrics from reg and /healthz on addr. It returns a function that shuts
+// the server down, and the address bound.
+func serveMetrics(addr string, reg *prometheus.Registry, health func() consumer.Health, log *slog.Logger) (func(), string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, "", fmt.Errorf("metrics endpoint: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if !healthy() {
-			http.Error(w, "stopping", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
+	mux.HandleFunc("GET /healthz", healthz(health))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -224,4 +214,22 @@ func serveMetrics(addr string, reg *prometheus.Registry, healthy func() bool, lo
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	}, ln.Addr().String(), nil
+}
+
+// healthz answers a liveness probe: 200 while the processor is starting or healthy, 503 with
+// the reason when it holds no partition past its wait, its writes are stalled, or it stopped.
+// The body is the state and its figures, one per line.
+func healthz(health func() consumer.Health) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		h := health()
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		switch h.State {
+		case consumer.Healthy, consumer.HealthStarting:
+			w.WriteHeader(http.StatusOK)
+		default:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		fmt.Fprintf(w, "%s\npartitions %d\nunassigned %s\nsince assignment %s\nstalled %s\n", h.State, h.Partitions,
+			h.Unassigned.Round(time.Millisecond), h.SinceAssignment.Round(time.Millisecond), h.Stalled.Round(time.Millisecond))
+	}
 }

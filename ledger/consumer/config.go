@@ -29,7 +29,9 @@ const (
 	MaxDeadLetterBackoff     = 30 * time.Second
 	DefaultShutdownTimeout   = 30 * time.Second
 	DefaultCloseTimeout      = 10 * time.Second
-	DefaultResumeAt          = 0.5
+	// defaultSessionTimeout is librdkafka's session.timeout.ms default.
+	defaultSessionTimeout = 45 * time.Second
+	DefaultResumeAt       = 0.5
 	// DefaultFetchQueueBackoff is the fetch.queue.backoff.ms the consumer gives librdkafka
 	// when the configuration does not set it; see Config.Kafka.
 	DefaultFetchQueueBackoff = 20 * time.Millisecond
@@ -156,6 +158,11 @@ type Config[K comparable] struct {
 	// outcome is the same, as every write is applied to the ledgers when all are done. Zero
 	// means 1: one after another, the state tables first.
 	WriteConcurrency int
+	// AssignmentWait is how long a subscribed consumer may hold no partition before it logs a
+	// warning and [Consumer.Health] reports [HealthNoAssignment]: a group that cannot
+	// complete a rebalance otherwise leaves a consumer waiting without a word. Zero means
+	// three session timeouts (session.timeout.ms, 45 s unless set); negative means never.
+	AssignmentWait time.Duration
 	// AssignTimeout bounds reading the committed offsets and the sink's progress of newly
 	// assigned partitions. Failing that, Run stops with an error wrapping [ErrAssign]: the
 	// consumer cannot know from which watermark to decide. Zero means DefaultAssignTimeout.
@@ -304,6 +311,16 @@ func (cfg Config[K]) validate() (*settings[K], error) {
 	}
 	if s.ResumeAt == 0 {
 		s.ResumeAt = DefaultResumeAt
+	}
+	if s.AssignmentWait == 0 {
+		session, ok, err := configMillis(km, "session.timeout.ms")
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			session = defaultSessionTimeout
+		}
+		s.AssignmentWait = 3 * session
 	}
 	if mpi, ok, err := configMillis(km, "max.poll.interval.ms"); err != nil {
 		return nil, err

@@ -254,6 +254,9 @@ type TickInfo struct {
 	// CaughtUp is set on a tick run early because the consumer had caught up
 	// (Config.FlushWhenCaughtUp).
 	CaughtUp bool
+	// Unassigned is how long the consumer has held no partition; zero while it holds some.
+	// SinceAssignment is the time since its assignment last changed.
+	Unassigned, SinceAssignment time.Duration
 	// Waited is how long the tick waited, deciding nothing, for the previous tick's writes
 	// before it ran (it came while they were in flight; see Config.SyncWrites). Where ticks
 	// wait long, the sink holds the loop back, not the client or the handlers.

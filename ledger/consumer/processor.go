@@ -93,6 +93,7 @@ type processor[K comparable] struct {
 
 	counters counters
 	stop     stopState
+	live     liveness
 }
 
 // stopState records why Run must stop. Workers and the loop both set it.

@@ -286,7 +286,9 @@ func (p *processor[K]) report(d time.Duration, caughtUp bool) {
 	if len(p.s.hooks.partition) == 0 && len(p.s.hooks.tick) == 0 {
 		return
 	}
-	ti := TickInfo{Partitions: len(p.order), Duration: d, CaughtUp: caughtUp, Waited: p.waited}
+	h := p.live.health(time.Now(), p.s.AssignmentWait, p.s.WriteTimeout)
+	ti := TickInfo{Partitions: len(p.order), Duration: d, CaughtUp: caughtUp, Waited: p.waited,
+		Unassigned: h.Unassigned, SinceAssignment: h.SinceAssignment}
 	for _, pt := range p.order {
 		wm, _ := pt.wm.Watermark()
 		pi := PartitionInfo{

@@ -119,6 +119,7 @@ func (p *processor[K]) takeState() map[string][]sink.StateRow {
 // here when inline (a revocation) or SyncWrites is set.
 func (p *processor[K]) launch(ctx context.Context, job *writeJob[K], inline bool) {
 	p.job = job
+	p.live.writingFrom.CompareAndSwap(0, time.Now().UnixNano())
 	ctx, job.cancel = context.WithCancel(ctx)
 	job.run = sync.OnceFunc(func() {
 		p.write(ctx, job)
@@ -223,12 +224,23 @@ func (p *processor[K]) await(ctx context.Context) {
 func (p *processor[K]) complete() {
 	job := p.job
 	p.job = nil
+	p.live.wrote(time.Now(), job.ok())
 	if !p.completeState(job) {
 		return
 	}
 	if len(job.batch) > 0 {
 		p.completeCloses(job)
 	}
+}
+
+// ok reports whether every write of the job succeeded.
+func (job *writeJob[K]) ok() bool {
+	for _, r := range job.states {
+		if r.err != nil {
+			return false
+		}
+	}
+	return len(job.batch) == 0 || job.closed.err == nil
 }
 
 // completeState applies the state flushes of job; false means Run must stop.

@@ -225,6 +225,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 // Abort abandons the graceful shutdown (see consumer.Consumer.Abort).
 func (p *Pipeline) Abort() { p.cons.Abort() }
 
+// Health returns the runtime's liveness (see consumer.Consumer.Health).
+func (p *Pipeline) Health() consumer.Health { return p.cons.Health() }
+
 // Counters returns the runtime's totals.
 func (p *Pipeline) Counters() consumer.Counters { return p.cons.Counters() }
 
