@@ -50,8 +50,7 @@ func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	bbox := f.String("bbox", "OV_BBOX", formatBox(event.Netherlands()), "accepted coordinates: minLat,maxLat,minLon,maxLon")
 	maxDelay := f.Duration("max-delay", "OV_MAX_DELAY", event.DefaultMaxDelay, "largest accepted punctuality, early or late")
 	untilCaughtUp := f.Bool("until-caught-up", "OV_UNTIL_CAUGHT_UP", false, "a bounded run: consume every partition up to its end as of the start, write every window and exit")
-	maxPending := f.Int("max-pending", "OV_MAX_PENDING", 0, "pause partitions past this many uncommitted messages; 0: no bound")
-	maxOpenKeys := f.Int("max-open-keys", "OV_MAX_OPEN_KEYS", 0, "pause partitions past this many open (window, key) aggregates; 0: no bound")
+	bufferLimit := f.String("buffer-limit", "OV_BUFFER_LIMIT", "0", "bound of the memory the processor holds (open windows, unwritten rows, the client's prefetch), in bytes or with KiB, MiB or GiB; 0: 256MiB; negative: no bound")
 	logLevel := f.String("log-level", "OV_LOG_LEVEL", "info", "debug, info, warn or error")
 	logFormat := f.String("log-format", "OV_LOG_FORMAT", "text", "text or json")
 	assignor := f.String("assignor", "OV_ASSIGNOR", "", "partition.assignment.strategy: range, roundrobin or cooperative-sticky; empty: librdkafka's default")
@@ -74,6 +73,10 @@ func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	box, err := parseBox(*bbox)
 	if err != nil {
 		return err
+	}
+	limit, err := parseBytes(*bufferLimit)
+	if err != nil {
+		return fmt.Errorf("--buffer-limit: %w", err)
 	}
 	log, err := newLogger(stderr, *logLevel, *logFormat)
 	if err != nil {
@@ -109,8 +112,7 @@ func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		Decoder:           event.Config{Box: box, MaxDelay: *maxDelay},
 		ProcessorID:       *processorID,
 		CreateDLQTopics:   *createDLQ,
-		MaxPending:        int64(*maxPending),
-		MaxOpenKeys:       *maxOpenKeys,
+		BufferLimit:       limit,
 		Until:             consumer.Until{End: *untilCaughtUp},
 		Kafka:             extra,
 		Clock:             rateClock(*clockRate, time.Now),

@@ -147,7 +147,7 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 				c.p.caughtUp(work)
 			}
 		}
-		c.p.checkBounds()
+		c.p.checkBuffer(work)
 		c.p.checkAssignment()
 		if c.p.boundedDone() {
 			c.s.Logger.Info("every partition reached its stop offset, written and committed")

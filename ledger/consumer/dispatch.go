@@ -120,7 +120,6 @@ func (p *processor[K]) dispatch(m *kafka.Message) {
 		p.reachedStop(pt, true)
 	}
 	p.dispatched++
-	p.sinceCheck++
 	if len(c.msgs) >= chunkSize || p.pool.inline {
 		p.seal(pt)
 	}

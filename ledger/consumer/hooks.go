@@ -166,8 +166,11 @@ const (
 	// CommitShutdown is the last commit of a graceful shutdown.
 	CommitShutdown
 	// CommitCaughtUp is the commit of a tick run early because the consumer had caught up
-	// (Config.FlushWhenCaughtUp).
+	// (Config.FlushWhenCaughtUp), or because a partition reached its stop (Config.Until).
 	CommitCaughtUp
+	// CommitBuffer is the commit of a tick run early because the write backlog passed its
+	// share of Config.BufferLimit.
+	CommitBuffer
 )
 
 func (r CommitReason) String() string {
@@ -180,6 +183,8 @@ func (r CommitReason) String() string {
 		return "shutdown"
 	case CommitCaughtUp:
 		return "caught-up"
+	case CommitBuffer:
+		return "buffer"
 	}
 	return "unknown"
 }

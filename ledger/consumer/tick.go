@@ -45,7 +45,7 @@ func (p *processor[K]) tick(ctx context.Context, reason CommitReason) {
 	p.retrySeeks()
 	p.commit(ctx, reason, p.tracker.AppendCommits(p.commitBuf[:0]))
 	p.ticks++
-	p.backpressure(true)
+	p.throttleWindows()
 	p.report(time.Since(start), reason == CommitCaughtUp)
 	p.waited = 0
 }
@@ -139,6 +139,8 @@ func (p *processor[K]) closeBatch(pt *part[K]) (sink.CloseBatch, bool) {
 			return sink.CloseBatch{}, false
 		}
 		pt.unwritten = append(pt.unwritten, sp...)
+		pt.unwrittenBytes += partialBytes(sp)
+		pt.winBytes.Store(pt.win.Bytes())
 	}
 	for end, ow := range pt.open {
 		if end <= wm.UnixNano() {

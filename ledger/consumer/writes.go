@@ -30,6 +30,7 @@ type writeJob[K comparable] struct {
 
 	closes []*part[K]        // the partitions of the first len(closes) batches, in order
 	batch  []sink.CloseBatch // one call, atomic: closes, then registrations of other partitions
+	bytes  int64             // estimate of the memory the job's rows and partials hold
 	closed writeResult
 
 	run    func() // makes the writes once; a later call waits for the first
@@ -51,6 +52,11 @@ type writeResult struct {
 func (p *processor[K]) prepare(parts []*part[K], revoke bool) *writeJob[K] {
 	job := &writeJob[K]{revoke: revoke}
 	if state := p.takeState(); len(state) > 0 {
+		for _, rows := range state {
+			for _, r := range rows {
+				job.bytes += rowBytes(r)
+			}
+		}
 		job.seq, job.state = p.seq, state
 		p.seq++
 		for t := range state {
@@ -67,7 +73,8 @@ func (p *processor[K]) prepare(parts []*part[K], revoke bool) *writeJob[K] {
 		if ok {
 			job.closes = append(job.closes, pt)
 			job.batch = append(job.batch, b)
-			pt.unwritten = nil
+			job.bytes += pt.unwrittenBytes
+			pt.unwritten, pt.unwrittenBytes = nil, 0
 		}
 	}
 	if len(job.batch) > 0 || len(p.toRegister) > 0 {
@@ -111,6 +118,7 @@ func (p *processor[K]) takeState() map[string][]sink.StateRow {
 			pt.state[t] = rows[:0]
 		}
 		pt.stateRows = 0
+		pt.stateBytes.Store(0)
 	}
 	return out
 }
@@ -299,6 +307,7 @@ func (p *processor[K]) completeCloses(job *writeJob[K]) {
 		}
 		if r.err != nil {
 			pt.unwritten = append(b.Partials, pt.unwritten...)
+			pt.unwrittenBytes = partialBytes(pt.unwritten)
 			p.pause(pt, pauseWrite)
 			continue
 		}
