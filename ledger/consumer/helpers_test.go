@@ -456,3 +456,8 @@ func aggregates(t testing.TB, m *sinktest.Memory, from, to time.Time) []sink.Agg
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func TestLogTime(t *testing.T) {
+	assert.Equal(t, "none", logTime(time.Time{}).String())
+	assert.Equal(t, T0, logTime(T0).Time())
+}
