@@ -111,6 +111,7 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 	defer c.p.stopWorkers()
 	c.p.live.started(time.Now())
 	defer c.p.live.running.Store(false)
+	c.p.tickedAt = c.p.now() // a caught-up tick waits FlushWhenCaughtUp from the start too
 
 	if err := kc.SubscribeTopics(c.s.topics, c.rebalance); err != nil {
 		return errors.Join(fmt.Errorf("consumer: subscribe to %v: %w", c.s.topics, err), c.closeClient(kc))

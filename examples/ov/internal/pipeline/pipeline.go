@@ -105,11 +105,8 @@ func (c Config) withDefaults() Config {
 	if c.WriteConcurrency == 0 {
 		c.WriteConcurrency = DefaultWriteConcurrency
 	}
-	switch flush := cmp.Or(c.FlushInterval, consumer.DefaultFlushInterval); {
-	case c.FlushWhenCaughtUp == 0:
-		c.FlushWhenCaughtUp = flush / 5
-	case c.FlushWhenCaughtUp < 0:
-		c.FlushWhenCaughtUp = 0 // the runtime's never
+	if c.FlushWhenCaughtUp == 0 {
+		c.FlushWhenCaughtUp = cmp.Or(c.FlushInterval, consumer.DefaultFlushInterval) / 5
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
