@@ -31,7 +31,7 @@ func batches(t testing.TB, seed uint64, partitions, windows, keys int) [][]sink.
 			for k := range keys {
 				n := 1 + r.IntN(8)
 				if k%50 == 0 {
-					n = 100 + r.IntN(200) // merged over the partitions, past window.ExactLimit
+					n = 100 + r.IntN(200) // merged over the partitions, past window.DefaultExactLimit
 				}
 				vals := make([]float64, n)
 				for i := range vals {
@@ -93,7 +93,7 @@ func TestTwoProcessesWriteTheSameKeys(t *testing.T) {
 				}
 			}
 		}
-		sum, err := sink.Merge(0.9, parts...)
+		sum, err := sink.Merge(sink.AggregateSpec{}, parts...)
 		require.NoError(t, err)
 		require.Equal(t, sum, row.Summary)
 		if row.Count > 256 {
