@@ -140,7 +140,7 @@ func TestCloseTakesOneLock(t *testing.T) {
 	db := pgtest.New(t)
 	var held int
 	s := newSinkOn(t, db, func(c *postgres.Config) {
-		c.Hooks.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
+		c.Faults.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
 			if p == postgres.BeforeCommit {
 				return db.Pool.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = $1", int32(a.PID)).Scan(&held)
 			}

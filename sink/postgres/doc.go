@@ -110,7 +110,7 @@
 // backoff honours the context. A commit whose acknowledgement is lost is retried too, which
 // is safe because every write replaces. Anything else is returned at once as a
 // [*sink.WriteError] that is not transient. A nil error is returned only after COMMIT
-// succeeded. [Hooks] inject faults at fixed points of an attempt for tests.
+// succeeded. [Faults] inject faults at fixed points of an attempt for tests.
 //
 // # Effects
 //
