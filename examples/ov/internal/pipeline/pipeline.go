@@ -15,6 +15,8 @@ import (
 	"github.com/streamledger/streamledger/examples/ov/internal/event"
 	"github.com/streamledger/streamledger/examples/ov/internal/tables"
 	"github.com/streamledger/streamledger/ledger/consumer"
+	"github.com/streamledger/streamledger/ledger/consumer/prom"
+	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/postgres"
 )
 
@@ -80,6 +82,9 @@ type Config struct {
 	Ticks  <-chan time.Time
 	Logger *slog.Logger
 	Hooks  []consumer.Hook
+	// Metrics, if set, receives the metrics of the consumer, the sink and the dead-letter
+	// producer.
+	Metrics *prom.Metrics
 	// WrapHandler, if set, wraps the handler of each topic, for instrumentation (the bench
 	// command times decoding with it). Nil means the handlers run as they are.
 	WrapHandler func(topic string, h consumer.Handler[tables.Key]) consumer.Handler[tables.Key]
@@ -134,6 +139,11 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 	}
 	pgcfg := tables.Postgres(cfg.Schema)
 	pgcfg.Clock = cfg.Clock
+	hooks := cfg.Hooks
+	if cfg.Metrics != nil {
+		pgcfg.Hooks = []sink.Hook{cfg.Metrics}
+		hooks = append([]consumer.Hook{cfg.Metrics}, hooks...)
+	}
 	snk, err := postgres.New(pool, pgcfg)
 	if err != nil {
 		return nil, err
@@ -159,6 +169,7 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 		OnError: func(err error) {
 			cfg.Logger.Warn("dead-letter producer", "error", err)
 		},
+		Hooks: dlqHooks(cfg.Metrics),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: dead-letter producer: %w", err)
@@ -193,7 +204,7 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 		MaxOpenKeys:       cfg.MaxOpenKeys,
 		Clock:             cfg.Clock,
 		Logger:            cfg.Logger,
-		Hooks:             cfg.Hooks,
+		Hooks:             hooks,
 	})
 	if err != nil {
 		closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -202,6 +213,14 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 		return nil, err
 	}
 	return &Pipeline{cfg: cfg, cons: cons, dlq: dlqProducer, sink: snk}, nil
+}
+
+// dlqHooks returns the dead-letter producer's hooks: m, if set.
+func dlqHooks(m *prom.Metrics) []dlqkafka.Hook {
+	if m == nil {
+		return nil
+	}
+	return []dlqkafka.Hook{m}
 }
 
 // Run consumes until ctx is cancelled, then shuts down gracefully (see consumer.Consumer.Run)
