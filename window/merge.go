@@ -63,8 +63,14 @@ func Merge(parts ...*Stats) (*Stats, error) {
 		sortFloats(out.vals, nil)
 		return out, nil
 	}
-	// Every part's values and centroids are in ascending order once sealed: a k-way
-	// merge of them feeds the clusterer without sorting.
+	out.dig = &digest{enc: mergeDigest(out.count, parts)}
+	return out, nil
+}
+
+// mergeDigest returns the encoded digest of the parts' values and centroids, count in all.
+// Every part's values and centroids are in ascending order once sealed: a k-way merge of
+// them feeds the clusterer without sorting.
+func mergeDigest(count int64, parts []*Stats) []byte {
 	srcs := make([]mergeSource, 0, len(parts))
 	for _, p := range parts {
 		if p.count == 0 {
@@ -87,7 +93,7 @@ func Merge(parts ...*Stats) (*Stats, error) {
 	h.init()
 	var c clusterer
 	sc := new(scratch)
-	c.reset(out.count, sc)
+	c.reset(count, sc)
 	for len(h.idx) > 0 {
 		top := &srcs[h.idx[0]]
 		c.push(top.head.mean, top.head.weight)
@@ -97,8 +103,7 @@ func Merge(parts ...*Stats) (*Stats, error) {
 		}
 		h.down(0)
 	}
-	out.dig = &digest{enc: c.finish(nil, sc)}
-	return out, nil
+	return c.finish(nil, sc)
 }
 
 // mergeSource yields one sealed part's values and centroids in ascending order.

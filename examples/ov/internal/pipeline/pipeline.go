@@ -140,9 +140,8 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 	pgcfg := tables.Postgres(cfg.Schema)
 	pgcfg.Clock = cfg.Clock
 	hooks := cfg.Hooks
-	if cfg.Metrics != nil {
-		pgcfg.Hooks = []sink.Hook{cfg.Metrics}
-		hooks = append([]consumer.Hook{cfg.Metrics}, hooks...)
+	if m := cfg.Metrics; m != nil {
+		pgcfg.Hooks, hooks = []sink.Hook{m}, append([]consumer.Hook{m}, hooks...)
 	}
 	snk, err := postgres.New(pool, pgcfg)
 	if err != nil {
@@ -157,22 +156,9 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 	for k, v := range cfg.Kafka {
 		common[k] = v
 	}
-	prodCfg := kafka.ConfigMap{}
-	for k, v := range common {
-		prodCfg[k] = v
-	}
-	dlqProducer, err := dlqkafka.NewProducer(dlqkafka.Config{
-		Kafka:        prodCfg,
-		ProcessorID:  cfg.ProcessorID,
-		CreateTopics: cfg.CreateDLQTopics,
-		Clock:        cfg.Clock,
-		OnError: func(err error) {
-			cfg.Logger.Warn("dead-letter producer", "error", err)
-		},
-		Hooks: dlqHooks(cfg.Metrics),
-	})
+	dlqProducer, err := newDeadLetters(cfg, common)
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: dead-letter producer: %w", err)
+		return nil, err
 	}
 	consCfg := kafka.ConfigMap{"group.id": cfg.Group, "auto.offset.reset": "earliest"}
 	for k, v := range common {
@@ -215,12 +201,30 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 	return &Pipeline{cfg: cfg, cons: cons, dlq: dlqProducer, sink: snk}, nil
 }
 
-// dlqHooks returns the dead-letter producer's hooks: m, if set.
-func dlqHooks(m *prom.Metrics) []dlqkafka.Hook {
-	if m == nil {
-		return nil
+// newDeadLetters starts the dead-letter producer with the common Kafka settings.
+func newDeadLetters(cfg Config, common kafka.ConfigMap) (*dlqkafka.Producer, error) {
+	prodCfg := kafka.ConfigMap{}
+	for k, v := range common {
+		prodCfg[k] = v
 	}
-	return []dlqkafka.Hook{m}
+	var hooks []dlqkafka.Hook
+	if cfg.Metrics != nil {
+		hooks = []dlqkafka.Hook{cfg.Metrics}
+	}
+	p, err := dlqkafka.NewProducer(dlqkafka.Config{
+		Kafka:        prodCfg,
+		ProcessorID:  cfg.ProcessorID,
+		CreateTopics: cfg.CreateDLQTopics,
+		Clock:        cfg.Clock,
+		OnError: func(err error) {
+			cfg.Logger.Warn("dead-letter producer", "error", err)
+		},
+		Hooks: hooks,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: dead-letter producer: %w", err)
+	}
+	return p, nil
 }
 
 // Run consumes until ctx is cancelled, then shuts down gracefully (see consumer.Consumer.Run)
