@@ -66,6 +66,14 @@
 // honours the context, and report the rest as a [*WriteError] saying whether the last
 // failure was transient ([IsTransient]).
 //
+// # Metrics
+//
+// An implementation reports each WriteClose and UpsertLatest call to the hooks it was
+// configured with ([Hook]: [HookWriteClose], [HookUpsertLatest]), with what the call wrote,
+// its attempts and its duration. The interfaces are small and found by type assertion, so
+// no metrics library is imported; the Prometheus adapter in ledger/consumer/prom implements
+// them.
+//
 // # Effects
 //
 // Effects that are not naturally idempotent (a balance credit) are applied once per

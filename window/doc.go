@@ -38,9 +38,10 @@
 // [Config.ExactLimit] or [Stats.SetExactLimit] sets another) values are kept as they
 // are, and [Stats.Quantile] is exact, by the [QuantileMethod] asked for: [Linear]
 // (PostgreSQL's percentile_cont, the default) or [NearestRank] (percentile_disc). Both
-// equal what PostgreSQL computes on the same values, bit for bit. Most keys of a 5-minute
-// window see a few to a few dozen values, so they get exact quantiles for at most 2 KiB
-// each, and a merge of exact partials whose total is within the limit is exact too.
+// equal what PostgreSQL computes on the same values, bit for bit; a test of sink/postgres
+// uses the server as the oracle. Most keys of a 5-minute window see a few to a few dozen
+// values, so they get exact quantiles for at most 2 KiB each, and a merge of exact partials
+// whose total is within the limit is exact too.
 //
 // Digest mode: the value past the exact limit turns the Stats into a t-digest with
 // compression [Compression] (100). A digest buffers up to 1024 values, then sorts them

@@ -112,6 +112,13 @@
 // [*sink.WriteError] that is not transient. A nil error is returned only after COMMIT
 // succeeded. [Faults] inject faults at fixed points of an attempt for tests.
 //
+// # Metrics
+//
+// [Config.Hooks] receive every WriteClose and UpsertLatest call as sink.WriteCloseInfo and
+// sink.UpsertLatestInfo: rows merged, compact, folded and ignored, progress rows, state
+// rows, attempts and duration. A value that implements neither hook interface is refused
+// by [New].
+//
 // # Effects
 //
 // [Effects.Apply] inserts the marker (operation ID, payload hash) with ON CONFLICT DO
