@@ -218,6 +218,15 @@ func FuzzStatsUnmarshal(f *testing.F) {
 			_, err = m.MarshalBinary()
 			require.NoError(t, err)
 		}
+		// Decoded with a raised exact limit, a merge of exact parts within it stays exact.
+		var l Stats
+		require.NoError(t, l.SetExactLimit(MaxExactLimit))
+		require.NoError(t, l.UnmarshalBinary(data))
+		if l.Count() > 0 && l.Count() <= MaxExactLimit/2 {
+			m, err := Merge(&l, &l)
+			require.NoError(t, err)
+			require.Equal(t, l.Exact(), m.Exact())
+		}
 		require.NoError(t, s.Add(1))
 		_, err = s.MarshalBinary()
 		require.NoError(t, err)
