@@ -14,8 +14,10 @@ import (
 )
 
 // Handler decodes one message of a topic and says what it does. It runs on the consumer's
-// loop, once per delivery of the message (a redelivered message is decoded again), and must
-// be a pure function of the message: a replay must get the same [Event].
+// workers, once per delivery of the message (a redelivered message is decoded again), possibly
+// on several messages of the same partition at once, ahead of their decisions. So it must be
+// safe for concurrent use and a pure function of the message: a replay must get the same
+// [Event]. It must not keep the message, which the runtime drops once it is decided.
 //
 // An error means the message cannot be handled: it is dead-lettered (see
 // [Config.DeadLetters]). The same happens to an Event that [Event.Validate] rejects.
@@ -35,8 +37,9 @@ type Event[K comparable] struct {
 	Values []Value[K]
 	// State holds last-write-wins rows, written at the next state flush.
 	State []StateRow
-	// Effect, if set, is the message's own synchronous effect: the runtime runs it on the loop
-	// right after decoding, before the message enters the ledger, once per delivery. It must
+	// Effect, if set, is the message's own synchronous effect: the runtime runs it when it
+	// decides the message, on the worker that decides the partition, before the message
+	// enters the ledger, once per delivery. It must
 	// commit whatever it does before it returns (for example one database transaction holding
 	// an operation marker and the effect, as sink/postgres Effects.Apply does), because its
 	// entry is durable at once: the offset is committed at the next tick. A redelivered message

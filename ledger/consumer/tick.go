@@ -34,6 +34,7 @@ func (p *processor[K]) tick(ctx context.Context, reason CommitReason) {
 		return
 	}
 	p.tickedAt, p.tickedCount = p.now(), p.dispatched
+	p.endedSinceTick = false
 	if job := p.prepare(p.order, false); job != nil {
 		p.launch(ctx, job, false)
 		p.collect() // done already when the writes ran here
@@ -44,7 +45,7 @@ func (p *processor[K]) tick(ctx context.Context, reason CommitReason) {
 	p.retrySeeks()
 	p.commit(ctx, reason, p.tracker.AppendCommits(p.commitBuf[:0]))
 	p.ticks++
-	p.backpressure(true)
+	p.throttleWindows()
 	p.report(time.Since(start), reason == CommitCaughtUp)
 	p.waited = 0
 }
@@ -57,6 +58,10 @@ func (p *processor[K]) tick(ctx context.Context, reason CommitReason) {
 // in between, so a quiet consumer goes back to FlushInterval.
 func (p *processor[K]) caughtUp(ctx context.Context) {
 	p.sealAll()
+	if p.endedSinceTick && p.job == nil && !p.tickDue {
+		p.tick(ctx, CommitCaughtUp) // a bounded run: a partition reached its stop
+		return
+	}
 	if p.s.FlushWhenCaughtUp <= 0 || p.job != nil || p.tickDue || p.dispatched == p.tickedCount {
 		return
 	}
@@ -91,6 +96,9 @@ func (p *processor[K]) position(pt *part[K]) {
 		return
 	}
 	pt.lag = max(hi-pos, 0)
+	if pt.stop >= 0 && pos >= pt.stop {
+		p.reachedStop(pt, true) // past transaction markers or compacted gaps up to the stop
+	}
 	if pt.paused != 0 || pt.seekTo >= 0 || pos > hi {
 		pt.wm.SetCaughtUp(false)
 		return
@@ -115,10 +123,11 @@ func (p *processor[K]) closeBatch(pt *part[K]) (sink.CloseBatch, bool) {
 	if p.s.Sink == nil {
 		return sink.CloseBatch{}, false // no windows, no progress to write
 	}
+	p.endOfInput(pt)
 	pt.wm.Tick()
 	wm, ok := pt.wm.Watermark()
 	if !ok {
-		if pt.caughtUp && !pt.emptySent {
+		if (pt.caughtUp || pt.finished) && !pt.emptySent {
 			return sink.CloseBatch{Source: pt.tp, Empty: true}, true
 		}
 		return sink.CloseBatch{}, false
@@ -130,6 +139,8 @@ func (p *processor[K]) closeBatch(pt *part[K]) (sink.CloseBatch, bool) {
 			return sink.CloseBatch{}, false
 		}
 		pt.unwritten = append(pt.unwritten, sp...)
+		pt.unwrittenBytes += partialBytes(sp)
+		pt.winBytes.Store(pt.win.Bytes())
 	}
 	for end, ow := range pt.open {
 		if end <= wm.UnixNano() {
@@ -277,7 +288,9 @@ func (p *processor[K]) report(d time.Duration, caughtUp bool) {
 	if len(p.s.hooks.partition) == 0 && len(p.s.hooks.tick) == 0 {
 		return
 	}
-	ti := TickInfo{Partitions: len(p.order), Duration: d, CaughtUp: caughtUp, Waited: p.waited}
+	h := p.live.health(time.Now(), p.s.AssignmentWait, p.s.WriteTimeout)
+	ti := TickInfo{Partitions: len(p.order), Duration: d, CaughtUp: caughtUp, Waited: p.waited,
+		Unassigned: h.Unassigned, SinceAssignment: h.SinceAssignment}
 	for _, pt := range p.order {
 		wm, _ := pt.wm.Watermark()
 		pi := PartitionInfo{

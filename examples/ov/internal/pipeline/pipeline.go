@@ -73,9 +73,13 @@ type Config struct {
 	// Kafka holds extra librdkafka settings (TLS, SASL, log levels) for both the consumer
 	// and the dead-letter producer.
 	Kafka kafka.ConfigMap
-	// MaxPending and MaxOpenKeys bound memory; see consumer.Config. Zero means no bound.
-	MaxPending  int64
-	MaxOpenKeys int
+	// Until makes the run bounded: it stops each partition there, closes its windows and
+	// returns once everything is written and committed (see consumer.Config.Until). The zero
+	// value runs until the context is cancelled.
+	Until consumer.Until
+	// BufferLimit bounds the bytes the runtime holds (see consumer.Config.BufferLimit). Zero
+	// means consumer.DefaultBufferLimit; negative means no bound.
+	BufferLimit int64
 	// Clock, Ticks, Logger and Hooks pass through to the runtime (see consumer.Config); Clock
 	// also stamps computed_at and updated_at.
 	Clock  func() time.Time
@@ -186,8 +190,8 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 		SyncWrites:        cfg.SyncWrites,
 		WriteConcurrency:  cfg.WriteConcurrency,
 		Ticks:             cfg.Ticks,
-		MaxPending:        cfg.MaxPending,
-		MaxOpenKeys:       cfg.MaxOpenKeys,
+		BufferLimit:       cfg.BufferLimit,
+		Until:             cfg.Until,
 		Clock:             cfg.Clock,
 		Logger:            cfg.Logger,
 		Hooks:             hooks,
@@ -227,8 +231,9 @@ func newDeadLetters(cfg Config, common kafka.ConfigMap) (*dlqkafka.Producer, err
 	return p, nil
 }
 
-// Run consumes until ctx is cancelled, then shuts down gracefully (see consumer.Consumer.Run)
-// and closes the dead-letter producer. It may be called once.
+// Run consumes until ctx is cancelled (or, with Until, until every partition is written and
+// committed through its stop), then shuts down gracefully (see consumer.Consumer.Run) and
+// closes the dead-letter producer. It may be called once.
 func (p *Pipeline) Run(ctx context.Context) error {
 	err := p.cons.Run(ctx)
 	closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -241,6 +246,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 
 // Abort abandons the graceful shutdown (see consumer.Consumer.Abort).
 func (p *Pipeline) Abort() { p.cons.Abort() }
+
+// Health returns the runtime's liveness (see consumer.Consumer.Health).
+func (p *Pipeline) Health() consumer.Health { return p.cons.Health() }
 
 // Counters returns the runtime's totals.
 func (p *Pipeline) Counters() consumer.Counters { return p.cons.Counters() }
