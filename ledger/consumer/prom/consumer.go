@@ -19,7 +19,7 @@ type consumerMetrics struct {
 	commits, commitFailures             prometheus.Counter
 	writes, writeFailures, rows         *prometheus.CounterVec
 	uncommitted, openWindows, watermark prometheus.Gauge
-	assigned                            prometheus.Gauge
+	assigned, unassigned, sinceAssign   prometheus.Gauge
 	lag, partWatermark, closedThrough   *prometheus.GaugeVec
 	writeDuration                       *prometheus.HistogramVec
 	tickDuration                        prometheus.Histogram
@@ -45,6 +45,8 @@ func (m *consumerMetrics) init(cs []prometheus.Collector) []prometheus.Collector
 	m.openWindows = gauge(&cs, "processor_open_windows", "Open (window, key) aggregates over all partitions.")
 	m.watermark = gauge(&cs, "processor_watermark_seconds", "Minimum partition watermark over active partitions, Unix seconds.")
 	m.assigned = gauge(&cs, "processor_assigned_partitions", "Partitions assigned to this processor.")
+	m.unassigned = gauge(&cs, "processor_unassigned_seconds", "How long the processor has held no partition; 0 while it holds some.")
+	m.sinceAssign = gauge(&cs, "processor_since_assignment_seconds", "Time since the processor's assignment last changed.")
 	m.lag = gaugeVec(&cs, "processor_consumer_lag", "High watermark minus position, per partition.", "topic", "partition")
 	m.partWatermark = gaugeVec(&cs, "processor_partition_watermark_seconds", "Partition watermark (max event time - lateness), Unix seconds.", "topic", "partition")
 	m.closedThrough = gaugeVec(&cs, "processor_partition_closed_through_seconds", "Partition progress written to the sink, Unix seconds.", "topic", "partition")
@@ -139,6 +141,8 @@ func (m *consumerMetrics) OnTick(i consumer.TickInfo) {
 	if !i.MinWatermark.IsZero() {
 		m.watermark.Set(unix(i.MinWatermark))
 	}
+	m.unassigned.Set(i.Unassigned.Seconds())
+	m.sinceAssign.Set(i.SinceAssignment.Seconds())
 	m.tickDuration.Observe(i.Duration.Seconds())
 }
 

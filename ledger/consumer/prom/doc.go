@@ -43,6 +43,8 @@
 //	processor_partition_closed_through_seconds{topic,partition}
 //	processor_watermark_seconds                  the minimum over active partitions (readiness)
 //	processor_assigned_partitions
+//	processor_unassigned_seconds                 how long the processor has held no partition, 0 while it holds some
+//	processor_since_assignment_seconds           time since the assignment last changed
 //
 // Histograms: processor_sink_write_duration_seconds{kind} (the consumer's sink writes, as
 // the consumer times them) and processor_tick_duration_seconds. A partition's series are
