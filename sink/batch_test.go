@@ -116,14 +116,23 @@ func TestSpecs(t *testing.T) {
 	assert.Equal(t, []string{"window_start", "window_end", "dimension", "dimension_id", "event_count", "mean_value", "quantile_value", "max_value", "min_value", "computed_at"}, d.ColumnNames())
 	assert.NoError(t, d.Validate())
 	assert.NoError(t, sink.AggregateSpec{}.Validate(), "a zero quantile takes the default")
-	for name, s := range map[string]sink.AggregateSpec{
-		"quantile > 1":         {Quantile: 1.1},
-		"negative quantile":    {Quantile: -0.5},
-		"attribute is column":  {Attributes: []string{"event_count"}},
-		"blank attribute":      {Attributes: []string{" "}},
-		"two columns one name": {Columns: sink.AggregateColumns{Min: "max_value"}},
+	assert.NoError(t, sink.AggregateSpec{QuantileMethod: window.NearestRank, ExactLimit: window.MaxExactLimit}.Validate())
+	assert.NoError(t, sink.AggregateSpec{ExactLimit: -1}.Validate(), "negative: no exact values")
+	for name, tt := range map[string]struct {
+		spec  sink.AggregateSpec
+		field string
+	}{
+		"quantile > 1":         {sink.AggregateSpec{Quantile: 1.1}, "AggregateSpec.Quantile"},
+		"negative quantile":    {sink.AggregateSpec{Quantile: -0.5}, "AggregateSpec.Quantile"},
+		"unknown method":       {sink.AggregateSpec{QuantileMethod: 7}, "AggregateSpec.QuantileMethod"},
+		"exact limit too high": {sink.AggregateSpec{ExactLimit: window.MaxExactLimit + 1}, "AggregateSpec.ExactLimit"},
+		"attribute is column":  {sink.AggregateSpec{Attributes: []string{"event_count"}}, "event_count"},
+		"blank attribute":      {sink.AggregateSpec{Attributes: []string{" "}}, "empty column name"},
+		"two columns one name": {sink.AggregateSpec{Columns: sink.AggregateColumns{Min: "max_value"}}, "max_value"},
 	} {
-		assert.ErrorIs(t, s.Validate(), sink.ErrInvalid, name)
+		err := tt.spec.Validate()
+		assert.ErrorIs(t, err, sink.ErrInvalid, name)
+		assert.ErrorContains(t, err, tt.field, name)
 	}
 	st := sink.StateSpec{Table: "t", Key: []sink.Column{{Name: "k", Type: "text"}}, ObservedAt: sink.Column{Name: "at", Type: "timestamptz"}, UpdatedAt: "u"}
 	assert.NoError(t, st.Validate())

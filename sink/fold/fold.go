@@ -223,14 +223,15 @@ func (c *Call) refold(out *Plan, w *pending) error {
 }
 
 // merge merges one key's entries (in source order) into its merged row and its folded
-// entry: window.Merge of the stats in that order, and per attribute the first value.
+// entry: window.Merge of the stats, decoded with the spec's exact limit, in that order,
+// summarized by the spec's quantile and method, and per attribute the first value.
 func (c *Call) merge(w *pending, g []*Entry) (Row, Entry, error) {
 	key := sink.Key{WindowStart: w.start, Dimension: g[0].Dimension, DimensionID: g[0].DimensionID}
 	stats := make([]*window.Stats, len(g))
 	for i, e := range g {
-		stats[i] = new(window.Stats)
-		if err := stats[i].UnmarshalBinary(e.Stats); err != nil {
-			return Row{}, Entry{}, fmt.Errorf("%w: stored stats of %s/%s at %s: %w", sink.ErrInvalid,
+		var err error
+		if stats[i], err = c.spec.Decode(e.Stats); err != nil {
+			return Row{}, Entry{}, fmt.Errorf("stored stats of %s/%s at %s: %w",
 				key.Dimension, key.DimensionID, w.start.Format(time.RFC3339), err)
 		}
 	}
@@ -245,7 +246,7 @@ func (c *Call) merge(w *pending, g []*Entry) (Row, Entry, error) {
 			return Row{}, Entry{}, err
 		}
 	}
-	sum, err := sink.MergeStats(c.spec.Quantile, m)
+	sum, err := c.spec.Summarize(m)
 	if err != nil {
 		return Row{}, Entry{}, fmt.Errorf("fold: merge %s/%s at %s: %w", key.Dimension, key.DimensionID, w.start.Format(time.RFC3339), err)
 	}

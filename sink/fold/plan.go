@@ -69,6 +69,15 @@ type Plan struct {
 	Ignored int
 }
 
+// Report sets the row counts of info to what p writes, for [sink.ReportWriteClose].
+func (p *Plan) Report(info *sink.WriteCloseInfo) {
+	info.Merged = len(p.Insert) + len(p.Upsert)
+	info.Compact = len(p.Partials)
+	info.Folded = len(p.Folded)
+	info.Ignored = p.Ignored
+	info.Progress = len(p.Progress)
+}
+
 // Call plans one WriteClose call. Its methods are called in order: [NewCall],
 // [Call.SetProgress], [Call.Plan].
 type Call struct {
