@@ -237,6 +237,18 @@ type settings[K comparable] struct {
 	workers int
 	// buffer is BufferLimit less the client's prefetch, 0 without a bound.
 	buffer int64
+	// tables holds what the sink declares of its tables, when it tells (see tables).
+	agg    *sink.AggregateSpec
+	states map[string]sink.StateSpec
+}
+
+// tables is what a sink may tell of the tables it writes; sink/postgres and sinktest.Memory
+// do. The consumer then builds its windows with the aggregate spec's exact limit, dead-letters
+// an event whose state rows the sink does not declare, and stops with an error naming Keys
+// when it maps a window key to an attribute the aggregate spec does not declare: mistakes
+// that would otherwise fail every write, and retry it forever.
+type tables interface {
+	Tables() (sink.AggregateSpec, []sink.StateSpec)
 }
 
 // validate checks cfg and fills in its defaults. Every error wraps ErrConfig.
@@ -383,6 +395,14 @@ func (s *settings[K]) parts() error {
 	}
 	s.wm = watermark.Config{Lateness: s.Lateness, IdleTimeout: idle, Clock: watermark.ClockFunc(s.Clock)}
 	s.win = window.Config[K]{Size: s.WindowSize, Retain: s.RetainKey}
+	if t, ok := s.Sink.(tables); ok {
+		agg, states := t.Tables()
+		s.agg, s.states = &agg, make(map[string]sink.StateSpec, len(states))
+		for _, st := range states {
+			s.states[st.Table] = st
+		}
+		s.win.ExactLimit = agg.ExactLimit
+	}
 	if _, err := window.New[K](s.win); err != nil {
 		return configError("WindowSize: %v", err)
 	}

@@ -198,6 +198,9 @@ func (c *chunk[K]) decode(p *processor[K]) {
 		if err == nil && p.s.Sink == nil && (len(ev.Values) > 0 || len(ev.State) > 0) {
 			err = &EventError{Reason: "window values or state rows, and the consumer has no sink"}
 		}
+		if err == nil && p.s.states != nil {
+			err = checkStateRows(ev.State, p.s.states)
+		}
 		c.evs[i], c.errs[i] = ev, err
 	}
 }

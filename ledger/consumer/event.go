@@ -153,3 +153,22 @@ func checkValue(v float64) error {
 	}
 	return nil
 }
+
+// checkStateRows checks state rows against the sink's specs: a declared table, and as many
+// key and value columns as it has.
+func checkStateRows(rows []StateRow, specs map[string]sink.StateSpec) error {
+	for i, r := range rows {
+		spec, ok := specs[r.Table]
+		switch {
+		case !ok:
+			return &EventError{Reason: fmt.Sprintf("state row %d: the sink declares no table %q", i, r.Table)}
+		case len(r.Key) != len(spec.Key):
+			return &EventError{Reason: fmt.Sprintf("state row %d for %q: %d key values, the table has %d key columns", i, r.Table, len(r.Key), len(spec.Key))}
+		case len(r.Values) != len(spec.Values):
+			return &EventError{Reason: fmt.Sprintf("state row %d for %q: %d values, the table has %d value columns", i, r.Table, len(r.Values), len(spec.Values))}
+		case r.ObservedAt.IsZero():
+			return &EventError{Reason: fmt.Sprintf("state row %d for %q has no observed-at time", i, r.Table)}
+		}
+	}
+	return nil
+}
