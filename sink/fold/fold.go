@@ -43,7 +43,7 @@ func (c *Call) Plan(partials []Partials, folded []Folded, final []time.Time) (*P
 		}
 		return w, nil
 	}
-	for _, b := range c.batches {
+	for bi, b := range c.batches {
 		for i, p := range b.Partials {
 			w, err := get(p.WindowStart, p.WindowEnd)
 			if err != nil {
@@ -52,7 +52,9 @@ func (c *Call) Plan(partials []Partials, folded []Folded, final []time.Time) (*P
 			if i == 0 || !p.WindowStart.Equal(b.Partials[i-1].WindowStart) {
 				w.batch[b.Source] = nil
 			}
-			w.batch[b.Source] = append(w.batch[b.Source], c.entry(p))
+			e := c.entry(p)
+			e.decoded = c.decoded[bi][i]
+			w.batch[b.Source] = append(w.batch[b.Source], e)
 		}
 	}
 	for _, p := range partials {
@@ -229,6 +231,9 @@ func (c *Call) merge(w *pending, g []*Entry) (Row, Entry, error) {
 	key := sink.Key{WindowStart: w.start, Dimension: g[0].Dimension, DimensionID: g[0].DimensionID}
 	stats := make([]*window.Stats, len(g))
 	for i, e := range g {
+		if stats[i] = e.decoded; stats[i] != nil {
+			continue
+		}
 		var err error
 		if stats[i], err = c.spec.Decode(e.Stats); err != nil {
 			return Row{}, Entry{}, fmt.Errorf("stored stats of %s/%s at %s: %w",
