@@ -73,4 +73,3 @@ func prepare(spec sink.AggregateSpec, b sink.CloseBatch) (sink.CloseBatch, []*wi
 	out.Partials = partials
 	return out, stats, nil
 }
-

@@ -72,4 +72,3 @@ func TestPrepareRejects(t *testing.T) {
 	_, _, err := prepare(sink.AggregateSpec{}, sink.CloseBatch{Source: src})
 	assert.NoError(t, err, "a batch without partials only records progress")
 }
-
