@@ -82,6 +82,8 @@ func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	gogc, memLimit := setGC(limit)
+	log.Info("garbage collector", "gogc", gogc, "memory_limit", memLimit)
 
 	pool, err := connect(ctx, *dsn)
 	if err != nil {
