@@ -14,6 +14,7 @@ import (
 
 	"github.com/streamledger/streamledger/dlq"
 	"github.com/streamledger/streamledger/dlq/dlqkafka"
+	"github.com/streamledger/streamledger/internal/kafkaconf"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/watermark"
 	"github.com/streamledger/streamledger/window"
@@ -423,27 +424,15 @@ func (s *settings[K]) validateHooks() error {
 	return nil
 }
 
-// kafkaConfig returns a copy of user with the forced properties, or an error naming a property
-// that contradicts them.
+// kafkaConfig returns a copy of user with the properties the consumer forces and its defaults,
+// or an error naming a property that contradicts them or a required one that is missing.
 func kafkaConfig(user kafka.ConfigMap) (kafka.ConfigMap, error) {
-	// The properties the consumer sets itself.
-	forced := [...]string{"enable.auto.commit", "enable.auto.offset.store"}
-	out := make(kafka.ConfigMap, len(user)+len(forced))
-	for k, v := range user {
-		out[k] = v
-	}
-	for _, key := range forced {
-		if v, ok := user[key]; ok && !isFalse(v) {
-			return nil, fmt.Errorf("%w: Kafka: %s must be false, found %v: the consumer commits only what the "+
-				"ledger says is durable, with the watermark in the commit metadata", ErrConfig, key, v)
-		}
-		out[key] = false
-	}
-	if _, ok := user["fetch.queue.backoff.ms"]; !ok {
-		out["fetch.queue.backoff.ms"] = int(DefaultFetchQueueBackoff / time.Millisecond)
-	}
-	if v, ok := user["go.events.channel.enable"]; ok && !isFalse(v) {
-		return nil, fmt.Errorf("%w: Kafka: go.events.channel.enable must be false, found %v: the consumer polls", ErrConfig, v)
+	forced := kafka.ConfigMap{"enable.auto.commit": false, "enable.auto.offset.store": false, "go.events.channel.enable": false}
+	defaults := kafka.ConfigMap{"fetch.queue.backoff.ms": int(DefaultFetchQueueBackoff / time.Millisecond)}
+	out, err := kafkaconf.Apply(user, forced, defaults)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w: the consumer commits only what the ledger says is durable, with the "+
+			"watermark in the commit metadata, and polls", ErrConfig, err)
 	}
 	if s, _ := user["group.id"].(string); s == "" {
 		return nil, fmt.Errorf("%w: Kafka: group.id is required (a non-empty string), found %v", ErrConfig, user["group.id"])
@@ -454,17 +443,6 @@ func kafkaConfig(user kafka.ConfigMap) (kafka.ConfigMap, error) {
 		return nil, fmt.Errorf("%w: Kafka: bootstrap.servers is required", ErrConfig)
 	}
 	return out, nil
-}
-
-func isFalse(v kafka.ConfigValue) bool {
-	switch v := v.(type) {
-	case bool:
-		return !v
-	case string:
-		b, err := strconv.ParseBool(v)
-		return err == nil && !b
-	}
-	return false
 }
 
 // configMillis reads an integer millisecond property, if set.

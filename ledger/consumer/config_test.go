@@ -101,9 +101,9 @@ func TestConfigErrors(t *testing.T) {
 		want string
 	}{
 		{"no kafka", func(c *Config[string]) { c.Kafka = nil }, "Kafka"},
-		{"auto commit", func(c *Config[string]) { c.Kafka["enable.auto.commit"] = true }, "enable.auto.commit must be false"},
-		{"auto commit string", func(c *Config[string]) { c.Kafka["enable.auto.commit"] = "true" }, "enable.auto.commit must be false"},
-		{"offset store", func(c *Config[string]) { c.Kafka["enable.auto.offset.store"] = "yes" }, "enable.auto.offset.store must be false"},
+		{"auto commit", func(c *Config[string]) { c.Kafka["enable.auto.commit"] = true }, `Kafka["enable.auto.commit"]: expected false (or unset), found`},
+		{"auto commit string", func(c *Config[string]) { c.Kafka["enable.auto.commit"] = "true" }, `Kafka["enable.auto.commit"]: expected false (or unset), found`},
+		{"offset store", func(c *Config[string]) { c.Kafka["enable.auto.offset.store"] = "yes" }, `Kafka["enable.auto.offset.store"]: expected false (or unset), found yes`},
 		{"events channel", func(c *Config[string]) { c.Kafka["go.events.channel.enable"] = true }, "go.events.channel.enable"},
 		{"no group", func(c *Config[string]) { delete(c.Kafka, "group.id") }, "group.id is required"},
 		{"no servers", func(c *Config[string]) { delete(c.Kafka, "bootstrap.servers") }, "bootstrap.servers is required"},
