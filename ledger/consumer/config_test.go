@@ -189,3 +189,16 @@ func TestEventValidate(t *testing.T) {
 		})
 	}
 }
+
+// A misspelled librdkafka property fails at New, naming it, not at Run.
+func TestNewRefusesAnUnknownKafkaProperty(t *testing.T) {
+	cfg := validConfig(t)
+	cfg.Kafka["fetch.wiat.max.ms"] = 5
+	_, err := New(cfg)
+	require.ErrorIs(t, err, ErrConfig)
+	assert.Contains(t, err.Error(), `"fetch.wiat.max.ms"`)
+	delete(cfg.Kafka, "fetch.wiat.max.ms")
+	cfg.Kafka["session.timeout.ms"] = "soon"
+	_, err = New(cfg)
+	require.ErrorIs(t, err, ErrConfig, "an invalid value too")
+}
