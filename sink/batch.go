@@ -28,7 +28,7 @@ func CompareSources(a, b TopicPartition) int {
 }
 
 // PrepareLatest validates rows against spec and collapses them to the newest row per key,
-// as the seed's latest_by_key does: a later row in rows wins a tie. Times are converted to
+// a later row in rows wins a tie. Times are converted to
 // UTC. The rows keep the order of their keys' first appearance. Errors wrap [ErrInvalid].
 func PrepareLatest(spec StateSpec, rows []StateRow) ([]StateRow, error) {
 	out := make([]StateRow, 0, len(rows))

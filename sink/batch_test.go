@@ -24,7 +24,7 @@ func stats(t testing.TB, values ...float64) []byte {
 
 var t0 = time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)
 
-func TestPrepareLatestIsTheSeedsLatestByKey(t *testing.T) {
+func TestPrepareLatestKeepsTheNewestRowPerKey(t *testing.T) {
 	spec := sink.StateSpec{Table: "vehicle_latest", Key: []sink.Column{{Name: "vehicle_id"}}, ObservedAt: sink.Column{Name: "observed_at"}, Values: []sink.Column{{Name: "v"}}}
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	rows := []sink.StateRow{

@@ -9,7 +9,7 @@ import (
 )
 
 // A batch of last-write-wins rows is collapsed to the newest row per key before it is sent,
-// as the seed's latest_by_key does.
+// (the newest row per key).
 func ExamplePrepareLatest() {
 	spec := sink.StateSpec{
 		Table:      "vehicle_latest",

@@ -34,7 +34,7 @@ type AggregateSpec struct {
 	Table string
 	// Columns names its columns.
 	Columns AggregateColumns
-	// Attributes names the optional text attributes a key carries (the seed's "operator").
+	// Attributes names the optional text attributes a key carries (an operator, for example).
 	// Each is a column of the merged table, merged as COALESCE(new, stored).
 	Attributes []string
 	// Quantile is the quantile the merged row carries, in (0, 1] [DefaultQuantile].
@@ -115,7 +115,7 @@ type Column struct {
 	Type string
 }
 
-// StateSpec describes one last-write-wins state table, such as the seed's vehicle_latest
+// StateSpec describes one last-write-wins state table, such as a vehicle's latest position
 // keyed by vehicle_id.
 type StateSpec struct {
 	Table      string
@@ -123,7 +123,7 @@ type StateSpec struct {
 	ObservedAt Column   // the guard column: a row replaces the stored one only if not older
 	Values     []Column
 	// UpdatedAt, if set, names a column set to the writer's clock on every accepted write
-	// (the seed's updated_at = now()). Its type is timestamptz when the table is created.
+	// (updated_at = now(), in effect). Its type is timestamptz when the table is created.
 	UpdatedAt string
 }
 

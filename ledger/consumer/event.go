@@ -71,7 +71,7 @@ type StateRow struct {
 }
 
 // SinkKey is where a window key's aggregates go in the sink: the merged row
-// (dimension, dimension_id) and its optional attributes (the seed's operator).
+// (dimension, dimension_id) and its optional attributes (an operator, for example).
 type SinkKey struct {
 	Dimension   string
 	DimensionID string
