@@ -69,8 +69,7 @@ type Config[K comparable] struct {
 	// Unless it is set, fetch.queue.backoff.ms is DefaultFetchQueueBackoff (20 ms) rather than
 	// librdkafka's 1 s: librdkafka stops fetching a partition whose local queue holds
 	// queued.min.messages, and looks again only after that backoff, so a consumer that drains
-	// the queue in less than a second waits for the rest of it with nothing to decide. The
-	// OV benchmark saw Poll come back empty for 0.2-0.7 s of a 3 s run that way.
+	// the queue in less than a second waits for the rest of it with nothing to decide.
 	Kafka kafka.ConfigMap
 
 	// Topics maps each source topic to the handler of its messages. Regular expression
