@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -16,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamledger/streamledger/dlq"
+	"github.com/streamledger/streamledger/examples/ov/internal/broker"
 	"github.com/streamledger/streamledger/examples/ov/internal/feed"
 )
 
@@ -223,33 +222,19 @@ func (k *kafkaClient) deadLetters(ctx context.Context, addr, topic string, parti
 	return letters, parts, nil
 }
 
-// generationPrefix starts the line "ov broker" prints for each new consumer group generation.
-const generationPrefix = "group generation: "
-
-// GenerationLine is the line "ov broker" prints when a SyncGroup request first names a
-// generation of a group: a rebalance the broker ran. The harness counts these lines in the
-// broker's log.
-func GenerationLine(group string, generation int32) string {
-	return fmt.Sprintf("%sgeneration=%d group=%s", generationPrefix, generation, strconv.Quote(group))
-}
-
-// generations counts the distinct generations of group in the broker's log at path.
+// generations counts the distinct generations of group in the broker's log at path (the
+// lines of broker.GenerationLine).
 func generations(path, group string) (int, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, fmt.Errorf("chaos: reading the broker's log: %w", err)
 	}
 	defer f.Close()
-	suffix := " group=" + strconv.Quote(group)
 	seen := map[string]bool{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), generationPrefix)
-		if !ok {
-			continue
-		}
-		if gen, ok := strings.CutSuffix(rest, suffix); ok {
+		if gen, ok := broker.IsGeneration(sc.Text(), group); ok {
 			seen[gen] = true
 		}
 	}
