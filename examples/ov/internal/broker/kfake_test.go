@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -158,4 +159,49 @@ func TestNoExpiryKeepsDeadJoiner(t *testing.T) {
 		}
 	}
 	t.Fatalf("kfake timed out the dead joiner in all %d attempts", deadJoinerAttempts)
+}
+
+// TestStaleCommitsFenced: the broker refuses the commits of a member the group has moved on
+// from, as Kafka does, and keeps the committed offset: a commit with an older generation
+// (ILLEGAL_GENERATION), and one from a member whose session expired while it was stopped
+// (UNKNOWN_MEMBER_ID). The zombie and broker-restart scenarios rely on this fencing.
+func TestStaleCommitsFenced(t *testing.T) {
+	b, err := Start(Config{Topics: []string{"t"}, Partitions: 1, Options: []kfake.Opt{kfake.GroupMinSessionTimeout(100 * time.Millisecond)}})
+	require.NoError(t, err)
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	a := newRawMember(t, b.ListenAddrs(), "g", 30*time.Second, 5*time.Second)
+	a.register(ctx)
+	a.joinAndSync(ctx)
+	require.NoError(t, a.commit(ctx, 10, nil))
+	old := a.gen
+
+	z := newRawMember(t, b.ListenAddrs(), "g", 300*time.Millisecond, 5*time.Second)
+	z.register(ctx)
+	zJoin := z.joinAsync(ctx)
+	require.True(t, a.heartbeatUntil(ctx, 2*time.Second))
+	a.joinAndSync(ctx)
+	require.NoError(t, <-zJoin)
+	require.NoError(t, z.sync(ctx, nil))
+	require.Greater(t, a.gen, old)
+
+	for _, tc := range []struct {
+		name   string
+		commit func() error
+		want   error
+	}{
+		{"an older generation", func() error { return a.commit(ctx, 20, &old) }, kerr.IllegalGeneration},
+		{"a member whose session expired", func() error {
+			// z stops heartbeating, as a stopped process does; the group drops it.
+			require.True(t, a.heartbeatUntil(ctx, 3*time.Second), "the expired member's rebalance")
+			a.joinAndSync(ctx)
+			return z.commit(ctx, 30, nil)
+		}, kerr.UnknownMemberID},
+	} {
+		assert.ErrorIs(t, tc.commit(), tc.want, tc.name)
+		assert.Equal(t, int64(10), committed(b.Cluster, "g"), "%s: the committed offset is unchanged", tc.name)
+	}
+	require.NoError(t, a.commit(ctx, 40, nil), "the current generation commits")
+	assert.Equal(t, int64(40), committed(b.Cluster, "g"))
 }

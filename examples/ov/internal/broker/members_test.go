@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // rawMember speaks the classic group protocol request by request, on a connection of its own,
@@ -25,7 +26,8 @@ type rawMember struct {
 
 func newRawMember(t *testing.T, addrs []string, group string, session, rebalance time.Duration) *rawMember {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	// Versions before topic IDs, so that OffsetCommit names its topic.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.MaxVersions(kversion.V3_6_0()))
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
 	return &rawMember{t: t, cl: cl, group: group, session: session, rebalance: rebalance}
@@ -180,4 +182,44 @@ func deadJoiner(t *testing.T, ctx context.Context, c *kfake.Cluster, session tim
 	a.joinAndSync(ctx)
 	waitMembers(t, c, "g", 2, "Stable")
 	return a, d.id
+}
+
+// commit commits offset for partition 0 of "t" with the member's generation (gen overrides it
+// when not nil) and returns the partition's error.
+func (m *rawMember) commit(ctx context.Context, offset int64, gen *int32) error {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.MemberID, req.Generation = m.group, m.id, m.gen
+	if gen != nil {
+		req.Generation = *gen
+	}
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset, rp.LeaderEpoch = 0, offset, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, m.cl)
+	if err != nil {
+		return err
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// committed returns the group's committed offset of partition 0 of "t", -1 for none.
+func committed(c *kfake.Cluster, group string) int64 {
+	info := c.GroupInfo(group)
+	if info == nil {
+		return -1
+	}
+	if gc, ok := info.Commits["t"][0]; ok {
+		return gc.Offset
+	}
+	return -1
 }
