@@ -42,7 +42,7 @@ bench:
 FUZZTIME ?= 60s
 FUZZ := \
 	./ledger:FuzzDecodeMetadata ./ledger:FuzzPartition ./watermark:FuzzPartition \
-	./window:FuzzStatsUnmarshal ./sink:FuzzMerge ./dlq:FuzzDecode \
+	./window:FuzzStatsUnmarshal ./sink:FuzzMerge ./sink/fold:FuzzDecode ./dlq:FuzzDecode \
 	./examples/ov/internal/event:FuzzDecode ./examples/ov/internal/feed:FuzzReader \
 	./examples/credits/internal/credit:FuzzDecode
 

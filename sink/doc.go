@@ -8,34 +8,49 @@
 //
 // A [CloseBatch] carries, for one (topic, partition), the partials of the windows the
 // partition closed (serialized window.Stats, one per window key) and the partition's new
-// closed_through. An implementation writes it atomically: partials keyed by (window_start,
-// dimension, dimension_id, topic, partition), the merged rows of the keys it touches
-// recomputed from every stored partial of those keys, and closed_through, all in one
-// transaction. Writing the same batch again changes nothing: every write replaces, none
-// adds. A partial rewritten by its partition replaces that partition's previous partial.
+// closed_through. [WindowWriter.WriteClose] writes the batches of one call atomically: a
+// processor passes every owned partition's batch of a tick in one call. A batch with a zero
+// ClosedThrough and no partials registers its partition; one with Empty set marks a
+// partition that is caught up without a watermark. Writing the same batch again changes
+// nothing: every write replaces, none adds.
 //
-// # Merged rows
+// # Complete windows and merged rows
 //
-// A merged row ([Aggregate]) is a pure function of the partials stored for its key: count,
-// min and max exact, mean = sum / count, and the configured quantile (P90 by default) from
-// window.Merge of the partials in (topic, partition) order ([Merge], [CompareSources]), so
-// every writer, in any order, at any concurrency, computes identical numbers. Optional
-// attributes carried by the key (the seed's operator) take the first value found in that
-// order and otherwise keep the stored one: COALESCE(new, stored).
+// A partition holds windows back when it is registered, its topic contributes (some
+// partition of the topic wrote a partial to the table) and it is not marked empty while it
+// has closed nothing. A window is complete once every holding partition has closed_through
+// at or after its end; a registered partition that has closed nothing holds every window
+// back, and a topic that never wrote a partial holds nothing back.
 //
-// # Complete and filling rows
+// A merged row ([Aggregate]) is written when its window is complete, once: count, min and
+// max exact, mean = sum / count, and the configured quantile (P90 by default) from
+// window.Merge of every partition's partial of the key in (topic, partition) order
+// ([Merge], [CompareSources]), so the numbers do not depend on the order or concurrency of
+// the writes. Optional attributes carried by the key (operator in the OV example) take the
+// first value found in that order and otherwise keep the stored one: COALESCE(new, stored).
+// Until its window is complete a partition's partials are stored, and a later batch of the
+// same window and partition replaces the keys it carries.
 //
-// A merged row is complete when every known partition of every topic that contributed a
-// partial to it has closed_through >= the row's window end: no partition can still add to
-// it. Until then it is filling. [Reader] reports it per row ([Aggregate.Complete]) and as a
-// time ([Reader.CompleteThrough]). A partition is known once it wrote a batch, so a
-// processor registers each partition it is assigned with a batch without partials.
+// A partition registered after its window was written (a partition added to a topic, or a
+// topic that starts contributing) is merged into the stored rows when it closes the window:
+// an implementation keeps each complete window's merged stats for a horizon for that.
+// Merged rows then equal window.Merge of the kept stats and the new partials, the same
+// counts, sums, minima and maxima; the quantile of a digest may differ from a merge of all
+// partials at once. A partial from a partition already merged into its window is a replay
+// and is ignored. Past the horizon a window's merged rows are final: partials of it are
+// ignored, so the horizon must cover how far back the sources can redeliver ([ErrHorizon]).
+//
+// # Readiness
+//
+// [Reader] reports per row whether it is complete ([Aggregate.Complete]): a partition
+// registered after the row was written makes it incomplete again until it closes the
+// window. [Reader.CompleteThrough] gives the bound as a time.
 //
 // # Last-write-wins state
 //
 // [StateWriter.UpsertLatest] writes rows of a table described by a [StateSpec] (key
 // columns, observed-at column, value columns). A batch is first collapsed to the newest row
-// per key ([PrepareLatest], the seed's latest_by_key), and a stored row is replaced only by
+// per key ([PrepareLatest]), and a stored row is replaced only by
 // a row that is not older: observed_at >= stored observed_at.
 //
 // # Failures

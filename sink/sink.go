@@ -7,11 +7,12 @@ import (
 
 // WindowWriter writes the closes of source partitions.
 type WindowWriter interface {
-	// WriteClose writes batches atomically: every batch's partials, the merged rows they
-	// touch and every batch's closed_through commit together or not at all. A processor
-	// passes the closes of all its partitions of one tick in one call. Each source may appear
-	// in at most one batch of a call. A nil error means every batch is durable; any error
-	// means none may be, and the caller must not commit offsets that depend on them.
+	// WriteClose writes batches atomically: every batch's partials, the merged rows of the
+	// windows the call completes and every batch's progress commit together or not at all.
+	// A processor passes the closes of all its partitions of one tick in one call. Each
+	// source may appear in at most one batch of a call. A nil error means every batch is
+	// durable; any error means none may be, and the caller must not commit offsets that
+	// depend on them.
 	WriteClose(ctx context.Context, batches ...CloseBatch) error
 }
 
@@ -27,7 +28,8 @@ type StateWriter interface {
 // ProgressReader reads what a restart needs.
 type ProgressReader interface {
 	// ClosedThrough returns the stored closed_through of each partition in tps that has one.
-	// A partition missing from the map never wrote a batch.
+	// A partition missing from the map has closed nothing: it never wrote a batch, or only
+	// registered or was marked empty.
 	ClosedThrough(ctx context.Context, tps ...TopicPartition) (map[TopicPartition]time.Time, error)
 }
 
@@ -48,8 +50,10 @@ type Reader interface {
 	Aggregates(ctx context.Context, windowStart time.Time) ([]Aggregate, error)
 	// Latest returns the stored row of a state table for the given key values.
 	Latest(ctx context.Context, table string, key ...any) (StateRow, bool, error)
-	// CompleteThrough returns the minimum closed_through over every known partition of the
-	// given topics: a merged row fed by these topics is complete when its window ends at or
-	// before it. ok is false when no partition of the topics is known.
+	// CompleteThrough returns the minimum closed_through over the partitions of the given
+	// topics that hold windows back (registered, and not marked empty while they have
+	// closed nothing): a window of these topics is complete when it ends at or before it. It
+	// is the zero time when one of them has closed nothing, and ok is false when none holds
+	// anything back.
 	CompleteThrough(ctx context.Context, topics ...string) (t time.Time, ok bool, err error)
 }

@@ -11,7 +11,7 @@ import (
 type TopicPartition = ledger.TopicPartition
 
 // Key identifies one merged row: a window (by its start) and one value of one dimension,
-// the seed's (window_start, dimension, dimension_id).
+// (window_start, dimension, dimension_id).
 type Key struct {
 	WindowStart time.Time
 	Dimension   string
@@ -24,8 +24,8 @@ type Partial struct {
 	// WindowEnd is the exclusive end of the window; it must be after WindowStart and at or
 	// before the batch's ClosedThrough.
 	WindowEnd time.Time
-	// Attrs holds the optional attributes carried by the key (the seed's operator), by
-	// attribute name. A missing name means "unknown here": it never erases a value that a
+	// Attrs holds the optional attributes carried by the key (operator in the OV example),
+	// by attribute name. A missing name means "unknown here": it never erases a value that a
 	// partial of the same key already stored.
 	Attrs map[string]string
 	// Stats is a serialized window.Stats (its MarshalBinary), holding at least one value.
@@ -44,7 +44,9 @@ type CloseBatch struct {
 	// registers Source, which then holds back every window it has not closed.
 	ClosedThrough time.Time
 	// Empty marks a partition that is caught up and has no watermark (it has seen no event
-	// time): it holds back no window until a later batch gives it a ClosedThrough.
+	// time): while it has closed nothing it holds back no window; a later batch with a
+	// ClosedThrough clears the mark. An Empty batch carries neither a ClosedThrough nor
+	// partials.
 	Empty bool
 	// Partials may be empty: a batch then only records progress (an idle partition's
 	// advance, or the registration of a newly assigned partition). Two partials with the same
@@ -62,8 +64,8 @@ type Summary struct {
 	Min      float64
 }
 
-// Aggregate is one merged row: a pure function of the partials stored for its key (and, for
-// attributes, of the values stored before).
+// Aggregate is one merged row: written when its window is complete, from every partition's
+// partial of its key (and, for attributes, the values stored before).
 type Aggregate struct {
 	Key
 	WindowEnd time.Time
@@ -73,13 +75,14 @@ type Aggregate struct {
 	Summary
 	// ComputedAt is the time of the last recomputation, from the implementation's clock.
 	ComputedAt time.Time
-	// Complete is set by readers: every known partition of every topic that contributed a
-	// partial to the row has closed_through >= WindowEnd, so no further partial can change
-	// it. A row that is not complete is still filling.
+	// Complete is set by readers: every partition that holds windows back (see the package
+	// documentation) has closed_through >= WindowEnd. A row stops being complete when a
+	// partition that could still add to it is registered, until that partition closes the
+	// window.
 	Complete bool
 }
 
-// StateRow is one row of a last-write-wins state table (the seed's vehicle_latest).
+// StateRow is one row of a last-write-wins state table (vehicle_latest in the OV example).
 type StateRow struct {
 	// Key holds the values of the spec's key columns, in order.
 	Key []any

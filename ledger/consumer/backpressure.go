@@ -3,11 +3,28 @@ package consumer
 import (
 	"cmp"
 	"slices"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )
+
+// backpressureEvery is how many dispatched messages pass between two checks of the bounds
+// outside ticks. A check waits for every dispatched message to be decided (a barrier), so
+// it is spaced wider than one chunk per worker.
+const backpressureEvery = 8192
+
+// checkBounds runs the backpressure check at a barrier once backpressureEvery messages were
+// dispatched since the last check, when a bound is configured.
+func (p *processor[K]) checkBounds() {
+	if p.sinceCheck < backpressureEvery || (p.s.MaxPending == 0 && p.s.MaxOpenKeys == 0) {
+		return
+	}
+	p.barrier()
+	p.backpressure(false)
+}
 
 // backpressure pauses partitions while the ledger or the open windows hold more than their
 // bounds, and resumes them as they drain. Polling goes on meanwhile, so the group never evicts
-// the consumer.
+// the consumer. It runs at a barrier.
 //
 // Ledger (MaxPending): only entries that can become committable without new data are worth
 // pausing for ("drainable"): those before the partition's first entry of a window still open
@@ -112,4 +129,88 @@ func (p *processor[K]) backpressure(atTick bool) {
 			}
 		}
 	}
+}
+
+// drainable estimates how many of the partition's uncommitted entries can become committable
+// without new data: those before the first entry of a window that is still open (closed
+// windows get written, flushes and acks arrive); the ones after it wait for the partition's
+// later messages whatever their own condition.
+func (pt *part[K]) drainable() int64 {
+	pending := pt.led.Pending()
+	if len(pt.open) == 0 || pending == 0 {
+		return pending
+	}
+	firstOpen := int64(-1)
+	for _, ow := range pt.open {
+		if firstOpen < 0 || ow.first < firstOpen {
+			firstOpen = ow.first
+		}
+	}
+	base, ok := pt.led.Committable()
+	if !ok {
+		base = pt.firstAdded
+	}
+	return min(max(firstOpen-base, 0), pending)
+}
+
+func (p *processor[K]) pause(pt *part[K], why uint8) {
+	if pt.paused == 0 {
+		if err := p.cl.Pause([]kafka.TopicPartition{pt.ktp}); err != nil {
+			p.log.Warn("pause failed", "partition", pt.tp.String(), "error", err)
+		}
+		p.log.Info("partition paused", "partition", pt.tp.String(), "reason", pauseReason(why))
+	}
+	pt.paused |= why
+}
+
+func (p *processor[K]) unpause(pt *part[K], why uint8) {
+	if pt.paused&why == 0 {
+		return
+	}
+	pt.paused &^= why
+	if pt.paused != 0 {
+		return
+	}
+	if err := p.cl.Resume([]kafka.TopicPartition{pt.ktp}); err != nil {
+		p.log.Warn("resume failed; retrying at the next tick", "partition", pt.tp.String(), "error", err)
+		pt.paused |= why
+		return
+	}
+	p.log.Info("partition resumed", "partition", pt.tp.String())
+	p.seek(pt)
+}
+
+// seek fetches the messages dropped while the partition was paused again.
+func (p *processor[K]) seek(pt *part[K]) {
+	if pt.seekTo < 0 {
+		return
+	}
+	tp := pt.ktp
+	tp.Offset = kafka.Offset(pt.seekTo)
+	if err := p.cl.Seek(tp, 0); err != nil {
+		p.log.Warn("seek failed; the partition decides nothing until it succeeds", "partition", pt.tp.String(),
+			"offset", pt.seekTo, "error", err)
+		return
+	}
+	pt.seekTo = -1
+}
+
+func (p *processor[K]) retrySeeks() {
+	for _, pt := range p.order {
+		if pt.paused == 0 && pt.seekTo >= 0 {
+			p.seek(pt)
+		}
+	}
+}
+
+func pauseReason(why uint8) string {
+	switch why {
+	case pauseWrite:
+		return "write failed"
+	case pausePending:
+		return "backpressure: uncommitted messages"
+	case pauseKeys:
+		return "backpressure: open windows"
+	}
+	return "several"
 }

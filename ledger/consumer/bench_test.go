@@ -65,7 +65,7 @@ func BenchmarkHandle(b *testing.B) {
 			for b.Loop() {
 				m.TopicPartition.Offset = kafka.Offset(off)
 				m.Opaque = int(off % n)
-				h.p.handle(ctx, m)
+				h.p.handle(m)
 				off++
 				if off%10_000 == 0 {
 					h.p.tick(ctx, CommitTick)
@@ -77,8 +77,8 @@ func BenchmarkHandle(b *testing.B) {
 					off = 0
 				}
 			}
-			if h.p.fatal != nil {
-				b.Fatal(h.p.fatal)
+			if h.p.fatal() != nil {
+				b.Fatal(h.p.fatal())
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/event")
 		})
@@ -105,14 +105,14 @@ func BenchmarkHandleEffect(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		m.TopicPartition.Offset = kafka.Offset(off)
-		h.p.handle(ctx, m)
+		h.p.handle(m)
 		off++
 		if off%10_000 == 0 {
 			h.p.tick(ctx, CommitTick)
 		}
 	}
-	if h.p.fatal != nil || h.p.halt != nil {
-		b.Fatal(h.p.fatal, h.p.halt)
+	if h.p.fatal() != nil || h.p.halted() != nil {
+		b.Fatal(h.p.fatal(), h.p.halted())
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/event")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -141,6 +142,14 @@ type Config[K comparable] struct {
 	// the loop runs at most one FlushInterval ahead of the sink, and a sink slower than that
 	// writes back to back.
 	SyncWrites bool
+	// Workers is how many goroutines decode and decide messages. Decoding runs ahead in
+	// parallel, also within one partition; each partition's messages are decided in offset
+	// order, and different partitions' in parallel. Ticks, writes, commits and rebalances
+	// wait until every message polled before them is decided, so the outcome (sink writes,
+	// commits and their metadata) does not depend on the number of workers. Zero means
+	// runtime.GOMAXPROCS(0); negative means none: the polling goroutine decides each message
+	// itself.
+	Workers int
 	// WriteConcurrency is how many of one tick's writes (each state table's flush, each
 	// partition's close batch: separate sink calls) run at once. Above 1 the Sink must be safe
 	// for concurrent use, as sink/postgres is (its writers may run at any concurrency); the
@@ -197,6 +206,8 @@ type settings[K comparable] struct {
 	wm     watermark.Config
 	win    window.Config[K]
 	hooks  hooks
+	// workers is the number of worker goroutines; 0 decides on the polling goroutine.
+	workers int
 }
 
 // validate checks cfg and fills in its defaults. Every error wraps ErrConfig.
@@ -259,6 +270,12 @@ func (cfg Config[K]) validate() (*settings[K], error) {
 	}
 	if s.IdleTimeout == 0 {
 		s.IdleTimeout = watermark.DefaultIdleTimeout
+	}
+	switch {
+	case s.Workers == 0:
+		s.workers = runtime.GOMAXPROCS(0)
+	case s.Workers > 0:
+		s.workers = s.Workers
 	}
 	if s.WriteConcurrency < 0 {
 		return bad("WriteConcurrency: expected a count >= 0 (0: 1), found %d", s.WriteConcurrency)

@@ -36,7 +36,9 @@ func New[K comparable](cfg Config[K]) (*Consumer[K], error) {
 		return nil, err
 	}
 	c := &Consumer[K]{s: s, abort: make(chan struct{})}
-	c.p = newProcessor(s, nil)
+	if c.p, err = newProcessor(s, nil); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -102,6 +104,8 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 		}
 	}()
 	c.work = work
+	c.p.startWorkers(work)
+	defer c.p.stopWorkers()
 
 	if err := kc.SubscribeTopics(c.s.topics, c.rebalance); err != nil {
 		return errors.Join(fmt.Errorf("consumer: subscribe to %v: %w", c.s.topics, err), c.closeClient(kc))
@@ -114,17 +118,8 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 	}
 	pollMs := max(int(c.s.PollTimeout/time.Millisecond), 1)
 	for {
-		switch {
-		case c.aborted():
-			c.closing.Store(true)
-			return errors.Join(ErrAborted, c.closeClient(kc))
-		case ctx.Err() != nil:
-			return c.shutdown(kc)
-		case c.p.fatal != nil:
-			c.closing.Store(true)
-			return errors.Join(c.p.fatal, c.closeClient(kc))
-		case c.p.halt != nil:
-			return c.shutdown(kc)
+		if done, err := c.stopping(kc, ctx); done {
+			return err
 		}
 		ms := pollMs
 		if c.p.job != nil {
@@ -137,8 +132,7 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 		if c.aborted() {
 			continue // a hook or an effect aborted: commit nothing more
 		}
-		c.p.drainReports()
-		c.p.resendDue(work)
+		c.p.letters(work)
 		c.p.poll(work)
 		select {
 		case <-ticks:
@@ -148,7 +142,27 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 				c.p.caughtUp(work)
 			}
 		}
+		c.p.checkBounds()
 	}
+}
+
+// stopping reports whether Run must return now, and with what: after an Abort, a fatal error,
+// or (through the graceful shutdown) a cancelled context or a failed effect.
+func (c *Consumer[K]) stopping(kc *kafka.Consumer, ctx context.Context) (bool, error) {
+	fatal, halt := c.p.stop.errs()
+	switch {
+	case c.aborted():
+		c.closing.Store(true)
+		return true, errors.Join(ErrAborted, c.closeClient(kc))
+	case ctx.Err() != nil:
+		return true, c.shutdown(kc)
+	case fatal != nil:
+		c.closing.Store(true)
+		return true, errors.Join(fatal, c.closeClient(kc))
+	case halt != nil:
+		return true, c.shutdown(kc)
+	}
+	return false, nil
 }
 
 // jobPollMs bounds a Poll while writes are in flight.
@@ -162,10 +176,10 @@ func (c *Consumer[K]) dispatch(ev kafka.Event) {
 			c.s.Logger.Warn("consume error", "partition", e.TopicPartition.String(), "error", e.TopicPartition.Error)
 			return
 		}
-		c.p.handle(c.work, e)
+		c.p.dispatch(e)
 	case kafka.Error:
 		if e.IsFatal() {
-			c.p.fatal = fmt.Errorf("consumer: fatal client error: %w", e)
+			c.p.stop.setFatal(fmt.Errorf("consumer: fatal client error: %w", e))
 			return
 		}
 		c.s.Logger.Warn("client error", "error", e, "code", e.Code().String())
@@ -187,9 +201,7 @@ func (c *Consumer[K]) rebalance(kc *kafka.Consumer, ev kafka.Event) error {
 	case kafka.AssignedPartitions:
 		offsets, err := c.onAssign(kc, e.Partitions)
 		if err != nil {
-			if c.p.fatal == nil {
-				c.p.fatal = err
-			}
+			c.p.stop.setFatal(err)
 			c.s.Logger.Error("assignment failed; stopping", "error", err)
 			return err
 		}
@@ -199,7 +211,7 @@ func (c *Consumer[K]) rebalance(kc *kafka.Consumer, ev kafka.Event) error {
 			err = kc.Assign(offsets)
 		}
 		if err != nil {
-			c.p.fatal = fmt.Errorf("%w: assign: %w", ErrAssign, err)
+			c.p.stop.setFatal(fmt.Errorf("%w: assign: %w", ErrAssign, err))
 			return err
 		}
 		// A partition paused before it was last revoked may still be paused in the client.
@@ -280,10 +292,46 @@ func (c *Consumer[K]) onAssign(kc *kafka.Consumer, parts []kafka.TopicPartition)
 		as = append(as, a)
 		offsets = append(offsets, start)
 	}
-	if err := c.p.assign(ctx, as); err != nil {
+	if err := c.p.assign(ctx, as, c.topicPartitions(kc, as, ctx)); err != nil {
 		return nil, err
 	}
 	return offsets, nil
+}
+
+// topicPartitions returns every partition of the topics of as, from the client's metadata,
+// so that all of them are registered with the sink before anything is decided. A topic whose
+// metadata cannot be read contributes only its assigned partitions; the others register
+// when they are assigned.
+func (c *Consumer[K]) topicPartitions(kc *kafka.Consumer, as []assignment, ctx context.Context) []ledger.TopicPartition {
+	if c.s.Sink == nil {
+		return nil
+	}
+	var out []ledger.TopicPartition
+	seen := map[string]bool{}
+	for _, a := range as {
+		topic := a.tp.Topic
+		if seen[topic] {
+			continue
+		}
+		seen[topic] = true
+		ms := 5_000
+		if d, ok := ctx.Deadline(); ok {
+			ms = max(min(int(time.Until(d)/time.Millisecond), ms), 1)
+		}
+		md, err := kc.GetMetadata(&topic, false, ms)
+		if err == nil && md.Topics[topic].Error.Code() != kafka.ErrNoError {
+			err = md.Topics[topic].Error
+		}
+		if err != nil {
+			c.s.Logger.Warn("reading the topic's partitions failed; registering the assigned ones only",
+				"topic", topic, "error", err)
+			continue
+		}
+		for _, pm := range md.Topics[topic].Partitions {
+			out = append(out, ledger.TopicPartition{Topic: topic, Partition: pm.ID})
+		}
+	}
+	return out
 }
 
 // shutdown is the graceful end of Run.
@@ -292,6 +340,7 @@ func (c *Consumer[K]) shutdown(kc *kafka.Consumer) error {
 	log.Info("consumer stopping: writing and committing what is durable")
 	ctx, cancel := context.WithTimeout(c.work, c.s.ShutdownTimeout)
 	defer cancel()
+	c.p.barrier()
 	c.p.waitDeadLetters(ctx)
 	// The same as a revocation of every partition: state flushed, closes written, the durable
 	// prefix committed (never past it), state dropped; then the client lets go of them.
@@ -314,12 +363,8 @@ func (c *Consumer[K]) shutdown(kc *kafka.Consumer) error {
 	if aborted {
 		err = errors.Join(fmt.Errorf("%w: %w", ErrAborted, context.Cause(ctx)), err)
 	}
-	if c.p.fatal != nil {
-		err = errors.Join(c.p.fatal, err)
-	}
-	if c.p.halt != nil {
-		err = errors.Join(c.p.halt, err)
-	}
+	fatal, halt := c.p.stop.errs()
+	err = errors.Join(fatal, halt, err)
 	if err == nil {
 		log.Info("consumer stopped")
 	}

@@ -57,7 +57,9 @@ func (b *inbox) take(dst []report) []report {
 	return dst
 }
 
-// send hands l to the dead-letter producer. A send that fails at once is scheduled again.
+// send hands l to the dead-letter producer. It runs on the worker deciding the message, or
+// on the loop for a letter sent again. A send that fails at once is reported like a failed
+// delivery: the loop schedules it again when it drains the reports.
 func (p *processor[K]) send(ctx context.Context, pt *part[K], l *letter) {
 	l.attempt++
 	pt.inflight++
@@ -67,8 +69,7 @@ func (p *processor[K]) send(ctx context.Context, pt *part[K], l *letter) {
 		p.inbox.put(report{l: l, err: d.Err})
 	})
 	if err != nil {
-		pt.inflight--
-		p.failedLetter(l, err)
+		p.inbox.put(report{l: l, err: err})
 	}
 }
 
@@ -85,7 +86,8 @@ func (p *processor[K]) failedLetter(l *letter, err error) {
 
 // drainReports applies the delivery reports that arrived: a positive one acks the entry,
 // a failed one schedules the letter again. Reports of partitions no longer owned (or owned
-// again under a new assignment) are dropped: that ledger is gone.
+// again under a new assignment) are dropped: that ledger is gone. It runs on the loop at a
+// barrier, as it changes the partitions' ledgers.
 func (p *processor[K]) drainReports() {
 	p.reportBuf = p.inbox.take(p.reportBuf[:0])
 	for i, r := range p.reportBuf {
@@ -108,7 +110,41 @@ func (p *processor[K]) drainReports() {
 	}
 }
 
-// resendDue sends again the letters whose backoff has passed.
+// letters applies the delivery reports that arrived and sends again the letters whose
+// backoff has passed, at a barrier, when there is any of either; at most once per
+// reportEvery, so that a flood of dead letters does not stop the workers at every poll.
+func (p *processor[K]) letters(ctx context.Context) {
+	now := p.now()
+	if now.Sub(p.lettersAt) < reportEvery {
+		return
+	}
+	if len(p.inbox.notify) == 0 && !p.resendsDue() {
+		return
+	}
+	p.lettersAt = now
+	p.barrier()
+	p.drainReports()
+	p.resendDue(ctx)
+}
+
+// reportEvery spaces the loop's handling of delivery reports outside ticks.
+const reportEvery = 10 * time.Millisecond
+
+// resendsDue reports whether a letter's backoff has passed.
+func (p *processor[K]) resendsDue() bool {
+	if len(p.resends) == 0 {
+		return false
+	}
+	now := p.s.Clock()
+	for _, l := range p.resends {
+		if !now.Before(l.due) {
+			return true
+		}
+	}
+	return false
+}
+
+// resendDue sends again the letters whose backoff has passed. It runs at a barrier.
 func (p *processor[K]) resendDue(ctx context.Context) {
 	if len(p.resends) == 0 {
 		return

@@ -9,12 +9,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/ledger"
+	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
 // harness drives a processor without a broker: the test plays the client's part.
 type harness struct {
 	t     testing.TB
+	ctx   context.Context
+	abort context.CancelFunc // cancels the context of effects and dead-letter sends, as Abort does
 	p     *processor[string]
 	cl    *fakeClient
 	mem   *sinktest.Memory
@@ -45,14 +48,37 @@ func newHarness(t testing.TB, mod func(*Config[string])) *harness {
 	}
 	s, err := cfg.validate()
 	require.NoError(t, err)
-	h.p = newProcessor(s, h.cl)
+	h.p, err = newProcessor(s, h.cl)
+	require.NoError(t, err)
 	h.p.spawn = func(f func()) { f() } // a tick's writes are done when tick returns
+	h.ctx, h.abort = context.WithCancel(context.Background())
+	h.p.startWorkers(h.ctx)
 	t.Cleanup(func() {
+		h.p.stopWorkers()
+		h.abort()
 		if !t.Failed() {
 			h.chk.verify(t)
 		}
 	})
 	return h
+}
+
+// handle dispatches one message and waits until it is decided, as the next tick would.
+func (p *processor[K]) handle(m *kafka.Message) {
+	p.dispatch(m)
+	p.barrier()
+}
+
+// bufferedRows counts the state rows buffered for the next flush. Call it at a barrier.
+func (p *processor[K]) bufferedRows() int {
+	n := 0
+	for _, rows := range p.stateRetry {
+		n += len(rows)
+	}
+	for _, pt := range p.order {
+		n += pt.stateRows
+	}
+	return n
 }
 
 func tp(topic string, partition int32) ledger.TopicPartition {
@@ -61,7 +87,35 @@ func tp(topic string, partition int32) ledger.TopicPartition {
 
 func (h *harness) assign(tp ledger.TopicPartition, committed int64, metadata string) {
 	h.t.Helper()
-	require.NoError(h.t, h.p.assign(context.Background(), []assignment{{tp: tp, committed: committed, metadata: metadata}}))
+	ctx, cancel := context.WithTimeout(context.Background(), h.p.s.AssignTimeout)
+	defer cancel()
+	require.NoError(h.t, h.p.assign(ctx, []assignment{{tp: tp, committed: committed, metadata: metadata}}, nil))
+}
+
+// closes returns the close batches the sink took, registrations left out.
+func (h *harness) closes() []sink.CloseBatch {
+	var out []sink.CloseBatch
+	for _, b := range h.mem.Closes() {
+		if !registration(b) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// registration reports whether b only registers its partition.
+func registration(b sink.CloseBatch) bool {
+	return b.ClosedThrough.IsZero() && !b.Empty && len(b.Partials) == 0
+}
+
+// registrations reports whether every batch of bs only registers its partition.
+func registrations(bs []sink.CloseBatch) bool {
+	for _, b := range bs {
+		if !registration(b) {
+			return false
+		}
+	}
+	return len(bs) > 0
 }
 
 func message(tp ledger.TopicPartition, offset int64, payload string) *kafka.Message {
@@ -78,9 +132,9 @@ func message(tp ledger.TopicPartition, offset int64, payload string) *kafka.Mess
 func (h *harness) feed(tp ledger.TopicPartition, first int64, payloads ...string) {
 	h.t.Helper()
 	for i, pl := range payloads {
-		h.p.handle(context.Background(), message(tp, first+int64(i), pl))
+		h.p.handle(message(tp, first+int64(i), pl))
 	}
-	require.NoError(h.t, h.p.fatal)
+	require.NoError(h.t, h.p.fatal())
 }
 
 func (h *harness) tick() {
@@ -88,7 +142,7 @@ func (h *harness) tick() {
 	h.p.drainReports()
 	h.p.resendDue(context.Background())
 	h.p.tick(context.Background(), CommitTick)
-	require.NoError(h.t, h.p.fatal)
+	require.NoError(h.t, h.p.fatal())
 }
 
 func (h *harness) committed(tp ledger.TopicPartition) int64 {

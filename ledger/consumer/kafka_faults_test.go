@@ -394,7 +394,7 @@ func (h *lagHook) get(tp ledger.TopicPartition) PartitionInfo {
 // was not durable is committed.
 func TestKafkaAbortCutsTheShutdownShort(t *testing.T) {
 	c := kafkatest.Start(t, kafkatest.Config{Topics: map[string]int32{"ab": 1}})
-	produceStream(t, c, "ab", "w 1 A 1", "w 9 A 1")
+	produceStream(t, c, "ab", "w 1 A 1")
 	gs := &gatedSink{Memory: newMemory(t)}
 	p0 := ledger.TopicPartition{Topic: "ab", Partition: 0}
 	in := start(t, "abort", clientConfig(c, "gab", ""), gs.Memory, []string{"ab"}, func(cfg *Config[string]) {
@@ -404,6 +404,7 @@ func TestKafkaAbortCutsTheShutdownShort(t *testing.T) {
 	})
 	waitDecided(t, map[ledger.TopicPartition]int64{p0: 0}, in)
 	gs.arm()
+	produceStream(t, c, "ab", "w 9 A 1") // closes the window of the first
 	select {
 	case <-gs.entered:
 	case <-time.After(kafkatest.Timeout):

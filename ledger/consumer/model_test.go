@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -181,7 +182,10 @@ func (m *model) newInstance() *simInstance {
 	}
 	s, err := cfg.validate()
 	require.NoError(m.t, err)
-	in.p = newProcessor(s, in.cl)
+	in.p, err = newProcessor(s, in.cl)
+	require.NoError(m.t, err)
+	in.p.startWorkers(context.Background())
+	m.t.Cleanup(in.p.stopWorkers)
 	// Writes run when the model says: right away for some instances (as with SyncWrites),
 	// after any number of later steps for the others.
 	if m.rng.IntN(3) > 0 {
@@ -205,7 +209,8 @@ func (m *model) assign(in *simInstance, tp ledger.TopicPartition) {
 			a.metadata = *c.Metadata
 		}
 	}
-	require.NoError(m.t, in.p.assign(context.Background(), []assignment{a}))
+	all := slices.SortedFunc(maps.Keys(m.b.logs), compareTP)
+	require.NoError(m.t, in.p.assign(context.Background(), []assignment{a}, all))
 	in.cl.pos[tp] = max(a.committed, 0)
 	delete(in.cl.paused, tp)
 }
@@ -234,7 +239,7 @@ func (m *model) live() []*simInstance {
 func (m *model) release(tp ledger.TopicPartition, lost bool) {
 	if o := m.ownerOf(tp); o != nil {
 		o.p.revoke(context.Background(), []ledger.TopicPartition{tp}, lost, CommitRevoke)
-		require.NoError(m.t, o.p.fatal)
+		require.NoError(m.t, o.p.fatal())
 	}
 	m.b.mu.Lock()
 	delete(m.b.owner, tp)
@@ -247,8 +252,8 @@ func (m *model) deliver(in *simInstance, tp ledger.TopicPartition) bool {
 	if pos >= int64(len(m.b.logs[tp])) {
 		return false
 	}
-	in.p.handle(context.Background(), message(tp, pos, m.b.logs[tp][pos]))
-	require.NoError(m.t, in.p.fatal)
+	in.p.handle(message(tp, pos, m.b.logs[tp][pos]))
+	require.NoError(m.t, in.p.fatal())
 	in.cl.pos[tp] = pos + 1
 	return true
 }
@@ -257,7 +262,7 @@ func (m *model) step(in *simInstance) {
 	in.p.drainReports()
 	in.p.resendDue(context.Background())
 	in.p.poll(context.Background())
-	require.NoError(m.t, in.p.fatal)
+	require.NoError(m.t, in.p.fatal())
 }
 
 // finishWrites lets the instance's writes in flight run, as their goroutine would.
@@ -328,7 +333,7 @@ func runModel(t *testing.T, seed uint64) {
 		case r < 72:
 			m.clock.Advance(time.Second)
 			in.p.tick(context.Background(), CommitTick)
-			require.NoError(t, in.p.fatal)
+			require.NoError(t, in.p.fatal())
 		case r < 74:
 			m.finishWrites(in)
 		case r < 76:

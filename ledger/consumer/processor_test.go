@@ -46,7 +46,7 @@ func TestDecisionsClosesAndCommitMetadata(t *testing.T) {
 
 	h.tick()
 	// One batch: the windows [12:00,12:05) and [12:05,12:10), with closed_through = wm = 12:14.
-	closes := h.mem.Closes()
+	closes := h.closes()
 	require.Len(t, closes, 1)
 	assert.Equal(t, at("14"), closes[0].ClosedThrough)
 	assert.Len(t, closes[0].Partials, 4, "two windows, keys A and all")
@@ -207,8 +207,8 @@ func TestFailedCloseWritePausesAndRefetches(t *testing.T) {
 	require.Len(t, h.cl.seeks, 1)
 	assert.Equal(t, kafka.Offset(2), h.cl.seeks[0].Offset, "the dropped message is fetched again")
 	assert.Equal(t, int64(1), h.committed(p0), "offset 0's window is written; offset 1's is open")
-	require.Len(t, h.mem.Closes(), 1)
-	assert.Equal(t, at("5"), h.mem.Closes()[0].ClosedThrough)
+	require.Len(t, h.closes(), 1)
+	assert.Equal(t, at("5"), h.closes()[0].ClosedThrough)
 
 	h.feed(p0, 2, "w 8 A 3")
 	assert.Equal(t, A, h.chk.decisionsOf(p0)[2])
@@ -221,11 +221,11 @@ func TestFailedWriteKeepsItsPartialsForTheNextClose(t *testing.T) {
 	h.feed(p0, 0, "w 1 A 1", "w 7 A 2")
 	h.mem.FailNext(errors.New("down"))
 	h.tick()
-	require.Empty(t, h.mem.Closes())
+	require.Empty(t, h.closes())
 	h.p.unpause(h.p.parts[p0], pauseWrite) // as if the write was retried later with more data
 	h.feed(p0, 2, "w 13 A 3")              // wm 12:11 closes the window ending 12:10 too
 	h.tick()
-	closes := h.mem.Closes()
+	closes := h.closes()
 	require.Len(t, closes, 1, "one batch: the retried partials merged with the newer close")
 	assert.Equal(t, at("11"), closes[0].ClosedThrough)
 	assert.Len(t, closes[0].Partials, 4)
@@ -260,7 +260,7 @@ func TestIdleAdvanceIsWrittenBeforeTheNextMessage(t *testing.T) {
 				assert.False(t, h.cl.paused[p0])
 				assert.Equal(t, kafka.Offset(1), h.cl.seeks[0].Offset)
 			}
-			closes := h.mem.Closes()
+			closes := h.closes()
 			require.Len(t, closes, 2, "the registration at 11:59, then the advance")
 			assert.Equal(t, at("5"), closes[1].ClosedThrough, "the idle advance is in the partition's progress")
 			assert.Len(t, closes[1].Partials, 2)
@@ -372,10 +372,10 @@ func TestRevokeWritesCommitsTheDurablePrefixAndDrops(t *testing.T) {
 
 	// Lost: nothing written, nothing committed.
 	h.feed(p1, 2, "w 20 A 1")
-	closes := len(h.mem.Closes())
+	closes := len(h.closes())
 	commits := len(h.cl.commits)
 	h.p.revoke(context.Background(), []ledger.TopicPartition{p1}, true, CommitRevoke)
-	assert.Len(t, h.mem.Closes(), closes)
+	assert.Len(t, h.closes(), closes)
 	assert.Len(t, h.cl.commits, commits)
 	assert.True(t, revokes[1].Lost)
 	assert.Empty(t, h.p.parts)
@@ -474,9 +474,9 @@ func TestUndecodableWithoutDeadLettersStops(t *testing.T) {
 	h := newHarness(t, func(c *Config[string]) { c.DeadLetters = nil })
 	p0 := tp("t", 0)
 	h.assign(p0, -1, "")
-	h.p.handle(context.Background(), message(p0, 0, "s 1"))
-	h.p.handle(context.Background(), message(p0, 1, "x"))
-	require.ErrorIs(t, h.p.fatal, ErrUndecodable)
+	h.p.handle(message(p0, 0, "s 1"))
+	h.p.handle(message(p0, 1, "x"))
+	require.ErrorIs(t, h.p.fatal(), ErrUndecodable)
 	h.p.tick(context.Background(), CommitTick)
 	assert.Equal(t, int64(-1), h.committed(p0), "nothing is committed after a fatal error")
 	assert.Equal(t, int64(1), h.p.counters.snapshot().Consumed)

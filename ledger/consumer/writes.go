@@ -9,11 +9,12 @@ import (
 	"github.com/streamledger/streamledger/sink"
 )
 
-// writeJob is one round of sink writes: the buffered state rows and the close batches of
-// partitions. It is prepared on the loop (windows closed, partials serialized), made by run,
-// off the loop unless SyncWrites is set or a rebalance needs it at once, and applied on the
-// loop by complete. Only complete touches the ledgers, so an entry becomes committable only
-// after the write that makes it durable returned nil, wherever the write ran.
+// writeJob is one round of sink writes: the buffered state rows, one call per table, and the
+// close batches of partitions, all in one call. It is prepared on the loop at a barrier
+// (windows closed, partials serialized), made by run, off the loop unless SyncWrites is set or
+// a rebalance needs it at once, and applied on the loop at a barrier by complete. Only
+// complete touches the ledgers, so an entry becomes committable only after the write that
+// makes it durable returned nil, wherever the write ran.
 //
 // At most one job is in flight. Messages decided meanwhile join the next one: their state
 // rows carry the next flush sequence, their windows close at the next tick. Rebalances and
@@ -27,17 +28,12 @@ type writeJob[K comparable] struct {
 	state  map[string][]sink.StateRow
 	states []writeResult
 
-	closes []closeWrite[K]
+	closes []*part[K]        // the partitions of the first len(closes) batches, in order
+	batch  []sink.CloseBatch // one call, atomic: closes, then registrations of other partitions
+	closed writeResult
 
 	run    func() // makes the writes once; a later call waits for the first
 	cancel func() // cancels the writes' context
-}
-
-// closeWrite is one partition's close batch in a job.
-type closeWrite[K comparable] struct {
-	pt    *part[K]
-	batch sink.CloseBatch
-	res   writeResult
 }
 
 // writeResult is the outcome of one write. A write that was not attempted (the job ran out
@@ -49,75 +45,62 @@ type writeResult struct {
 }
 
 // prepare builds the job of a tick, or of a revocation of parts: the state rows buffered so
-// far (all of them: a flush is global), then for each partition its idle advance, the windows
-// it closes and its progress. It returns nil when there is nothing to write.
+// far by every partition (all of them: a flush is global), then for each of parts its idle
+// advance, the windows it closes and its progress. It runs at a barrier and returns nil when
+// there is nothing to write.
 func (p *processor[K]) prepare(parts []*part[K], revoke bool) *writeJob[K] {
 	job := &writeJob[K]{revoke: revoke}
-	if p.stateRows > 0 {
-		job.seq, job.state = p.seq, p.state
+	if state := p.takeState(); len(state) > 0 {
+		job.seq, job.state = p.seq, state
 		p.seq++
-		p.state, p.stateRows = make(map[string][]sink.StateRow, len(job.state)), 0
-		for t, rows := range job.state {
-			if len(rows) == 0 {
-				delete(job.state, t) // sized for this flush (below) but given no rows
-				continue
-			}
+		for t := range state {
 			job.tables = append(job.tables, t)
-			// The next flush most likely holds about as many rows: growing to that by
-			// appending copied each row twice over (14% of the bytes allocated at 1x).
-			p.state[t] = make([]sink.StateRow, 0, len(rows))
 		}
 		slices.Sort(job.tables)
 		job.states = make([]writeResult, len(job.tables))
 	}
 	for _, pt := range parts {
 		b, ok := p.closeBatch(pt)
-		if p.fatal != nil {
+		if p.fatal() != nil {
 			return nil
 		}
 		if ok {
-			job.closes = append(job.closes, closeWrite[K]{pt: pt, batch: b})
+			job.closes = append(job.closes, pt)
+			job.batch = append(job.batch, b)
 			pt.unwritten = nil
 		}
 	}
-	if job.seq == 0 && len(job.closes) == 0 {
+	if len(job.batch) > 0 || len(p.toRegister) > 0 {
+		job.batch = append(job.batch, p.registrations(job.batch)...)
+	}
+	if job.seq == 0 && len(job.batch) == 0 {
 		return nil
 	}
 	return job
 }
 
-// closeBatch runs one partition's share of a tick on the loop: the idle advance, then the
-// windows the watermark closes, serialized. It returns the batch to write (the closed partials
-// not yet written, kept from failed writes too, with the progress) when there is something
-// new to write.
-func (p *processor[K]) closeBatch(pt *part[K]) (sink.CloseBatch, bool) {
-	p.position(pt)
-	if p.s.Sink == nil {
-		return sink.CloseBatch{}, false // no windows, no progress to write
-	}
-	pt.wm.Tick()
-	wm, ok := pt.wm.Watermark()
-	if !ok {
-		return sink.CloseBatch{}, false
-	}
-	if closed := pt.win.Close(wm); len(closed) > 0 {
-		sp, err := p.toSink(closed)
-		if err != nil {
-			p.fail(err, "serialize closed windows", "partition", pt.tp.String())
-			return sink.CloseBatch{}, false
+// takeState returns the rows of a failed flush and every partition's buffered rows, by
+// table: per table, the retried rows first, then each partition's in partition order, so
+// that the rows (and which of two rows of a key with the same time wins) do not depend on
+// how the partitions' decisions interleaved. Each partition's buffer is sized for the next
+// flush from this one.
+func (p *processor[K]) takeState() map[string][]sink.StateRow {
+	out := p.stateRetry
+	p.stateRetry = make(map[string][]sink.StateRow)
+	for _, pt := range p.order {
+		if pt.stateRows == 0 {
+			continue
 		}
-		pt.unwritten = append(pt.unwritten, sp...)
-	}
-	for end, ow := range pt.open {
-		if end <= wm.UnixNano() {
-			pt.openEntries -= ow.entries
-			delete(pt.open, end)
+		for t, rows := range pt.state {
+			if len(rows) == 0 {
+				continue
+			}
+			out[t] = append(out[t], rows...)
+			pt.state[t] = make([]sink.StateRow, 0, len(rows))
 		}
+		pt.stateRows = 0
 	}
-	if len(pt.unwritten) == 0 && pt.hasWritten && !wm.After(pt.written) {
-		return sink.CloseBatch{}, false
-	}
-	return sink.CloseBatch{Source: pt.tp, ClosedThrough: wm, Partials: pt.unwritten}, true
+	return out
 }
 
 // launch makes job the one in flight and starts its writes: on a goroutine of their own, or
@@ -137,13 +120,13 @@ func (p *processor[K]) launch(ctx context.Context, job *writeJob[K], inline bool
 	p.spawn(job.run)
 }
 
-// write makes the job's writes: the state tables (sorted), then the partitions' close
-// batches, WriteConcurrency of them at a time. It runs off the loop and touches nothing but
-// the job (each write its own result), the sink and the settings.
+// write makes the job's writes: the state tables (sorted), then the close batches in one
+// call, WriteConcurrency of them at a time. It runs off the loop and touches nothing but the
+// job (each write its own result), the sink and the settings.
 func (p *processor[K]) write(ctx context.Context, job *writeJob[K]) {
 	ctx, cancel := context.WithTimeout(ctx, p.s.WriteTimeout)
 	defer cancel()
-	writes := make([]func(), 0, len(job.tables)+len(job.closes))
+	writes := make([]func(), 0, len(job.tables)+1)
 	timed := func(res *writeResult, f func() error) func() {
 		return func() {
 			if err := ctx.Err(); err != nil {
@@ -160,28 +143,31 @@ func (p *processor[K]) write(ctx context.Context, job *writeJob[K]) {
 			return p.s.Sink.UpsertLatest(ctx, table, job.state[table])
 		}))
 	}
-	for i := range job.closes {
-		c := &job.closes[i]
-		writes = append(writes, timed(&c.res, func() error { return p.s.Sink.WriteClose(ctx, c.batch) }))
+	if len(job.batch) > 0 {
+		writes = append(writes, timed(&job.closed, func() error { return p.s.Sink.WriteClose(ctx, job.batch...) }))
 	}
-	n := max(p.s.WriteConcurrency, 1)
-	if n == 1 || len(writes) == 1 {
-		for _, w := range writes {
-			w()
+	runAll(writes, p.s.WriteConcurrency)
+}
+
+// runAll runs fs, at most n at a time (one after another when n <= 1).
+func runAll(fs []func(), n int) {
+	if n <= 1 || len(fs) <= 1 {
+		for _, f := range fs {
+			f()
 		}
 		return
 	}
 	next := make(chan func())
 	var wg sync.WaitGroup
-	for range min(n, len(writes)) {
+	for range min(n, len(fs)) {
 		wg.Go(func() {
-			for w := range next {
-				w()
+			for f := range next {
+				f()
 			}
 		})
 	}
-	for _, w := range writes {
-		next <- w
+	for _, f := range fs {
+		next <- f
 	}
 	close(next)
 	wg.Wait()
@@ -197,6 +183,7 @@ func (p *processor[K]) collect() bool {
 	default:
 		return false
 	}
+	p.barrier()
 	p.complete()
 	return true
 }
@@ -212,17 +199,28 @@ func (p *processor[K]) await(ctx context.Context) {
 	p.job.run()
 	<-p.jobDone
 	stop()
+	p.barrier()
 	p.complete()
 }
 
-// complete applies the outcome of the job in flight on the loop. A state flush that fully
-// succeeded makes its sequence durable in every ledger; rows of a table that failed go back to
-// the buffer and are written with the next flush, whose success covers this sequence too. A
-// close batch that succeeded moves its partition's closed_through; one that failed is kept
-// (merged with later closes) and its partition decides nothing more until a write succeeds.
+// complete applies the outcome of the job in flight on the loop, at a barrier. A state flush
+// that fully succeeded makes its sequence durable in every ledger; rows of a table that failed
+// are written with the next flush, whose success covers this sequence too. Close batches that
+// succeeded move their partitions' closed_through; when they failed they are kept (merged
+// with later closes) and their partitions decide nothing more until a write succeeds.
 func (p *processor[K]) complete() {
 	job := p.job
 	p.job = nil
+	if !p.completeState(job) {
+		return
+	}
+	if len(job.batch) > 0 {
+		p.completeCloses(job)
+	}
+}
+
+// completeState applies the state flushes of job; false means Run must stop.
+func (p *processor[K]) completeState(job *writeJob[K]) bool {
 	flushed := true
 	for i, table := range job.tables {
 		rows, r := job.state[table], job.states[i]
@@ -236,33 +234,52 @@ func (p *processor[K]) complete() {
 		if r.made {
 			p.log.Warn("state flush failed; retrying at the next tick", "table", table, "rows", len(rows), "error", r.err)
 		}
-		p.state[table] = append(rows, p.state[table]...)
-		p.stateRows += len(rows)
+		p.stateRetry[table] = append(rows, p.stateRetry[table]...)
 	}
-	if job.seq > 0 && flushed {
-		for _, pt := range p.order {
-			if err := pt.led.Flushed(job.seq); err != nil {
-				p.fail(err, "ledger flushed", "partition", pt.tp.String())
-				return
-			}
+	if job.seq == 0 || !flushed {
+		return true
+	}
+	for _, pt := range p.order {
+		if err := pt.led.Flushed(job.seq); err != nil {
+			p.fail(err, "ledger flushed", "partition", pt.tp.String())
+			return false
 		}
 	}
-	for _, c := range job.closes {
-		pt, b, r := c.pt, c.batch, c.res
+	return true
+}
+
+// completeCloses applies the outcome of the job's close batches, written in one call.
+func (p *processor[K]) completeCloses(job *writeJob[K]) {
+	r := job.closed
+	if r.made {
+		p.counters.writes.Add(1)
+		if r.err != nil {
+			p.counters.writeFail.Add(1)
+		}
+	}
+	if r.err != nil && r.made {
+		p.log.Warn("close write failed; partitions paused, retrying at the next tick",
+			"partitions", len(job.batch), "error", r.err)
+	}
+	if r.err == nil {
+		p.registeredAll(job.batch)
+	}
+	for i, pt := range job.closes {
+		b := job.batch[i]
 		if r.made {
-			p.wrote(WriteInfo{Kind: WriteClose, Source: pt.tp, Rows: len(b.Partials), ClosedThrough: b.ClosedThrough,
+			p.hookWrite(WriteInfo{Kind: WriteClose, Source: pt.tp, Rows: len(b.Partials), ClosedThrough: b.ClosedThrough,
 				Revoke: job.revoke, Duration: r.duration, Err: r.err})
 		}
 		if p.parts[pt.tp] != pt {
 			continue // given up; cannot happen while rebalances wait for the job
 		}
 		if r.err != nil {
-			if r.made {
-				p.log.Warn("close write failed; partition paused, retrying at the next tick",
-					"partition", pt.tp.String(), "partials", len(b.Partials), "closed_through", b.ClosedThrough, "error", r.err)
-			}
 			pt.unwritten = append(b.Partials, pt.unwritten...)
 			p.pause(pt, pauseWrite)
+			continue
+		}
+		if b.Empty && b.ClosedThrough.IsZero() {
+			pt.emptySent = true
 			continue
 		}
 		pt.written, pt.hasWritten = b.ClosedThrough, true
@@ -278,6 +295,21 @@ func (p *processor[K]) complete() {
 	}
 }
 
+// wrote counts one sink call and reports it to the write hooks.
+func (p *processor[K]) wrote(w WriteInfo) {
+	p.counters.writes.Add(1)
+	if w.Err != nil {
+		p.counters.writeFail.Add(1)
+	}
+	p.hookWrite(w)
+}
+
+func (p *processor[K]) hookWrite(w WriteInfo) {
+	for _, h := range p.s.hooks.write {
+		h.OnWrite(w)
+	}
+}
+
 // poll is the loop's side of a job in flight: once its writes are done it applies them,
 // commits what they made durable, and runs the tick that waited for them, if any. When a tick
 // is due and the writes still run, it waits for them: the loop decides at most one tick's
@@ -290,7 +322,7 @@ func (p *processor[K]) poll(ctx context.Context) {
 	} else if !p.collect() {
 		return
 	}
-	if p.fatal != nil || ctx.Err() != nil {
+	if p.fatal() != nil || ctx.Err() != nil {
 		return
 	}
 	if p.tickDue {
@@ -298,6 +330,7 @@ func (p *processor[K]) poll(ctx context.Context) {
 		p.tick(ctx, CommitTick)
 		return
 	}
+	p.drainReports()
 	p.retrySeeks()
 	p.commit(ctx, CommitTick, p.tracker.AppendCommits(p.commitBuf[:0]))
 }

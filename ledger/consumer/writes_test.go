@@ -65,13 +65,13 @@ func TestOverlappedWritesDecideMessagesAndCommitOnlyWhenDone(t *testing.T) {
 
 	h.tick()
 	require.NotNil(t, h.p.job, "the tick's writes are in flight")
-	assert.Empty(t, h.mem.Closes(), "nothing written yet")
+	assert.Empty(t, h.closes(), "nothing written yet")
 	assert.Equal(t, int64(-1), h.committed(p0), "nothing committed before the writes are done")
 
 	// The loop goes on deciding: the new messages join the next flush.
 	h.feed(p0, 2, "ws 8 A 3", "ws 16 B 4")
 	assert.Equal(t, []Outcome{A, A, A, A}, h.outcomes(p0, 4))
-	assert.Equal(t, 2, h.p.stateRows, "rows of the next flush")
+	assert.Equal(t, 2, h.p.bufferedRows(), "rows of the next flush")
 	h.p.poll(context.Background())
 	assert.Equal(t, int64(-1), h.committed(p0), "poll commits nothing while the writes run")
 
@@ -80,7 +80,7 @@ func TestOverlappedWritesDecideMessagesAndCommitOnlyWhenDone(t *testing.T) {
 	h.tick()
 	assert.True(t, h.p.tickDue)
 	h.p.poll(context.Background())
-	closes := h.mem.Closes()
+	closes := h.closes()
 	require.Len(t, closes, 1)
 	assert.Equal(t, at("5"), closes[0].ClosedThrough)
 	// Offset 0 is durable (its window and its state row written); 1 waits for [12:05,12:10),
@@ -91,7 +91,7 @@ func TestOverlappedWritesDecideMessagesAndCommitOnlyWhenDone(t *testing.T) {
 	assert.Zero(t, ticks.waited[0], "the first tick found no writes in flight")
 	assert.GreaterOrEqual(t, ticks.waited[1], 2*time.Millisecond, "the second waited for the first's close")
 	require.NotNil(t, h.p.job, "the waiting tick started the next writes")
-	assert.Zero(t, h.p.stateRows)
+	assert.Zero(t, h.p.bufferedRows())
 
 	run()
 	h.p.poll(context.Background())
@@ -143,7 +143,7 @@ func TestRevocationWaitsForTheWritesInFlight(t *testing.T) {
 	var revokes []bool
 	h.p.s.hooks.write = append(h.p.s.hooks.write, writeRecorder(func(w WriteInfo) { revokes = append(revokes, w.Revoke) }))
 	h.p.revoke(context.Background(), h.p.assignedTPs(), false, CommitRevoke)
-	require.NoError(t, h.p.fatal)
+	require.NoError(t, h.p.fatal())
 	assert.Nil(t, h.p.job)
 	// The tick's writes (state, close), then the revocation's own (state, close).
 	assert.Equal(t, []bool{false, false, true, true}, revokes)
@@ -157,7 +157,9 @@ func (f writeRecorder) OnWrite(w WriteInfo) { f(w) }
 
 // meetingCloses holds each close write until want of them are inside WriteClose at once,
 // or 300 ms have passed.
-type meetingCloses struct {
+// meetingWrites counts the writes inside the sink at once; each waits (briefly) until want
+// of them are inside together.
+type meetingWrites struct {
 	sink.Sink
 	want    int
 	mu      sync.Mutex
@@ -166,7 +168,7 @@ type meetingCloses struct {
 	arrived chan struct{}
 }
 
-func (m *meetingCloses) WriteClose(ctx context.Context, b ...sink.CloseBatch) error {
+func (m *meetingWrites) meet(write func() error) error {
 	m.mu.Lock()
 	m.inside++
 	m.most = max(m.most, m.inside)
@@ -178,39 +180,57 @@ func (m *meetingCloses) WriteClose(ctx context.Context, b ...sink.CloseBatch) er
 	case <-m.arrived:
 	case <-time.After(300 * time.Millisecond):
 	}
-	err := m.Sink.WriteClose(ctx, b...)
+	err := write()
 	m.mu.Lock()
 	m.inside--
 	m.mu.Unlock()
 	return err
 }
 
+func (m *meetingWrites) WriteClose(ctx context.Context, b ...sink.CloseBatch) error {
+	if registrations(b) {
+		return m.Sink.WriteClose(ctx, b...)
+	}
+	return m.meet(func() error { return m.Sink.WriteClose(ctx, b...) })
+}
+
+func (m *meetingWrites) UpsertLatest(ctx context.Context, table string, rows []sink.StateRow) error {
+	return m.meet(func() error { return m.Sink.UpsertLatest(ctx, table, rows) })
+}
+
+// A tick's writes (a flush per state table and one call for every partition's close batch)
+// run WriteConcurrency at a time.
 func TestWriteConcurrencyRunsATicksWritesAtOnce(t *testing.T) {
-	for _, n := range []int{1, 3} {
-		mc := &meetingCloses{want: 3, arrived: make(chan struct{})}
+	for _, tc := range []struct{ concurrency, most int }{{1, 1}, {3, 2}} {
+		mw := &meetingWrites{want: 2, arrived: make(chan struct{})}
 		h := newHarness(t, func(c *Config[string]) {
-			mc.Sink = c.Sink
-			c.Sink = mc
-			c.WriteConcurrency = n
+			mw.Sink = c.Sink
+			c.Sink = mw
+			c.WriteConcurrency = tc.concurrency
 		})
 		ps := []ledger.TopicPartition{tp("t", 0), tp("t", 1), tp("u", 0)}
 		for _, p := range ps {
 			h.assign(p, -1, "")
-			h.feed(p, 0, "w 1 A 1", "w 7 A 2")
+			h.feed(p, 0, "ws 1 A 1", "w 7 A 2")
 		}
 		h.tick()
-		assert.Equal(t, n, mc.most, "close writes inside the sink at once")
-		require.Len(t, h.mem.Closes(), 3)
+		assert.Equal(t, tc.most, mw.most, "writes inside the sink at once with WriteConcurrency %d", tc.concurrency)
+		closes := h.closes()
+		require.Len(t, closes, 3, "one batch per partition")
 		for _, p := range ps {
 			assert.Equal(t, int64(1), h.committed(p), "%v: every write applied", p)
 		}
+		assert.Equal(t, int64(2), h.p.counters.writes.Load(), "a state flush and one close call")
 	}
 }
 
 // stuckCloses blocks every close write until its context ends.
 type stuckCloses struct{ sink.Sink }
 
-func (s stuckCloses) WriteClose(ctx context.Context, _ ...sink.CloseBatch) error {
+func (s stuckCloses) WriteClose(ctx context.Context, bs ...sink.CloseBatch) error {
+	if registrations(bs) {
+		return s.Sink.WriteClose(ctx, bs...)
+	}
 	<-ctx.Done()
 	return ctx.Err()
 }
@@ -232,30 +252,32 @@ func TestRevocationOutOfTimeCancelsTheWritesInFlight(t *testing.T) {
 	start := time.Now()
 	h.p.revoke(ctx, h.p.assignedTPs(), false, CommitShutdown)
 	assert.Less(t, time.Since(start), 10*time.Second, "bounded by the shutdown's context, not WriteTimeout")
-	require.NoError(t, h.p.fatal)
+	require.NoError(t, h.p.fatal())
 	assert.Nil(t, h.p.job)
 	assert.Equal(t, int64(-1), h.committed(p0), "nothing is durable: nothing committed")
 	assert.Empty(t, h.p.parts)
 }
 
-// A flush writes only the tables that have rows, although each table's buffer is sized from
-// its previous flush.
+// A flush writes only the tables that have rows, although each partition's buffer is sized
+// from its previous flush.
 func TestFlushWritesOnlyTablesWithRows(t *testing.T) {
 	h := newHarness(t, nil)
+	p0 := tp("t", 0)
+	h.assign(p0, -1, "")
+	pt := h.p.parts[p0]
 	row := sink.StateRow{Key: []any{"v1"}, ObservedAt: T0, Values: []any{"trip", 1.0, int64(1)}}
-	h.p.state = map[string][]sink.StateRow{"a": {row, row}, "b": {row}}
-	h.p.stateRows = 3
+	pt.state = map[string][]sink.StateRow{"a": {row, row}, "b": {row}}
+	pt.stateRows = 3
 	job := h.p.prepare(nil, false)
 	require.NotNil(t, job)
 	assert.Equal(t, []string{"a", "b"}, job.tables)
-	assert.Equal(t, 2, cap(h.p.state["a"]), "sized from the flush")
-	assert.Equal(t, 1, cap(h.p.state["b"]))
+	assert.Equal(t, 2, cap(pt.state["a"]), "sized from the flush")
+	assert.Equal(t, 1, cap(pt.state["b"]))
 
-	h.p.state["a"] = append(h.p.state["a"], row)
-	h.p.stateRows = 1
+	pt.state["a"] = append(pt.state["a"], row)
+	pt.stateRows = 1
 	job = h.p.prepare(nil, false)
 	require.NotNil(t, job)
 	assert.Equal(t, []string{"a"}, job.tables, "b was sized but given no rows: no empty write")
 	assert.NotContains(t, job.state, "b")
-	assert.NotContains(t, h.p.state, "b", "nor a buffer sized for it again")
 }

@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/window"
+	"github.com/streamledger/streamledger/sink/fold"
 )
 
 const (
@@ -20,420 +19,298 @@ const (
 	opRead         = "read"
 )
 
-// WriteClose writes b in one transaction: the partials; advisory locks on the buckets of
-// b's keys (in ascending order, so writers cannot deadlock); the merged rows of b's keys
-// recomputed from every stored partial of those keys, read after the locks; and b's
-// closed_through. Transient failures are retried per the configured policy; a nil error
-// means the transaction committed.
+// closeLockSQL takes the transaction-scoped advisory lock of an aggregates table.
+const closeLockSQL = `SELECT pg_advisory_xact_lock($1::int8)`
+
+// Statements of the merged rows' fast path: a window folded for the first time has no
+// merged row, so its rows go in with a plain INSERT (no speculative insertion); should one
+// exist after all, the work since the savepoint is rolled back and the rows are upserted.
+const (
+	foldSavepoint = "SAVEPOINT streamledger_fold"
+	rollbackFold  = "ROLLBACK TO SAVEPOINT streamledger_fold"
+)
+
+// WriteClose writes the batches of one call in one READ COMMITTED transaction. It first
+// takes the aggregates table's advisory lock, so that the close writes of one table run one
+// at a time; reads the contributing topics, the progress and the stored rows the call
+// touches in statements after it; plans the call with package fold; and writes the plan.
+// Transient failures are retried per the configured policy; a nil error means the
+// transaction committed.
 func (s *Sink) WriteClose(ctx context.Context, batches ...sink.CloseBatch) error {
-	prepared, err := prepareCloses(s.cfg.Aggregates, batches)
-	if err != nil || len(prepared) == 0 {
+	c, err := fold.NewCall(s.cfg.Aggregates, batches)
+	if err != nil || len(batches) == 0 {
 		return err
 	}
 	return s.cfg.Retry.Do(ctx, opWriteClose, IsTransient, func(ctx context.Context, n int) error {
-		return attemptTx(ctx, s.pool, s.cfg.Hooks, Attempt{Op: opWriteClose, N: n}, func(ctx context.Context, tx pgx.Tx) error {
-			for _, b := range prepared {
-				if err := s.writeClose(ctx, tx, b); err != nil {
-					return err
-				}
+		now := s.cfg.Clock().UTC()
+		cutoff, prune := s.pruner.Due(now)
+		err := attemptTx(ctx, s.pool, s.cfg.Hooks, Attempt{Op: opWriteClose, N: n}, func(ctx context.Context, tx pgx.Tx) error {
+			if err := s.readProgressOf(ctx, tx, c, cutoff, prune); err != nil {
+				return err
 			}
-			return nil
+			partials, folded, final, err := s.readStored(ctx, tx, c)
+			if err != nil {
+				return err
+			}
+			plan, err := c.Plan(partials, folded, final)
+			if err != nil {
+				return err
+			}
+			return s.writePlan(ctx, tx, plan, now)
 		})
+		if err == nil && prune {
+			s.pruner.Done(now)
+		}
+		return err
 	})
 }
 
-// prepareCloses validates every batch (see sink.PrepareClose) and refuses a source that
-// appears twice. Nothing is written unless every batch is valid.
-func prepareCloses(spec sink.AggregateSpec, batches []sink.CloseBatch) ([]sink.CloseBatch, error) {
-	out := make([]sink.CloseBatch, len(batches))
-	seen := make(map[sink.TopicPartition]bool, len(batches))
-	for i, b := range batches {
-		if seen[b.Source] {
-			return nil, fmt.Errorf("%w: two close batches for %s in one write", sink.ErrInvalid, b.Source)
-		}
-		seen[b.Source] = true
-		var err error
-		if out[i], err = sink.PrepareClose(spec, b); err != nil {
-			return nil, err
+// readProgressOf takes the lock, prunes when due, and reads the contributing topics and the
+// progress the call needs into c.
+func (s *Sink) readProgressOf(ctx context.Context, tx pgx.Tx, c *fold.Call, cutoff time.Time, prune bool) error {
+	b := &pgx.Batch{}
+	b.Queue(closeLockSQL, s.closeLock)
+	if prune {
+		b.Queue(s.prune, cutoff)
+	}
+	b.Queue(s.readTopics)
+	b.Queue(s.readProgress, c.Topics())
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return fmt.Errorf("lock %s: %w", ident(s.cfg.Schema, s.cfg.Aggregates.Table), err)
+	}
+	if prune {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("prune folded windows: %w", err)
 		}
 	}
-	return out, nil
+	rows, err := br.Query()
+	if err != nil {
+		return fmt.Errorf("read contributing topics: %w", err)
+	}
+	topics, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("read contributing topics: %w", err)
+	}
+	rows, err = br.Query()
+	if err != nil {
+		return fmt.Errorf("read progress: %w", err)
+	}
+	var progress []fold.Progress
+	var p fold.Progress
+	var ct *time.Time
+	_, err = pgx.ForEachRow(rows, []any{&p.Source.Topic, &p.Source.Partition, &ct, &p.Empty}, func() error {
+		p.ClosedThrough = time.Time{}
+		if ct != nil {
+			p.ClosedThrough = ct.UTC()
+		}
+		progress = append(progress, p)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read progress: %w", err)
+	}
+	c.SetProgress(progress, topics)
+	return nil
 }
 
-func (s *Sink) writeClose(ctx context.Context, tx pgx.Tx, b sink.CloseBatch) error {
-	now := s.cfg.Clock().UTC()
-	if len(b.Partials) == 0 {
-		if _, err := tx.Exec(ctx, s.progress, b.Source.Topic, b.Source.Partition, b.ClosedThrough, now); err != nil {
-			return fmt.Errorf("write progress of %s: %w", b.Source, err)
+// readStored reads what c.Plan needs: the compact rows of the call's (window, source) pairs
+// and of the windows complete after the call, the folded rows of those windows and of the
+// call's, and which of the call's windows have merged rows.
+func (s *Sink) readStored(ctx context.Context, tx pgx.Tx, c *fold.Call) ([]fold.Partials, []fold.Folded, []time.Time, error) {
+	windows := c.Windows()
+	through, ok := c.Through()
+	if len(windows) == 0 && !ok {
+		return nil, nil, nil, nil
+	}
+	var bound *time.Time // NULL: no window is complete
+	if ok {
+		bound = &through
+	}
+	starts, srcs := c.Pairs()
+	topics := make([]string, len(srcs))
+	parts := make([]int32, len(srcs))
+	for i, src := range srcs {
+		topics[i], parts[i] = src.Topic, src.Partition
+	}
+	b := &pgx.Batch{}
+	b.Queue(s.readPartials, bound, starts, topics, parts)
+	b.Queue(s.readFolded, windows, bound)
+	b.Queue(s.readFinal, windows)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	attrs := s.cfg.Aggregates.Attributes
+	var partials []fold.Partials
+	var p fold.Partials
+	var blob []byte
+	err := forEach(br, "read stored partials", []any{&p.Start, &p.End, &p.Source.Topic, &p.Source.Partition, &blob}, func() error {
+		bl, err := fold.Decode(blob, attrs)
+		if err != nil {
+			return fmt.Errorf("compact partials of %s at %s: %w", p.Source, p.Start.Format(time.RFC3339), err)
 		}
+		p.Entries = bl.Entries
+		partials = append(partials, p)
+		blob = nil // the next row's bytes must not share this row's buffer
 		return nil
-	}
-	if s.cfg.Strategy == StrategyUnnest {
-		done, err := s.writeNewClose(ctx, tx, b, now)
-		if err != nil || done {
-			return err
-		}
-		// Some row of the batch existed: the attempt was rolled back to before its first
-		// write, and the general path below overwrites.
-	}
-	// The partition's own partials first, outside the locks: writers of different
-	// partitions insert theirs in parallel. Only the recomputation below is serialized.
-	rs := &partialRows{b: b, attrs: s.cfg.Aggregates.Attributes, now: now}
-	if err := writeRows(ctx, tx, s.partials, rs, s.cfg.Strategy); err != nil {
-		return err
-	}
-	stored, err := s.lockAndRead(ctx, tx, b)
+	})
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
-	merged, err := s.merge(b, stored, now)
-	if err != nil {
-		return err
-	}
-	if s.cfg.Strategy == StrategyUnnest {
-		// The merged rows and the progress in one round trip.
-		batch := &pgx.Batch{}
-		batch.Queue(s.merged.unnest, append(merged.Columns(0, merged.Len()), merged.Consts()...)...)
-		batch.Queue(s.progress, b.Source.Topic, b.Source.Partition, b.ClosedThrough, now)
-		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-			return fmt.Errorf("upsert %d merged rows into %s and progress of %s: %w", merged.Len(), s.merged.table, b.Source, err)
+	var folded []fold.Folded
+	var f fold.Folded
+	err = forEach(br, "read folded windows", []any{&f.Start, &f.End, &blob}, func() error {
+		bl, err := fold.Decode(blob, attrs)
+		if err != nil {
+			return fmt.Errorf("folded window at %s: %w", f.Start.Format(time.RFC3339), err)
 		}
+		f.Sources, f.Entries = bl.Sources, bl.Entries
+		folded = append(folded, f)
+		blob = nil
 		return nil
+	})
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	if err := writeRows(ctx, tx, s.merged, merged, s.cfg.Strategy); err != nil {
-		return err
+	var final []time.Time
+	var w time.Time
+	err = forEach(br, "read final windows", []any{&w}, func() error {
+		final = append(final, w)
+		return nil
+	})
+	return partials, folded, final, err
+}
+
+// forEach reads the next result of br row by row into dst.
+func forEach(br pgx.BatchResults, what string, dst []any, fn func() error) error {
+	rows, err := br.Query()
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	if _, err := tx.Exec(ctx, s.progress, b.Source.Topic, b.Source.Partition, b.ClosedThrough, now); err != nil {
-		return fmt.Errorf("write progress of %s: %w", b.Source, err)
+	if _, err := pgx.ForEachRow(rows, dst, fn); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }
 
-// Statements of the new-batch path (see writeNewClose).
-const (
-	// Plans made for the actual arrays: a generic plan estimates ten elements per array and
-	// picks a nested loop of index probes where a hash join over the window's range is
-	// several times cheaper.
-	customPlans       = "SET LOCAL plan_cache_mode = force_custom_plan"
-	newBatchSavepoint = "SAVEPOINT streamledger_new_batch"
-	rollbackNewBatch  = "ROLLBACK TO SAVEPOINT streamledger_new_batch"
-)
-
-// writeNewClose writes b assuming that it is new: none of its partials is stored yet, which
-// holds for every batch but a replay. The partials go in with a plain INSERT, and the merged
-// row of every key that no other partition has written yet (as read under the locks) with
-// another; the merged rows of the keys that other partitions share are rewritten with an
-// UPDATE. A plain insert fails on a row that does exist, and the UPDATE counts the rows it
-// found; on either surprise the work is rolled back to a savepoint taken before it, and
-// writeNewClose reports false so that the general path writes the batch instead. The plain
-// inserts cannot lose a concurrent writer's row: a partial row is written only by its own
-// partition's batches (a second writer of the partition waits for the first and then
-// fails), and a merged row only under its key's lock.
-//
-// The first round trip carries the partials, the locks and the read of the other
-// partitions' partials; while the server works on it, the batch's own stats are decoded
-// and summarized, which is already the merged row of every key no one else wrote.
-func (s *Sink) writeNewClose(ctx context.Context, tx pgx.Tx, b sink.CloseBatch, now time.Time) (bool, error) {
-	n := len(b.Partials)
-	rs := &partialRows{b: b, attrs: s.cfg.Aggregates.Attributes, now: now}
-	cols := rs.Columns(0, n)
-	starts, dims, ids := cols[0], cols[1], cols[2]
-	batch := &pgx.Batch{}
-	batch.Queue(customPlans)
-	batch.Queue(newBatchSavepoint)
-	batch.Queue(s.partials.insert, append(cols, rs.Consts()...)...)
-	batch.Queue(s.lock, s.lockClass, s.lockBuckets(b.Partials))
-	batch.Queue(s.others, starts, dims, ids, b.Source.Topic, b.Source.Partition, false, b.Partials[0].WindowStart, b.Partials[n-1].WindowStart)
-	br := tx.SendBatch(ctx, batch)
-	own, alone, ownErr := s.summarizeOwn(b)
-	others, err := func() ([][]storedPartial, error) {
-		defer br.Close()
-		for range 2 {
-			if _, err := br.Exec(); err != nil {
-				return nil, fmt.Errorf("start close of %s: %w", b.Source, err)
-			}
-		}
-		if _, err := br.Exec(); err != nil {
-			return nil, fmt.Errorf("insert %d partials into %s: %w", n, s.partials.table, err)
-		}
-		if _, err := br.Exec(); err != nil {
-			return nil, fmt.Errorf("lock %d keys: %w", n, err)
-		}
-		return s.readStored(br, n)
-	}()
-	if isUniqueViolation(err) {
-		return false, rollbackToNew(ctx, tx)
+// writePlan writes a plan in one round trip. The merged rows of windows folded for the
+// first time go in with a plain INSERT after a savepoint; on a unique violation the work is
+// rolled back to it and written again with upserts.
+func (s *Sink) writePlan(ctx context.Context, tx pgx.Tx, p *fold.Plan, now time.Time) error {
+	err := s.sendPlan(ctx, tx, p, now, len(p.Insert) > 0)
+	if !isUniqueViolation(err) {
+		return err
 	}
-	if err != nil {
-		return false, err
+	if _, err := tx.Exec(ctx, rollbackFold); err != nil {
+		return fmt.Errorf("roll back the fold's fast path: %w", err)
 	}
-	if ownErr != nil {
-		return false, ownErr
-	}
-
-	a := s.cfg.Aggregates
-	na := len(a.Attributes)
-	fresh := newMergedRows(n, na, now)
-	shared := newMergedRows(0, na, now)
-	ownAttrs := make([]*string, n*na) // the batch's attributes, as stored: the rows are new
-	var parts []storedPartial
-	var stats []*window.Stats
-	for i, p := range b.Partials {
-		mine := ownAttrs[i*na : (i+1)*na : (i+1)*na]
-		for j, name := range a.Attributes {
-			if v, ok := p.Attrs[name]; ok {
-				mine[j] = &v
-			}
-		}
-		if len(others[i]) == 0 {
-			fresh.add(p.Key, p.WindowEnd, mine, alone[i])
-			continue
-		}
-		parts = append(append(parts[:0], others[i]...), storedPartial{source: b.Source, attrs: mine})
-		slices.SortFunc(parts, func(x, y storedPartial) int { return sink.CompareSources(x.source, y.source) })
-		stats = stats[:0]
-		for _, sp := range parts {
-			st := own[i]
-			if sp.source != b.Source {
-				st = new(window.Stats)
-				if err := st.UnmarshalBinary(sp.stats); err != nil {
-					return false, fmt.Errorf("%w: stored partial of %s for %s/%s at %s: %w", sink.ErrInvalid, sp.source,
-						p.Dimension, p.DimensionID, p.WindowStart.Format(time.RFC3339), err)
-				}
-			}
-			stats = append(stats, st)
-		}
-		sum, err := sink.MergeStats(a.Quantile, stats...)
-		if err != nil {
-			return false, fmt.Errorf("merge %s/%s at %s: %w", p.Dimension, p.DimensionID, p.WindowStart.Format(time.RFC3339), err)
-		}
-		shared.add(p.Key, p.WindowEnd, firstAttrs(parts, na), sum)
-	}
-
-	batch = &pgx.Batch{}
-	if fresh.Len() > 0 {
-		batch.Queue(s.merged.insert, append(fresh.Columns(0, fresh.Len()), fresh.Consts()...)...)
-	}
-	if shared.Len() > 0 {
-		// The merged rows of the shared keys exist (their partials were written with them,
-		// under the same locks); an UPDATE rewrites them in place, where an upsert would
-		// probe and lock each first.
-		batch.Queue(s.mergedUpdate, append(shared.Columns(0, shared.Len()), now, b.Partials[0].WindowStart, b.Partials[n-1].WindowStart)...)
-	}
-	batch.Queue(s.progress, b.Source.Topic, b.Source.Partition, b.ClosedThrough, now)
-	br = tx.SendBatch(ctx, batch)
-	defer br.Close()
-	if fresh.Len() > 0 {
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			if isUniqueViolation(err) {
-				return false, rollbackToNew(ctx, tx)
-			}
-			return false, fmt.Errorf("insert %d merged rows into %s: %w", fresh.Len(), s.merged.table, err)
-		}
-	}
-	if shared.Len() > 0 {
-		tag, err := br.Exec()
-		if err != nil {
-			return false, fmt.Errorf("update %d merged rows of %s: %w", shared.Len(), s.merged.table, err)
-		}
-		if tag.RowsAffected() != int64(shared.Len()) {
-			// Some merged row is missing although partials of its key are stored.
-			br.Close()
-			return false, rollbackToNew(ctx, tx)
-		}
-	}
-	if _, err := br.Exec(); err != nil {
-		return false, fmt.Errorf("write progress of %s: %w", b.Source, err)
-	}
-	if err := br.Close(); err != nil {
-		return false, fmt.Errorf("write close of %s: %w", b.Source, err)
-	}
-	return true, nil
+	return s.sendPlan(ctx, tx, p, now, false)
 }
 
-// summarizeOwn decodes the stats of b's partials and summarizes each alone.
-func (s *Sink) summarizeOwn(b sink.CloseBatch) ([]*window.Stats, []sink.Summary, error) {
-	own := make([]*window.Stats, len(b.Partials))
-	sums := make([]sink.Summary, len(b.Partials))
-	backing := make([]window.Stats, len(b.Partials))
-	for i, p := range b.Partials {
-		own[i] = &backing[i]
-		if err := own[i].UnmarshalBinary(p.Stats); err != nil {
-			return nil, nil, fmt.Errorf("%w: partial %s/%s at %s: %w", sink.ErrInvalid, p.Dimension, p.DimensionID, p.WindowStart.Format(time.RFC3339), err)
+// sendPlan queues every write of p in one batch; plain inserts the merged rows of p.Insert
+// after a savepoint, otherwise they are upserted with p.Upsert.
+func (s *Sink) sendPlan(ctx context.Context, tx pgx.Tx, p *fold.Plan, now time.Time, plain bool) error {
+	b := &pgx.Batch{}
+	na := len(s.cfg.Aggregates.Attributes)
+	if plain {
+		b.Queue(foldSavepoint)
+		queueRows(b, s.merged.insert, mergedOf(p.Insert, na, now))
+		queueRows(b, s.merged.unnest, mergedOf(p.Upsert, na, now))
+	} else {
+		queueRows(b, s.merged.unnest, mergedOf(append(p.Insert[:len(p.Insert):len(p.Insert)], p.Upsert...), na, now))
+	}
+	if len(p.Delete) > 0 {
+		b.Queue(s.partialsDel, p.Delete)
+	}
+	if len(p.Partials) > 0 {
+		args, err := s.partialArgs(p.Partials, now)
+		if err != nil {
+			return err
 		}
-		var err error
-		if sums[i], err = sink.MergeStats(s.cfg.Aggregates.Quantile, own[i]); err != nil {
-			return nil, nil, fmt.Errorf("merge %s/%s at %s: %w", p.Dimension, p.DimensionID, p.WindowStart.Format(time.RFC3339), err)
+		b.Queue(s.partialsPut, args...)
+	}
+	if len(p.Folded) > 0 {
+		args, err := s.foldedArgs(p.Folded, now)
+		if err != nil {
+			return err
+		}
+		b.Queue(s.foldedPut, args...)
+	}
+	if len(p.Progress) > 0 {
+		b.Queue(s.progressPut, progressArgs(p.Progress, now)...)
+	}
+	if len(p.Topics) > 0 {
+		b.Queue(s.topicsPut, p.Topics, now)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("write close: %d merged rows, %d compact rows, %d folded windows: %w",
+			len(p.Insert)+len(p.Upsert), len(p.Partials), len(p.Folded), err)
+	}
+	return nil
+}
+
+// queueRows queues sql (an unnest statement of the merged table) for rs, in chunks.
+func queueRows(b *pgx.Batch, sql string, rs rowSet) {
+	for lo := 0; lo < rs.Len(); lo += unnestChunk {
+		hi := min(lo+unnestChunk, rs.Len())
+		b.Queue(sql, append(rs.Columns(lo, hi), rs.Consts()...)...)
+	}
+}
+
+func mergedOf(rows []fold.Row, attrs int, now time.Time) *mergedRows {
+	m := newMergedRows(len(rows), attrs, now)
+	for _, r := range rows {
+		m.add(r.Key, r.End, r.Attrs, r.Summary)
+	}
+	return m
+}
+
+func (s *Sink) partialArgs(ps []fold.Partials, now time.Time) ([]any, error) {
+	n := len(ps)
+	starts, ends := make([]time.Time, n), make([]time.Time, n)
+	topics, parts, keys := make([]string, n), make([]int32, n), make([]int32, n)
+	blobs := make([][]byte, n)
+	for i, p := range ps {
+		blob, err := fold.Encode(nil, s.cfg.Aggregates.Attributes, fold.Blob{Entries: p.Entries})
+		if err != nil {
+			return nil, err
+		}
+		starts[i], ends[i], topics[i], parts[i], keys[i], blobs[i] = p.Start, p.End, p.Source.Topic, p.Source.Partition, int32(len(p.Entries)), blob
+	}
+	return []any{starts, topics, parts, ends, keys, blobs, now}, nil
+}
+
+func (s *Sink) foldedArgs(fs []fold.Folded, now time.Time) ([]any, error) {
+	n := len(fs)
+	starts, ends := make([]time.Time, n), make([]time.Time, n)
+	keys, blobs := make([]int32, n), make([][]byte, n)
+	for i, f := range fs {
+		blob, err := fold.Encode(nil, s.cfg.Aggregates.Attributes, fold.Blob{Sources: f.Sources, Entries: f.Entries})
+		if err != nil {
+			return nil, err
+		}
+		starts[i], ends[i], keys[i], blobs[i] = f.Start, f.End, int32(len(f.Entries)), blob
+	}
+	return []any{starts, ends, keys, blobs, now}, nil
+}
+
+func progressArgs(ps []fold.Progress, now time.Time) []any {
+	n := len(ps)
+	topics, parts := make([]string, n), make([]int32, n)
+	through, empty := make([]*time.Time, n), make([]bool, n)
+	for i, p := range ps {
+		topics[i], parts[i], empty[i] = p.Source.Topic, p.Source.Partition, p.Empty
+		if !p.ClosedThrough.IsZero() {
+			through[i] = &p.ClosedThrough
 		}
 	}
-	return own, sums, nil
+	return []any{topics, parts, through, empty, now}
 }
 
 func isUniqueViolation(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "23505"
-}
-
-func rollbackToNew(ctx context.Context, tx pgx.Tx) error {
-	if _, err := tx.Exec(ctx, rollbackNewBatch); err != nil {
-		return fmt.Errorf("roll back the new-batch path: %w", err)
-	}
-	return nil
-}
-
-// firstAttrs returns, per attribute, the first value in parts (ordered by source).
-func firstAttrs(parts []storedPartial, na int) []*string {
-	out := make([]*string, na)
-	for j := range out {
-		for _, sp := range parts {
-			if sp.attrs[j] != nil {
-				out[j] = sp.attrs[j]
-				break
-			}
-		}
-	}
-	return out
-}
-
-// lockBuckets returns the sorted, distinct lock buckets of the partials' keys: FNV-1a (64
-// bits) of the window start's nanoseconds (big endian), the dimension, a zero byte and the
-// dimension id, modulo LockBuckets. Every writer of the same tables must map a key to the
-// same bucket, so the mapping never changes.
-func (s *Sink) lockBuckets(ps []sink.Partial) []int32 {
-	out := make([]int32, 0, min(len(ps), s.cfg.LockBuckets))
-	seen := make([]bool, s.cfg.LockBuckets)
-	for _, p := range ps {
-		h := newFNV().uint64(uint64(p.WindowStart.UnixNano())).string(p.Dimension).byte(0).string(p.DimensionID)
-		bucket := int32(uint64(h) % uint64(s.cfg.LockBuckets))
-		if !seen[bucket] {
-			seen[bucket] = true
-			out = append(out, bucket)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// storedPartial is a stored partial read back for a merge; stats is nil for the batch's own.
-type storedPartial struct {
-	source sink.TopicPartition
-	stats  []byte
-	attrs  []*string
-}
-
-// lockAndRead takes the advisory locks of b's keys and then reads every stored partial of
-// those keys: the batch's own (stats nil, attributes as stored after COALESCE) and the other
-// partitions'. The two statements are pipelined, but the read is a statement of its own: in
-// READ COMMITTED its snapshot is taken after the locks are granted, so it sees every partial
-// committed by the writers that held them before.
-func (s *Sink) lockAndRead(ctx context.Context, tx pgx.Tx, b sink.CloseBatch) ([][]storedPartial, error) {
-	n := len(b.Partials)
-	starts := make([]time.Time, n)
-	dims := make([]string, n)
-	ids := make([]string, n)
-	for i, p := range b.Partials {
-		starts[i], dims[i], ids[i] = p.WindowStart, p.Dimension, p.DimensionID
-	}
-	batch := &pgx.Batch{}
-	batch.Queue(s.lock, s.lockClass, s.lockBuckets(b.Partials))
-	batch.Queue(s.others, starts, dims, ids, b.Source.Topic, b.Source.Partition, s.lacksAttribute(b), starts[0], starts[n-1])
-	br := tx.SendBatch(ctx, batch)
-	defer br.Close()
-	if _, err := br.Exec(); err != nil {
-		return nil, fmt.Errorf("lock %d keys: %w", n, err)
-	}
-	return s.readStored(br, n)
-}
-
-// readStored reads the result of s.others for a batch of n keys: the stored partials of
-// each key, by the key's index.
-func (s *Sink) readStored(br pgx.BatchResults, n int) ([][]storedPartial, error) {
-	rows, err := br.Query()
-	if err != nil {
-		return nil, fmt.Errorf("read stored partials of %d keys: %w", n, err)
-	}
-	defer rows.Close()
-	out := make([][]storedPartial, n)
-	na := len(s.cfg.Aggregates.Attributes)
-	var i int64
-	var src sink.TopicPartition
-	var stats []byte
-	attrs := make([]*string, na)
-	dst := []any{&i, &src.Topic, &src.Partition, &stats}
-	for j := range attrs {
-		dst = append(dst, &attrs[j])
-	}
-	var backing []*string // every row's attributes, in few allocations
-	for rows.Next() {
-		stats = nil // scanned bytes must not share a buffer with the previous row's
-		if err := rows.Scan(dst...); err != nil {
-			return nil, fmt.Errorf("read stored partials: %w", err)
-		}
-		if i < 1 || i > int64(n) {
-			return nil, fmt.Errorf("read stored partials: key index %d outside the batch of %d", i, n)
-		}
-		sp := storedPartial{source: src, stats: stats}
-		if na > 0 {
-			if len(backing)+na > cap(backing) {
-				backing = make([]*string, 0, max(n, 16)*na)
-			}
-			backing = append(backing, attrs...)
-			sp.attrs = backing[len(backing)-na : len(backing) : len(backing)]
-		}
-		out[i-1] = append(out[i-1], sp)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read stored partials of %d keys: %w", n, err)
-	}
-	return out, nil
-}
-
-// lacksAttribute reports whether some partial of b does not carry every attribute.
-func (s *Sink) lacksAttribute(b sink.CloseBatch) bool {
-	for _, p := range b.Partials {
-		for _, name := range s.cfg.Aggregates.Attributes {
-			if _, ok := p.Attrs[name]; !ok {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// merge recomputes the merged row of every key of b from the stored partials of the key (by
-// the key's index), with b's own stats.
-func (s *Sink) merge(b sink.CloseBatch, stored [][]storedPartial, now time.Time) (*mergedRows, error) {
-	a := s.cfg.Aggregates
-	out := newMergedRows(len(b.Partials), len(a.Attributes), now)
-	var parts []storedPartial
-	var stats [][]byte
-	na := len(a.Attributes)
-	for i, p := range b.Partials {
-		parts = append(parts[:0], stored[i]...)
-		if own := slices.IndexFunc(parts, func(sp storedPartial) bool { return sp.source == b.Source }); own >= 0 {
-			parts[own].stats = p.Stats
-		} else {
-			// Not read back: the partial carries every attribute, so what is stored is
-			// what it carries.
-			sp := storedPartial{source: b.Source, stats: p.Stats, attrs: make([]*string, na)}
-			for j, name := range a.Attributes {
-				if v, ok := p.Attrs[name]; ok {
-					sp.attrs[j] = &v
-				}
-			}
-			parts = append(parts, sp)
-		}
-		slices.SortFunc(parts, func(x, y storedPartial) int { return sink.CompareSources(x.source, y.source) })
-		stats = stats[:0]
-		for _, sp := range parts {
-			stats = append(stats, sp.stats)
-		}
-		sum, err := sink.Merge(a.Quantile, stats...)
-		if err != nil {
-			return nil, fmt.Errorf("merge %s/%s at %s: %w", p.Dimension, p.DimensionID, p.WindowStart.Format(time.RFC3339), err)
-		}
-		out.add(p.Key, p.WindowEnd, firstAttrs(parts, na), sum)
-	}
-	return out, nil
 }

@@ -29,7 +29,11 @@ func batches(t testing.TB, seed uint64, partitions, windows, keys int) [][]sink.
 			end := start.Add(5 * time.Minute)
 			b := sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: int32(p)}, ClosedThrough: end}
 			for k := range keys {
-				vals := make([]float64, 1+r.IntN(8))
+				n := 1 + r.IntN(8)
+				if k%50 == 0 {
+					n = 100 + r.IntN(200) // merged over the partitions, past window.ExactLimit
+				}
+				vals := make([]float64, n)
 				for i := range vals {
 					vals[i] = float64(r.IntN(900))
 				}
@@ -52,14 +56,26 @@ func readWindows(t *testing.T, ctx context.Context, s *postgres.Sink, windows in
 	return out
 }
 
-// Two processes (two sinks, two pools) write different partitions of the same keys at once;
-// the merged rows equal a single writer's.
+// register registers partitions 0 to n-1 of the suite's topic in one call.
+func register(t *testing.T, s *postgres.Sink, n int) {
+	var bs []sink.CloseBatch
+	for p := range n {
+		bs = append(bs, sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: int32(p)}})
+	}
+	require.NoError(t, s.WriteClose(testCtx(t), bs...))
+}
+
+// Two processes (two sinks, two pools) each own half of the partitions and write one call
+// per window holding their partitions' batches, at once, after every partition was
+// registered; the merged rows equal a single writer's and the canonical merge, digest keys
+// included.
 func TestTwoProcessesWriteTheSameKeys(t *testing.T) {
 	ctx := testCtx(t)
-	const partitions, windows, keys = 4, 3, 300
+	const partitions, windows, keys = 6, 3, 300
 	bs := batches(t, 1, partitions, windows, keys)
 
 	single, _ := newSink(t, nil)
+	register(t, single, partitions)
 	for _, pb := range bs {
 		for _, b := range pb {
 			require.NoError(t, single.WriteClose(ctx, b))
@@ -67,6 +83,24 @@ func TestTwoProcessesWriteTheSameKeys(t *testing.T) {
 	}
 	want := readWindows(t, ctx, single, windows)
 	require.Len(t, want, windows*keys)
+	digest := 0
+	for _, row := range want {
+		var parts [][]byte
+		for p := range partitions {
+			for _, pa := range bs[p][(row.WindowStart.Sub(sinktest.T0()))/(5*time.Minute)].Partials {
+				if pa.Key == row.Key {
+					parts = append(parts, pa.Stats)
+				}
+			}
+		}
+		sum, err := sink.Merge(0.9, parts...)
+		require.NoError(t, err)
+		require.Equal(t, sum, row.Summary)
+		if row.Count > 256 {
+			digest++
+		}
+	}
+	require.Positive(t, digest, "some rows merge digests")
 
 	db := pgtest.New(t)
 	newSinkOn(t, db, nil) // migrates
@@ -74,18 +108,22 @@ func TestTwoProcessesWriteTheSameKeys(t *testing.T) {
 	for i := range procs {
 		pool := db.NewPool(t, func(c *pgxpool.Config) { c.MaxConns = 2 })
 		s, err := postgres.New(pool, postgres.Config{Schema: db.Schema, Aggregates: sinktest.DelayAggregates(), States: []sink.StateSpec{sinktest.VehicleLatest()},
-			Clock: sinktest.DefaultSetup().Clock, LockBuckets: 16})
+			Clock: sinktest.DefaultSetup().Clock})
 		require.NoError(t, err)
 		procs[i] = s
 	}
+	register(t, procs[0], partitions)
 	var wg sync.WaitGroup
-	errs := make([]error, partitions)
-	for p := range partitions {
-		s := procs[p%2]
+	errs := make([]error, len(procs))
+	for i, s := range procs {
 		wg.Go(func() {
-			for _, b := range bs[p] {
-				if err := s.WriteClose(ctx, b); err != nil {
-					errs[p] = err
+			for w := range windows {
+				var call []sink.CloseBatch
+				for p := i; p < partitions; p += len(procs) {
+					call = append(call, bs[p][w])
+				}
+				if err := s.WriteClose(ctx, call...); err != nil {
+					errs[i] = err
 					return
 				}
 			}
@@ -96,15 +134,10 @@ func TestTwoProcessesWriteTheSameKeys(t *testing.T) {
 	assert.Equal(t, want, readWindows(t, ctx, procs[0], windows))
 }
 
-// A close batch far larger than the lock table's share per transaction takes at most
-// LockBuckets advisory locks.
-func TestLargeBatchTakesBoundedLocks(t *testing.T) {
+// A call of any size takes exactly one advisory lock: the aggregates table's.
+func TestCloseTakesOneLock(t *testing.T) {
 	ctx := testCtx(t)
 	db := pgtest.New(t)
-	keys := 20000
-	if testing.Short() {
-		keys = 8000
-	}
 	var held int
 	s := newSinkOn(t, db, func(c *postgres.Config) {
 		c.Hooks.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
@@ -114,11 +147,10 @@ func TestLargeBatchTakesBoundedLocks(t *testing.T) {
 			return nil
 		}
 	})
-	b := batches(t, 2, 1, 1, keys)[0][0]
-	require.NoError(t, s.WriteClose(ctx, b))
-	assert.Positive(t, held)
-	assert.LessOrEqual(t, held, 256)
+	bs := batches(t, 2, 3, 1, 5000)
+	require.NoError(t, s.WriteClose(ctx, bs[0][0], bs[1][0], bs[2][0]))
+	assert.Equal(t, 1, held)
 	rows, err := s.Aggregates(ctx, sinktest.T0())
 	require.NoError(t, err)
-	assert.Len(t, rows, keys)
+	assert.Len(t, rows, 5000)
 }

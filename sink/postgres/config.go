@@ -9,7 +9,8 @@ import (
 	"github.com/streamledger/streamledger/sink"
 )
 
-// Strategy is how a batch of rows reaches an upsert.
+// Strategy is how a batch of state rows reaches its upsert ([Sink.UpsertLatest]). Close
+// writes always send their rows as unnest arrays in one pipeline.
 type Strategy int
 
 const (
@@ -25,9 +26,6 @@ const (
 	// StrategyBatch queues one INSERT ... VALUES ... ON CONFLICT per row in a pgx.Batch,
 	// sent as one pipeline.
 	StrategyBatch
-	// StrategyRowByRow executes one INSERT per row and waits for each: the naive baseline
-	// of the benchmarks, never a good choice.
-	StrategyRowByRow
 )
 
 func (s Strategy) String() string {
@@ -40,37 +38,42 @@ func (s Strategy) String() string {
 		return "copy"
 	case StrategyBatch:
 		return "batch"
-	case StrategyRowByRow:
-		return "row-by-row"
 	default:
 		return fmt.Sprintf("Strategy(%d)", int(s))
 	}
 }
 
-// Config configures a [Sink]. Zero fields take the defaults in brackets.
+// Config configures a [Sink]. Zero fields take the defaults in brackets; a negative
+// duration switches its feature off where that is stated.
 type Config struct {
 	// Schema holds every table of the sink [public]. Names are quoted, never interpolated.
 	Schema string
 	// Aggregates describes the merged table (see [sink.AggregateSpec] for its defaults).
+	// The folded windows and the contributing topics are kept beside it, in
+	// <Aggregates.Table>_folded and <Aggregates.Table>_topics.
 	Aggregates sink.AggregateSpec
-	// PartialsTable stores one row per (window_start, dimension, dimension_id, topic,
-	// partition) [<Aggregates.Table>_partials].
+	// PartialsTable stores the partials of windows that are not complete, one compact row
+	// per (window_start, topic, partition) [<Aggregates.Table>_partials].
 	PartialsTable string
 	// ProgressTable stores closed_through per (topic, partition) [streamledger_progress].
 	ProgressTable string
 	// States are the last-write-wins tables the sink may upsert into.
 	States []sink.StateSpec
-	// Strategy moves batches of rows [StrategyDefault].
+	// Strategy moves batches of state rows [StrategyDefault].
 	Strategy Strategy
-	// LockBuckets bounds the advisory locks a close batch takes: each key locks the bucket
-	// its hash falls in, buckets taken in ascending order [256]. More buckets let writers of
-	// different keys overlap more, at the cost of more entries in the server's lock table
-	// (max_locks_per_transaction) for a large batch.
-	LockBuckets int
+	// Horizon is how long a folded window is kept after it was folded (by Clock), so that a
+	// partition registered later can still be merged into it [7 days, fold.DefaultHorizon];
+	// negative keeps folded windows forever. Past it a window's merged rows are final.
+	Horizon time.Duration
+	// SourceRetention is how far back the sources can redeliver (the topics'
+	// retention.ms). When set, a Horizon shorter than it is refused with
+	// [sink.ErrHorizon].
+	SourceRetention time.Duration
 	// Retry bounds the retries of transient failures (see [sink.RetryPolicy]).
 	Retry sink.RetryPolicy
-	// Clock stamps computed_at, written_at, updated_at [time.Now]. Values are sent as
-	// parameters, so an injected clock makes every stored column deterministic.
+	// Clock stamps computed_at, written_at, folded_at and updated_at, and places the
+	// horizon [time.Now]. Values are sent as parameters, so an injected clock makes every
+	// stored column deterministic.
 	Clock func() time.Time
 	// Hooks are called at fixed points of every attempt (fault injection in tests).
 	Hooks Hooks
@@ -143,9 +146,6 @@ func (c Config) withDefaults() Config {
 	if c.Strategy == StrategyDefault {
 		c.Strategy = StrategyUnnest
 	}
-	if c.LockBuckets <= 0 {
-		c.LockBuckets = 256
-	}
 	c.Retry = c.Retry.WithDefaults()
 	if c.Clock == nil {
 		c.Clock = time.Now
@@ -154,31 +154,23 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// partialFixed returns the partials table's own columns; attributes must not reuse them.
-func partialFixed() []string {
-	return []string{"window_start", "dimension", "dimension_id", "topic", "partition", "window_end", "stats", "written_at"}
-}
-
 func (c Config) validate() error {
 	if err := c.Aggregates.Validate(); err != nil {
 		return err
 	}
-	for _, a := range c.Aggregates.Attributes {
-		if slices.Contains(partialFixed(), a) {
-			return fmt.Errorf("%w: attribute %q collides with a column of the partials table %q", sink.ErrInvalid, a, partialFixed())
+	if c.Strategy < StrategyUnnest || c.Strategy > StrategyBatch {
+		return fmt.Errorf("%w: Config.Strategy: unknown strategy %d", sink.ErrInvalid, int(c.Strategy))
+	}
+	tables := map[string]string{}
+	for _, t := range []struct{ name, role string }{
+		{c.Aggregates.Table, "Config.Aggregates.Table"}, {c.PartialsTable, "Config.PartialsTable"},
+		{c.foldedTable(), "folded"}, {c.topicsTable(), "topics"}, {c.ProgressTable, "Config.ProgressTable"},
+	} {
+		if other, ok := tables[t.name]; ok {
+			return fmt.Errorf("%w: %s %q is also the %s table", sink.ErrInvalid, t.role, t.name, other)
 		}
+		tables[t.name] = t.role
 	}
-	if c.Strategy < StrategyUnnest || c.Strategy > StrategyRowByRow {
-		return fmt.Errorf("%w: unknown strategy %d", sink.ErrInvalid, int(c.Strategy))
-	}
-	tables := map[string]string{c.Aggregates.Table: "aggregates", c.PartialsTable: "partials"}
-	if other, ok := tables[c.ProgressTable]; ok {
-		return fmt.Errorf("%w: progress table %q is also the %s table", sink.ErrInvalid, c.ProgressTable, other)
-	}
-	if c.Aggregates.Table == c.PartialsTable {
-		return fmt.Errorf("%w: partials table %q is also the aggregates table", sink.ErrInvalid, c.PartialsTable)
-	}
-	tables[c.ProgressTable] = "progress"
 	for _, st := range c.States {
 		if err := st.Validate(); err != nil {
 			return err

@@ -48,7 +48,7 @@ type EffectConfig struct {
 }
 
 // Effects applies effects that are not naturally idempotent exactly once per operation ID,
-// within the database and while markers are retained (seed 004): the marker (operation ID,
+// within the database and while markers are retained: the marker (operation ID,
 // payload hash) and the effect commit in one transaction or not at all.
 type Effects struct {
 	pool *pgxpool.Pool
@@ -92,11 +92,11 @@ func NewEffects(pool *pgxpool.Pool, cfg EffectConfig) (*Effects, error) {
 }
 
 func (e *Effects) migrations() []migration {
-	return []migration{{object: "markers:" + e.cfg.Table, steps: [][]string{{
+	return []migration{{object: "markers:" + e.cfg.Table, steps: sqlSteps([]string{
 		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s ("op_id" text PRIMARY KEY, "payload_hash" bytea NOT NULL, `+
 			`"token" bytea NOT NULL, "created_at" timestamptz NOT NULL)`, e.table),
 		fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s ("created_at")`, ident(e.cfg.Table+"_created_at"), e.table),
-	}}}}
+	})}}
 }
 
 // Migrate creates the marker table; idempotent and safe to run concurrently.
@@ -109,7 +109,7 @@ func (e *Effects) Statements() []string {
 	out := []string{e.insert, e.lookup, e.prune}
 	for _, m := range e.migrations() {
 		for _, st := range m.steps {
-			out = append(out, st...)
+			out = append(out, st.sql...)
 		}
 	}
 	return out

@@ -53,8 +53,8 @@ func statsOf(values ...float64) []byte {
 }
 
 // The OV example's delay_aggregates, written by the two partitions of the arrivals topic.
-// A redelivered close batch is harmless, and the row is complete once both partitions have
-// closed past the window.
+// The merged row appears once both registered partitions have closed past the window, and a
+// redelivered close batch is harmless.
 func ExampleSink_WriteClose() {
 	ctx := context.Background()
 	pool, schema, cleanup := exampleDB(ctx)
@@ -92,19 +92,24 @@ func ExampleSink_WriteClose() {
 	close1 := sink.CloseBatch{Source: p1, ClosedThrough: end, Partials: []sink.Partial{
 		{Key: key, WindowEnd: end, Stats: statsOf(90, 300, 60, 90, 300, 90)},
 	}}
-	for _, b := range []sink.CloseBatch{close0, close0, close1} { // close0 redelivered
+	for _, b := range []sink.CloseBatch{close0, close0, close1, close1} { // each redelivered
 		if err := s.WriteClose(ctx, b); err != nil {
 			panic(err)
 		}
-		row, _, err := s.Aggregate(ctx, key)
+		row, found, err := s.Aggregate(ctx, key)
 		if err != nil {
 			panic(err)
+		}
+		if !found {
+			fmt.Println("no row: partition 1 has not closed the window")
+			continue
 		}
 		fmt.Printf("count=%d mean=%.1f p90=%.1f operator=%s complete=%v\n", row.Count, row.Mean, row.Quantile, row.Attrs["operator"], row.Complete)
 	}
 	// Output:
-	// count=4 mean=127.5 p90=237.0 operator=GVB complete=false
-	// count=4 mean=127.5 p90=237.0 operator=GVB complete=false
+	// no row: partition 1 has not closed the window
+	// no row: partition 1 has not closed the window
+	// count=10 mean=144.0 p90=300.0 operator=GVB complete=true
 	// count=10 mean=144.0 p90=300.0 operator=GVB complete=true
 }
 

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -9,35 +8,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/sink"
 )
 
-// The bucket of a key is FNV-1a of its window start, dimension, a zero byte and dimension
-// id: writers of different versions must agree on it, or they would not exclude each other.
-func TestLockBucketsAreFNV1a(t *testing.T) {
-	s := &Sink{cfg: Config{LockBuckets: 256}}
-	var ps []sink.Partial
-	want := map[int32]bool{}
-	for i := range 500 {
-		k := sink.Key{WindowStart: time.Date(2026, 3, 2, 7, i%7*5, 0, 0, time.UTC), Dimension: fmt.Sprint("d", i%3), DimensionID: fmt.Sprint("id-", i)}
-		ps = append(ps, sink.Partial{Key: k})
-		h := fnv.New64a()
-		var ts [8]byte
-		binary.BigEndian.PutUint64(ts[:], uint64(k.WindowStart.UnixNano()))
-		_, _ = h.Write(ts[:])
-		_, _ = h.Write([]byte(k.Dimension))
-		_, _ = h.Write([]byte{0})
-		_, _ = h.Write([]byte(k.DimensionID))
-		want[int32(h.Sum64()%256)] = true
+// The close lock's key is FNV-1a of a fixed prefix, the schema and the aggregates table:
+// every writer of the same tables, in any process or release, must take the same lock, and
+// writers of other tables another.
+func TestCloseLockKey(t *testing.T) {
+	key := func(schema, table string) int64 {
+		s, err := New(&pgxpool.Pool{}, Config{Schema: schema, Aggregates: sink.AggregateSpec{Table: table}})
+		require.NoError(t, err)
+		return s.closeLock
 	}
-	got := s.lockBuckets(ps)
-	assert.True(t, slices.IsSorted(got))
-	assert.Len(t, got, len(want))
-	for _, b := range got {
-		assert.True(t, want[b], "bucket %d", b)
-	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte("streamledger close\x00public\x00delay_aggregates"))
+	assert.Equal(t, int64(h.Sum64()), key("", "delay_aggregates"))
+	assert.Equal(t, key("s", "t"), key("s", "t"))
+	assert.NotEqual(t, key("s", "t"), key("s", "u"))
+	assert.NotEqual(t, key("s", "t"), key("u", "t"))
 }
 
 // State rows go out ordered by FNV-1a of the key's tagged bytes, then by the key: the same

@@ -24,10 +24,24 @@ var ErrSchemaTooNew = errors.New("postgres: schema version is newer than this bu
 // runs on every Migrate, after the steps, and must be idempotent.
 type migration struct {
 	object string
-	steps  [][]string
+	steps  []step
 	ensure []string
 	// view is the quoted name of a view that viewDDL creates or replaces, after ensure.
 	view, viewDDL string
+}
+
+// step is one version of an object set: its statements, then run when set.
+type step struct {
+	sql []string
+	run func(ctx context.Context, tx pgx.Tx) error
+}
+
+func sqlSteps(versions ...[]string) []step {
+	out := make([]step, len(versions))
+	for i, v := range versions {
+		out[i] = step{sql: v}
+	}
+	return out
 }
 
 func (s *Sink) migrations() []migration {
@@ -37,20 +51,26 @@ func (s *Sink) migrations() []migration {
 	schema := cfg.Schema
 	var out []migration
 
-	out = append(out, migration{object: "progress:" + cfg.ProgressTable, steps: [][]string{{
+	prog := ident(schema, cfg.ProgressTable)
+	out = append(out, migration{object: "progress:" + cfg.ProgressTable, steps: sqlSteps([]string{
 		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s ("topic" text NOT NULL, "partition" integer NOT NULL, `+
-			`"closed_through" timestamptz NOT NULL, "updated_at" timestamptz NOT NULL, PRIMARY KEY ("topic", "partition"))`,
-			ident(schema, cfg.ProgressTable)),
-	}}})
+			`"closed_through" timestamptz NOT NULL, "updated_at" timestamptz NOT NULL, PRIMARY KEY ("topic", "partition"))`, prog),
+	}, []string{
+		// Version 2: a registered partition that has closed nothing has no closed_through
+		// (it was stored as the zero time), and a partition can be marked empty.
+		fmt.Sprintf(`ALTER TABLE %s ALTER COLUMN "closed_through" DROP NOT NULL`, prog),
+		fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS "empty" boolean NOT NULL DEFAULT false`, prog),
+		fmt.Sprintf(`UPDATE %s SET "closed_through" = NULL WHERE "closed_through" = '0001-01-01 00:00:00+00'`, prog),
+	})})
 
 	var attrCols strings.Builder
 	for _, at := range a.Attributes {
 		fmt.Fprintf(&attrCols, "%s text, ", ident(at))
 	}
-	// The merged table keeps free space in its pages: each merged row is rewritten once per
-	// contributing partition, and the free space lets those updates stay HOT (no new index
-	// entry). Version 1 created it at fillfactor 80, version 2 lowers that to 50.
-	agg := migration{object: "aggregates:" + a.Table, steps: [][]string{{
+	// Versions 1 and 2 kept one partial row per (key, source) and rewrote each merged row
+	// once per contributing partition; version 3 converts that layout in place (see
+	// upgradeCompact).
+	agg := migration{object: "aggregates:" + a.Table, steps: []step{{sql: []string{
 		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s ("window_start" timestamptz NOT NULL, "dimension" text NOT NULL, `+
 			`"dimension_id" text NOT NULL, "topic" text NOT NULL, "partition" integer NOT NULL, "window_end" timestamptz NOT NULL, `+
 			`"stats" bytea NOT NULL, %s"written_at" timestamptz NOT NULL, `+
@@ -62,17 +82,15 @@ func (s *Sink) migrations() []migration {
 			ident(schema, a.Table), ident(c.WindowStart), ident(c.WindowEnd), ident(c.Dimension), ident(c.DimensionID),
 			attrCols.String(), ident(c.Count), ident(c.Mean), ident(c.Quantile), ident(c.Max), ident(c.Min), ident(c.ComputedAt),
 			ident(c.WindowStart), ident(c.Dimension), ident(c.DimensionID)),
-	}, {
-		// Version 2: half of each page free. A merged row is inserted by the first
-		// partition to close its window and updated by every other one, each update wanting
-		// room on the row's page to stay HOT; at 80 most updates had to move the row and add
-		// an index entry. The setting applies to pages allocated from now on.
+	}}, {sql: []string{
 		fmt.Sprintf(`ALTER TABLE %s SET (fillfactor = 50)`, ident(schema, a.Table)),
-	}}}
+	}}, {sql: []string{
+		"DROP VIEW IF EXISTS " + s.view,
+		// A merged row is written once, when its window folds: pages can be full.
+		fmt.Sprintf(`ALTER TABLE %s RESET (fillfactor)`, ident(schema, a.Table)),
+	}, run: s.upgradeCompact}}}
 	for _, at := range a.Attributes {
-		agg.ensure = append(agg.ensure,
-			fmt.Sprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s text", ident(schema, cfg.PartialsTable), ident(at)),
-			fmt.Sprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s text", ident(schema, a.Table), ident(at)))
+		agg.ensure = append(agg.ensure, fmt.Sprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s text", ident(schema, a.Table), ident(at)))
 	}
 	agg.view, agg.viewDDL = s.view, s.viewDDL()
 	out = append(out, agg)
@@ -95,11 +113,11 @@ func (s *Sink) migrations() []migration {
 			// Version 2: every upsert of a known key is an update, and at fillfactor 50 it
 			// finds room on its own page, so Postgres updates it in place (HOT) without touching
 			// the primary key index.
-			m.steps = [][]string{
-				{fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (%s, PRIMARY KEY (%s))",
+			m.steps = sqlSteps(
+				[]string{fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (%s, PRIMARY KEY (%s))",
 					ident(schema, st.Table), strings.Join(cols, ", "), strings.Join(keys, ", "))},
-				{fmt.Sprintf("ALTER TABLE %s SET (fillfactor = 50)", ident(schema, st.Table))},
-			}
+				[]string{fmt.Sprintf("ALTER TABLE %s SET (fillfactor = 50)", ident(schema, st.Table))},
+			)
 		}
 		out = append(out, m)
 	}
@@ -107,28 +125,30 @@ func (s *Sink) migrations() []migration {
 }
 
 // viewDDL creates the readiness view: the merged table plus complete_through, the minimum
-// closed_through over every known partition of the topics that contributed a partial to the
-// row, and complete = window_end <= complete_through. The attributes come last so that
-// adding one can replace the view in place.
+// closed_through over the partitions that hold windows back (registered partitions of the
+// contributing topics, but those marked empty that have closed nothing; NULL when one of
+// them has closed nothing, infinity when there is none), and complete = window_end <=
+// complete_through. The attributes
+// come last so that adding one can replace the view in place.
 func (s *Sink) viewDDL() string {
 	cfg := s.cfg
 	a := cfg.Aggregates
 	c := a.Columns
 	cols := []string{c.WindowStart, c.WindowEnd, c.Dimension, c.DimensionID, c.Count, c.Mean, c.Quantile, c.Max, c.Min, c.ComputedAt}
 	return fmt.Sprintf(`CREATE OR REPLACE VIEW %s AS SELECT %s, r."complete_through", `+
-		`COALESCE(a.%s <= r."complete_through", false) AS "complete"%s FROM %s AS a `+
-		`LEFT JOIN LATERAL (SELECT min(pr."closed_through") AS "complete_through" FROM %s AS pr WHERE pr."topic" IN `+
-		`(SELECT pa."topic" FROM %s AS pa WHERE pa."window_start" = a.%s AND pa."dimension" = a.%s AND pa."dimension_id" = a.%s)) AS r ON true`,
+		`COALESCE(a.%s <= r."complete_through", false) AS "complete"%s FROM %s AS a CROSS JOIN `+
+		`(SELECT CASE WHEN bool_or(pr."closed_through" IS NULL) THEN NULL WHEN count(*) = 0 THEN 'infinity'::timestamptz `+
+		`ELSE min(pr."closed_through") END AS "complete_through" `+
+		`FROM %s AS pr JOIN %s AS t ON t."topic" = pr."topic" WHERE NOT (pr."empty" AND pr."closed_through" IS NULL)) AS r`,
 		s.view, quoteAll("a.", cols), ident(c.WindowEnd), prefixed(", ", quoteAll("a.", a.Attributes)), ident(cfg.Schema, a.Table),
-		ident(cfg.Schema, cfg.ProgressTable), ident(cfg.Schema, cfg.PartialsTable),
-		ident(c.WindowStart), ident(c.Dimension), ident(c.DimensionID))
+		ident(cfg.Schema, cfg.ProgressTable), ident(cfg.Schema, cfg.topicsTable()))
 }
 
 func (s *Sink) migrationStatements() []string {
 	var out []string
 	for _, m := range s.migrations() {
 		for _, st := range m.steps {
-			out = append(out, st...)
+			out = append(out, st.sql...)
 		}
 		out = append(out, m.ensure...)
 		if m.viewDDL != "" {
@@ -180,8 +200,13 @@ func migrate(ctx context.Context, pool interface {
 			return fmt.Errorf("%w: %s is at version %d, this build knows %d", ErrSchemaTooNew, m.object, have, len(m.steps))
 		}
 		for v := have; v < len(m.steps); v++ {
-			for _, stmt := range m.steps[v] {
+			for _, stmt := range m.steps[v].sql {
 				if _, err := tx.Exec(ctx, stmt); err != nil {
+					return fmt.Errorf("postgres: migrate %s to version %d: %w", m.object, v+1, err)
+				}
+			}
+			if run := m.steps[v].run; run != nil {
+				if err := run(ctx, tx); err != nil {
 					return fmt.Errorf("postgres: migrate %s to version %d: %w", m.object, v+1, err)
 				}
 			}

@@ -1,10 +1,12 @@
 package postgres_test
 
 import (
+	"errors"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -39,20 +41,32 @@ func TestMigrateConcurrentlyAndIdempotently(t *testing.T) {
 	s := newSinkOn(t, db, nil) // and once more, serially
 	require.NoError(t, s.Migrate(ctx))
 
-	rows, err := db.Pool.Query(ctx, "SELECT object, version FROM streamledger_migrations ORDER BY object")
-	require.NoError(t, err)
-	got := map[string]int{}
-	for rows.Next() {
-		var o string
-		var v int
-		require.NoError(t, rows.Scan(&o, &v))
-		got[o] = v
-	}
-	require.NoError(t, rows.Err())
 	assert.Equal(t, map[string]int{
-		"aggregates:delay_aggregates": 2, "markers:streamledger_markers": 1,
-		"progress:streamledger_progress": 1, "state:vehicle_latest": 2,
-	}, got)
+		"aggregates:delay_aggregates": 3, "markers:streamledger_markers": 1,
+		"progress:streamledger_progress": 2, "state:vehicle_latest": 2,
+	}, migrationVersions(t, db))
+}
+
+// migrationVersions reads the version of every object set.
+func migrationVersions(t *testing.T, db *pgtest.DB) map[string]int {
+	rows, err := db.Pool.Query(testCtx(t), "SELECT object, version FROM streamledger_migrations")
+	require.NoError(t, err)
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (struct {
+		o string
+		v int
+	}, error) {
+		var x struct {
+			o string
+			v int
+		}
+		return x, r.Scan(&x.o, &x.v)
+	})
+	require.NoError(t, err)
+	out := map[string]int{}
+	for _, x := range got {
+		out[x.o] = x.v
+	}
+	return out
 }
 
 // A state table at version 1 (the default fillfactor) is brought to version 2 (fillfactor 50),
@@ -75,30 +89,6 @@ func TestMigrateUpgradesStateTables(t *testing.T) {
 	assert.Equal(t, 1, n)
 }
 
-// A database at version 1 of the aggregates (fillfactor 80) is brought to version 2 and its
-// rows are kept.
-func TestMigrateUpgradesAggregates(t *testing.T) {
-	ctx := testCtx(t)
-	s, db := newSink(t, nil)
-	b := closeBatch(t, 0, 1, 2, 3)
-	require.NoError(t, s.WriteClose(ctx, b))
-	_, err := db.Pool.Exec(ctx, "ALTER TABLE delay_aggregates SET (fillfactor = 80)")
-	require.NoError(t, err)
-	_, err = db.Pool.Exec(ctx, "UPDATE streamledger_migrations SET version = 1 WHERE object = 'aggregates:delay_aggregates'")
-	require.NoError(t, err)
-	require.NoError(t, s.Migrate(ctx))
-	var opts []string
-	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT reloptions FROM pg_class WHERE oid = 'delay_aggregates'::regclass").Scan(&opts))
-	assert.Equal(t, []string{"fillfactor=50"}, opts)
-	var version int
-	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT version FROM streamledger_migrations WHERE object = 'aggregates:delay_aggregates'").Scan(&version))
-	assert.Equal(t, 2, version)
-	got, ok, err := s.Aggregate(ctx, b.Partials[0].Key)
-	require.NoError(t, err)
-	require.True(t, ok)
-	assert.Equal(t, int64(3), got.Count)
-}
-
 func TestMigrateRefusesNewerSchema(t *testing.T) {
 	ctx := testCtx(t)
 	s, db := newSink(t, nil)
@@ -107,7 +97,7 @@ func TestMigrateRefusesNewerSchema(t *testing.T) {
 	require.ErrorIs(t, s.Migrate(ctx), postgres.ErrSchemaTooNew)
 }
 
-// An attribute added to the configuration later is added to the tables and the view.
+// An attribute added to the configuration later is added to the merged table and the view.
 func TestMigrateAddsAttributes(t *testing.T) {
 	ctx := testCtx(t)
 	db := pgtest.New(t)
@@ -116,17 +106,25 @@ func TestMigrateAddsAttributes(t *testing.T) {
 	require.NoError(t, plain.WriteClose(ctx, b))
 
 	withAttr := newSinkOn(t, db, nil) // the suite's spec: operator
-	b.Partials[0].Attrs = map[string]string{"operator": "QBUZZ"}
-	require.NoError(t, withAttr.WriteClose(ctx, b))
-	got, ok, err := withAttr.Aggregate(ctx, b.Partials[0].Key)
+	next := closeBatch(t, 0, 3)
+	next.Partials[0].WindowStart = next.ClosedThrough
+	next.Partials[0].WindowEnd = next.ClosedThrough.Add(5 * time.Minute)
+	next.ClosedThrough = next.Partials[0].WindowEnd
+	next.Partials[0].Attrs = map[string]string{"operator": "QBUZZ"}
+	require.NoError(t, withAttr.WriteClose(ctx, next))
+	got, ok, err := withAttr.Aggregate(ctx, next.Partials[0].Key)
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, map[string]string{"operator": "QBUZZ"}, got.Attrs)
+	got, ok, err = withAttr.Aggregate(ctx, b.Partials[0].Key)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Nil(t, got.Attrs, "written before the attribute existed")
 	assert.Equal(t, int64(2), got.Count)
 
 	// Dropping it again replaces the view rather than failing.
 	require.NoError(t, plain.Migrate(ctx))
-	got, ok, err = plain.Aggregate(ctx, b.Partials[0].Key)
+	got, ok, err = plain.Aggregate(ctx, next.Partials[0].Key)
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Nil(t, got.Attrs)
@@ -138,23 +136,36 @@ func TestReadinessView(t *testing.T) {
 	s, db := newSink(t, nil)
 	tp := func(p int32) sink.TopicPartition { return sink.TopicPartition{Topic: sinktest.Topic, Partition: p} }
 	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: tp(1)})) // registered, nothing closed
-	b := closeBatch(t, 0, 5)
-	require.NoError(t, s.WriteClose(ctx, b))
-	complete := func() bool {
+	require.NoError(t, s.WriteClose(ctx, closeBatch(t, 0, 5)))
+	complete := func() (bool, bool) {
 		var c bool
-		require.NoError(t, db.Pool.QueryRow(ctx, "SELECT complete FROM delay_aggregates_status WHERE window_start = $1 AND dimension = 'line' AND dimension_id = '1'", sinktest.T0()).Scan(&c))
-		return c
+		err := db.Pool.QueryRow(ctx, "SELECT complete FROM delay_aggregates_status WHERE window_start = $1 AND dimension = 'line' AND dimension_id = '1'", sinktest.T0()).Scan(&c)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, false
+		}
+		require.NoError(t, err)
+		return c, true
 	}
-	assert.False(t, complete(), "partition 1 has not closed the window")
+	_, found := complete()
+	assert.False(t, found, "partition 1 has not closed the window: no row yet")
 	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: tp(1), ClosedThrough: sinktest.T0().Add(time.Hour)}))
-	assert.True(t, complete())
+	c, found := complete()
+	assert.True(t, found)
+	assert.True(t, c)
+	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: tp(2)}))
+	c, _ = complete()
+	assert.False(t, c, "a partition registered later could still add to the row")
+	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: tp(2), Empty: true}))
+	c, _ = complete()
+	assert.True(t, c)
 }
 
 func TestNewRejectsBadConfig(t *testing.T) {
 	db := pgtest.New(t)
 	for name, cfg := range map[string]postgres.Config{
 		"quantile":             {Aggregates: sink.AggregateSpec{Quantile: 1.5}},
-		"attribute collides":   {Aggregates: sink.AggregateSpec{Attributes: []string{"topic"}}},
+		"attribute collides":   {Aggregates: sink.AggregateSpec{Attributes: []string{"window_end"}}},
+		"partials is folded":   {PartialsTable: "window_aggregates_folded"},
 		"duplicate column":     {Aggregates: sink.AggregateSpec{Columns: sink.AggregateColumns{Mean: "event_count"}}},
 		"progress is merged":   {ProgressTable: "window_aggregates"},
 		"state without key":    {States: []sink.StateSpec{{Table: "s", ObservedAt: sink.Column{Name: "at"}}}},
@@ -167,4 +178,9 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	}
 	_, err := postgres.New(nil, postgres.Config{})
 	assert.ErrorIs(t, err, sink.ErrInvalid)
+	_, err = postgres.New(db.Pool, postgres.Config{Horizon: 24 * time.Hour, SourceRetention: 7 * 24 * time.Hour})
+	assert.ErrorIs(t, err, sink.ErrHorizon)
+	assert.ErrorContains(t, err, "Config.Horizon")
+	_, err = postgres.New(db.Pool, postgres.Config{Horizon: -1, SourceRetention: 7 * 24 * time.Hour})
+	assert.NoError(t, err, "folded windows kept forever cover any retention")
 }

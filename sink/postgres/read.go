@@ -15,7 +15,8 @@ func (s *Sink) read(ctx context.Context, fn func(ctx context.Context) error) err
 	return s.cfg.Retry.Do(ctx, opRead, IsTransient, func(ctx context.Context, _ int) error { return fn(ctx) })
 }
 
-// ClosedThrough returns the stored closed_through of each of tps that has one.
+// ClosedThrough returns the stored closed_through of each of tps that has one: a partition
+// that is registered but has closed nothing is left out.
 func (s *Sink) ClosedThrough(ctx context.Context, tps ...sink.TopicPartition) (map[sink.TopicPartition]time.Time, error) {
 	topics := make([]string, len(tps))
 	parts := make([]int32, len(tps))
@@ -25,7 +26,7 @@ func (s *Sink) ClosedThrough(ctx context.Context, tps ...sink.TopicPartition) (m
 	var out map[sink.TopicPartition]time.Time
 	err := s.read(ctx, func(ctx context.Context) error {
 		out = make(map[sink.TopicPartition]time.Time, len(tps))
-		rows, err := s.pool.Query(ctx, s.readProgress, topics, parts)
+		rows, err := s.pool.Query(ctx, s.progressOf, topics, parts)
 		if err != nil {
 			return err
 		}
@@ -40,15 +41,22 @@ func (s *Sink) ClosedThrough(ctx context.Context, tps ...sink.TopicPartition) (m
 	return out, err
 }
 
-// CompleteThrough returns the minimum closed_through over the known partitions of topics.
+// CompleteThrough returns the minimum closed_through over the partitions of topics that hold
+// windows back: every registered partition but those marked empty that have closed
+// nothing. It is the zero time, with ok true, when one of them has closed nothing (no
+// window of the topics is complete), and ok is false when none of them holds anything.
 func (s *Sink) CompleteThrough(ctx context.Context, topics ...string) (time.Time, bool, error) {
 	var t *time.Time
+	var unknown *bool
 	var n int64
 	err := s.read(ctx, func(ctx context.Context) error {
-		return s.pool.QueryRow(ctx, s.completeThru, topics).Scan(&t, &n)
+		return s.pool.QueryRow(ctx, s.completeThru, topics).Scan(&t, &unknown, &n)
 	})
-	if err != nil || n == 0 || t == nil {
+	switch {
+	case err != nil || n == 0:
 		return time.Time{}, false, err
+	case unknown != nil && *unknown || t == nil:
+		return time.Time{}, true, nil
 	}
 	return t.UTC(), true, nil
 }

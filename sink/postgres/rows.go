@@ -6,57 +6,7 @@ import (
 	"github.com/streamledger/streamledger/sink"
 )
 
-// partialRows are the partials of one close batch: window_start, dimension, dimension_id,
-// window_end, stats, the attributes; constants topic, partition, written_at.
-type partialRows struct {
-	b     sink.CloseBatch
-	attrs []string
-	now   time.Time
-	row   []any
-}
-
-func (r *partialRows) Len() int { return len(r.b.Partials) }
-
-func (r *partialRows) Row(i int) []any {
-	p := r.b.Partials[i]
-	r.row = append(r.row[:0], p.WindowStart, p.Dimension, p.DimensionID, p.WindowEnd, p.Stats)
-	for _, name := range r.attrs {
-		if v, ok := p.Attrs[name]; ok {
-			r.row = append(r.row, v)
-		} else {
-			r.row = append(r.row, nil)
-		}
-	}
-	return r.row
-}
-
-func (r *partialRows) Columns(lo, hi int) []any {
-	n := hi - lo
-	starts, ends := make([]time.Time, n), make([]time.Time, n)
-	dims, ids := make([]string, n), make([]string, n)
-	stats := make([][]byte, n)
-	attrs := make([][]*string, len(r.attrs))
-	for j := range attrs {
-		attrs[j] = make([]*string, n)
-	}
-	for i, p := range r.b.Partials[lo:hi] {
-		starts[i], ends[i], dims[i], ids[i], stats[i] = p.WindowStart, p.WindowEnd, p.Dimension, p.DimensionID, p.Stats
-		for j, name := range r.attrs {
-			if v, ok := p.Attrs[name]; ok {
-				attrs[j][i] = &v
-			}
-		}
-	}
-	out := []any{starts, dims, ids, ends, stats}
-	for _, a := range attrs {
-		out = append(out, a)
-	}
-	return out
-}
-
-func (r *partialRows) Consts() []any { return []any{r.b.Source.Topic, r.b.Source.Partition, r.now} }
-
-// mergedRows are recomputed merged rows, column by column in the merged table's order;
+// mergedRows are merged rows, column by column in the merged table's order;
 // computed_at is the constant.
 type mergedRows struct {
 	now time.Time

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strings"
 	"sync"
@@ -10,24 +9,34 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/fold"
 )
 
 // Sink is the Postgres implementation of [sink.Sink] and [sink.Reader]. It is safe for
 // concurrent use, also by several processes on the same tables.
 type Sink struct {
-	pool *pgxpool.Pool
-	cfg  Config
+	pool   *pgxpool.Pool
+	cfg    Config
+	pruner *fold.Pruner
 
-	lockClass int32 // first key of every advisory lock: the aggregates table's identity
+	// closeLock is the key of the advisory lock that serializes the close writes of the
+	// aggregates table: FNV-1a of the schema and the table's name.
+	closeLock int64
 
-	partials     *upsert
 	merged       *upsert
-	mergedUpdate string
-	progress     string
-	lock         string
-	others       string
+	partialsPut  string
+	partialsDel  string
+	foldedPut    string
+	progressPut  string
+	topicsPut    string
+	prune        string
+	readTopics   string
+	readProgress string
+	readPartials string
+	readFolded   string
+	readFinal    string
 
-	readProgress  string
+	progressOf    string
 	readAgg       string
 	readAggWindow string
 	completeThru  string
@@ -53,10 +62,12 @@ func New(pool *pgxpool.Pool, cfg Config) (*Sink, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Sink{pool: pool, cfg: cfg, states: make(map[string]*stateTable, len(cfg.States))}
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(cfg.Schema + "\x00" + cfg.Aggregates.Table))
-	s.lockClass = int32(h.Sum32())
+	horizon, err := fold.Horizon(cfg.Horizon, cfg.SourceRetention, "Config.Horizon", "Config.SourceRetention")
+	if err != nil {
+		return nil, err
+	}
+	s := &Sink{pool: pool, cfg: cfg, pruner: &fold.Pruner{Horizon: horizon}, states: make(map[string]*stateTable, len(cfg.States))}
+	s.closeLock = int64(newFNV().string("streamledger close").byte(0).string(cfg.Schema).byte(0).string(cfg.Aggregates.Table))
 	s.buildAggregateSQL()
 	for _, st := range cfg.States {
 		s.states[st.Table] = s.newStateTable(st)
@@ -64,28 +75,25 @@ func New(pool *pgxpool.Pool, cfg Config) (*Sink, error) {
 	return s, nil
 }
 
+// Names of the tables beside the merged one (see the package documentation).
+func (c Config) foldedTable() string { return c.Aggregates.Table + "_folded" }
+func (c Config) topicsTable() string { return c.Aggregates.Table + "_topics" }
+
 func (s *Sink) buildAggregateSQL() {
 	cfg := s.cfg
 	a := cfg.Aggregates
 	c := a.Columns
 	schema := cfg.Schema
+	merged := ident(schema, a.Table)
+	partials := ident(schema, cfg.PartialsTable)
+	folded := ident(schema, cfg.foldedTable())
+	topics := ident(schema, cfg.topicsTable())
+	prog := ident(schema, cfg.ProgressTable)
 
-	// Partials: one row per (key, source partition); a rewrite replaces it. The source
-	// partition and the write time are the same for the whole batch: scalar parameters.
-	pvary := append([]string{"window_start", "dimension", "dimension_id", "window_end", "stats"}, a.Attributes...)
-	ptypes := []string{"timestamptz", "text", "text", "timestamptz", "bytea"}
-	for range a.Attributes {
-		ptypes = append(ptypes, "text")
-	}
-	pset := append(replace("window_end", "stats"), coalesce(cfg.PartialsTable, a.Attributes...)...)
-	pset = append(pset, replace("written_at")...)
-	s.partials = newUpsert(schema, cfg.PartialsTable, pvary, ptypes,
-		[]string{"topic", "partition", "written_at"}, []string{"text", "int4", "timestamptz"},
-		[]string{"window_start", "dimension", "dimension_id", "topic", "partition"}, pset, "")
-
-	// Merged rows: recomputed whole from the partials, so every column is replaced.
+	// Merged rows: computed whole by the fold, so every column is replaced; attributes
+	// COALESCE(new, stored).
 	mcols := a.ColumnNames()
-	mvary := mcols[:len(mcols)-1] // computed_at is the same for the whole batch
+	mvary := mcols[:len(mcols)-1] // computed_at is the same for the whole call
 	mtypes := []string{"timestamptz", "timestamptz", "text", "text"}
 	for range a.Attributes {
 		mtypes = append(mtypes, "text")
@@ -96,31 +104,43 @@ func (s *Sink) buildAggregateSQL() {
 	mset = append(mset, replace(c.Count, c.Mean, c.Quantile, c.Max, c.Min, c.ComputedAt)...)
 	s.merged = newUpsert(schema, a.Table, mvary, mtypes, []string{c.ComputedAt}, []string{"timestamptz"},
 		[]string{c.WindowStart, c.Dimension, c.DimensionID}, mset, "")
-	s.mergedUpdate = mergedUpdateSQL(schema, a, mvary, mtypes)
 
-	prog := ident(schema, cfg.ProgressTable)
-	s.progress = fmt.Sprintf(`INSERT INTO %s ("topic", "partition", "closed_through", "updated_at") VALUES ($1, $2, $3, $4) `+
-		`ON CONFLICT ("topic", "partition") DO UPDATE SET "closed_through" = GREATEST(%s."closed_through", EXCLUDED."closed_through"), "updated_at" = EXCLUDED."updated_at"`,
-		prog, ident(cfg.ProgressTable))
-	// The locks are taken in the order of the array, which the caller sorts.
-	s.lock = `SELECT count(pg_advisory_xact_lock($1::int4, b)) FROM unnest($2::int4[]) AS u(b)`
+	s.partialsPut = fmt.Sprintf(`INSERT INTO %s ("window_start", "topic", "partition", "window_end", "keys", "entries", "written_at") `+
+		`SELECT *, $7::timestamptz FROM unnest($1::timestamptz[], $2::text[], $3::int4[], $4::timestamptz[], $5::int4[], $6::bytea[]) `+
+		`ON CONFLICT ("window_start", "topic", "partition") DO UPDATE SET %s`,
+		partials, strings.Join(replace("window_end", "keys", "entries", "written_at"), ", "))
+	s.partialsDel = fmt.Sprintf(`DELETE FROM %s WHERE "window_start" = ANY($1::timestamptz[])`, partials)
+	s.foldedPut = fmt.Sprintf(`INSERT INTO %s ("window_start", "window_end", "keys", "entries", "folded_at") `+
+		`SELECT *, $5::timestamptz FROM unnest($1::timestamptz[], $2::timestamptz[], $3::int4[], $4::bytea[]) `+
+		`ON CONFLICT ("window_start") DO UPDATE SET %s`,
+		folded, strings.Join(replace("window_end", "keys", "entries", "folded_at"), ", "))
+	// The plan computed each changed row under the lock; GREATEST keeps progress from
+	// going back all the same. Rows go in source order, the order every writer uses.
+	s.progressPut = fmt.Sprintf(`INSERT INTO %s ("topic", "partition", "closed_through", "empty", "updated_at") `+
+		`SELECT *, $5::timestamptz FROM unnest($1::text[], $2::int4[], $3::timestamptz[], $4::bool[]) `+
+		`ON CONFLICT ("topic", "partition") DO UPDATE SET "closed_through" = GREATEST(%s."closed_through", EXCLUDED."closed_through"), `+
+		`"empty" = EXCLUDED."empty", "updated_at" = EXCLUDED."updated_at"`, prog, ident(cfg.ProgressTable))
+	s.topicsPut = fmt.Sprintf(`INSERT INTO %s ("topic", "since") SELECT unnest($1::text[]), $2::timestamptz ON CONFLICT ("topic") DO NOTHING`, topics)
+	s.prune = fmt.Sprintf(`DELETE FROM %s WHERE "window_start" IN (SELECT "window_start" FROM %s WHERE "folded_at" < $1::timestamptz `+
+		`ORDER BY "folded_at" LIMIT %d)`, folded, folded, fold.PruneLimit)
 
-	// Every stored partial of the batch's keys, read after the locks, by the key's position
-	// in the batch ($1 to $3, in key order). The batch's own are read only when $6 is true,
-	// that is when some partial of the batch lacks an attribute and an older own partial may
-	// have been overwritten: then COALESCE may have kept a stored value the writer does not
-	// have. They come without their stats, which the writer has. $7 and $8, the batch's
-	// first and last window start, bound the index range the join reads.
-	s.others = fmt.Sprintf(`SELECT k.i, p."topic", p."partition", `+
-		`CASE WHEN p."topic" = $4::text AND p."partition" = $5::int4 THEN NULL ELSE p."stats" END%s `+
-		`FROM unnest($1::timestamptz[], $2::text[], $3::text[]) WITH ORDINALITY AS k(ws, d, di, i) `+
-		`JOIN %s AS p ON p."window_start" = k.ws AND p."dimension" = k.d AND p."dimension_id" = k.di `+
-		`WHERE p."window_start" BETWEEN $7::timestamptz AND $8::timestamptz AND ($6::bool OR p."topic" <> $4::text OR p."partition" <> $5::int4)`,
-		prefixed(", ", quoteAll("p.", a.Attributes)), ident(schema, cfg.PartialsTable))
+	// Reads of a close, each a statement of its own after the lock.
+	s.readTopics = fmt.Sprintf(`SELECT "topic" FROM %s`, topics)
+	s.readProgress = fmt.Sprintf(`SELECT "topic", "partition", "closed_through", "empty" FROM %s `+
+		`WHERE "topic" = ANY($1::text[]) OR "topic" IN (SELECT "topic" FROM %s)`, prog, topics)
+	s.readPartials = fmt.Sprintf(`SELECT "window_start", "window_end", "topic", "partition", "entries" FROM %s `+
+		`WHERE "window_end" <= $1::timestamptz OR ("window_start", "topic", "partition") IN `+
+		`(SELECT * FROM unnest($2::timestamptz[], $3::text[], $4::int4[]))`, partials)
+	s.readFolded = fmt.Sprintf(`SELECT "window_start", "window_end", "entries" FROM %s `+
+		`WHERE "window_start" = ANY($1::timestamptz[]) OR "window_start" IN (SELECT "window_start" FROM %s WHERE "window_end" <= $2::timestamptz)`,
+		folded, partials)
+	s.readFinal = fmt.Sprintf(`SELECT u.w FROM unnest($1::timestamptz[]) AS u(w) WHERE EXISTS (SELECT 1 FROM %s AS m WHERE m.%s = u.w)`,
+		merged, ident(c.WindowStart))
 
-	s.readProgress = fmt.Sprintf(`SELECT p."topic", p."partition", p."closed_through" FROM %s AS p `+
-		`JOIN unnest($1::text[], $2::int4[]) AS k(t, n) ON p."topic" = k.t AND p."partition" = k.n`, prog)
-	s.completeThru = fmt.Sprintf(`SELECT min("closed_through"), count(*) FROM %s WHERE "topic" = ANY($1::text[])`, prog)
+	s.progressOf = fmt.Sprintf(`SELECT p."topic", p."partition", p."closed_through" FROM %s AS p `+
+		`JOIN unnest($1::text[], $2::int4[]) AS k(t, n) ON p."topic" = k.t AND p."partition" = k.n WHERE p."closed_through" IS NOT NULL`, prog)
+	s.completeThru = fmt.Sprintf(`SELECT min("closed_through"), bool_or("closed_through" IS NULL), count(*) FROM %s `+
+		`WHERE "topic" = ANY($1::text[]) AND NOT ("empty" AND "closed_through" IS NULL)`, prog)
 
 	s.view = ident(schema, a.Table+"_status")
 	sel := fmt.Sprintf("SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, %s",
@@ -132,34 +152,6 @@ func (s *Sink) buildAggregateSQL() {
 	sel += `, "complete" FROM ` + s.view
 	s.readAgg = fmt.Sprintf("%s WHERE %s = $1 AND %s = $2 AND %s = $3", sel, ident(c.WindowStart), ident(c.Dimension), ident(c.DimensionID))
 	s.readAggWindow = fmt.Sprintf("%s WHERE %s = $1 ORDER BY %s, %s", sel, ident(c.WindowStart), ident(c.Dimension), ident(c.DimensionID))
-}
-
-// mergedUpdateSQL returns UPDATE ... SET ... FROM unnest(...) for the merged table: the
-// varying columns vary (key columns included) as arrays of types vtypes, computed_at after
-// them, then the window range that bounds the rows the join reads. Every column is
-// replaced; attributes are COALESCE(new, stored), as in the upsert.
-func mergedUpdateSQL(schema string, a sink.AggregateSpec, vary, vtypes []string) string {
-	c := a.Columns
-	var set, as []string
-	pos := make(map[string]int, len(vary))
-	for i, col := range vary {
-		pos[col] = i
-		as = append(as, fmt.Sprintf("c%d", i))
-		switch {
-		case col == c.WindowStart || col == c.Dimension || col == c.DimensionID:
-		case slices.Contains(a.Attributes, col):
-			set = append(set, fmt.Sprintf("%s = COALESCE(u.c%d, t.%s)", ident(col), i, ident(col)))
-		default:
-			set = append(set, fmt.Sprintf("%s = u.c%d", ident(col), i))
-		}
-	}
-	n := len(vary)
-	set = append(set, fmt.Sprintf("%s = $%d::timestamptz", ident(c.ComputedAt), n+1))
-	return fmt.Sprintf("UPDATE %s AS t SET %s FROM unnest(%s) AS u(%s) "+
-		"WHERE t.%s = u.c%d AND t.%s = u.c%d AND t.%s = u.c%d AND t.%s BETWEEN $%d::timestamptz AND $%d::timestamptz",
-		ident(schema, a.Table), strings.Join(set, ", "), placeholders(1, vtypes, "[]"), strings.Join(as, ", "),
-		ident(c.WindowStart), pos[c.WindowStart], ident(c.Dimension), pos[c.Dimension], ident(c.DimensionID), pos[c.DimensionID],
-		ident(c.WindowStart), n+2, n+3)
 }
 
 func (s *Sink) newStateTable(spec sink.StateSpec) *stateTable {
@@ -198,14 +190,14 @@ func (s *Sink) newStateTable(spec sink.StateSpec) *stateTable {
 }
 
 // Statements returns every SQL statement the sink generates for its configuration, for
-// review and for tests: the upserts in each strategy's form, the lock, progress and read
-// statements. The unnest form of a state table appears once its column types are known
-// (after its first write with [StrategyUnnest]).
+// review and for tests: the close writes and reads, the upserts of the state tables in each
+// strategy's form, the readers and the migrations. The unnest form of a state table appears
+// once its column types are known (after its first write with [StrategyUnnest]).
 func (s *Sink) Statements() []string {
-	out := s.partials.statements()
-	out = append(out, s.merged.statements()...)
-	out = append(out, s.mergedUpdate)
-	out = append(out, s.progress, s.lock, s.others, s.readProgress, s.readAgg, s.readAggWindow, s.completeThru)
+	out := s.merged.statements()
+	out = append(out, s.partialsPut, s.partialsDel, s.foldedPut, s.progressPut, s.topicsPut, s.prune, closeLockSQL,
+		s.readTopics, s.readProgress, s.readPartials, s.readFolded, s.readFinal,
+		s.progressOf, s.readAgg, s.readAggWindow, s.completeThru)
 	names := make([]string, 0, len(s.states))
 	for n := range s.states {
 		names = append(names, n)

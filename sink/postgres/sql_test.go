@@ -90,7 +90,7 @@ func checkStatements(t *testing.T, stmts []string) (upserts, guards int) {
 // after DO UPDATE, the LWW guard on every state upsert, and no value inlined into SQL.
 func TestGeneratedSQL(t *testing.T) {
 	ctx := testCtx(t)
-	for _, st := range []postgres.Strategy{postgres.StrategyUnnest, postgres.StrategyCopy, postgres.StrategyBatch, postgres.StrategyRowByRow} {
+	for _, st := range []postgres.Strategy{postgres.StrategyUnnest, postgres.StrategyCopy, postgres.StrategyBatch} {
 		t.Run(st.String(), func(t *testing.T) {
 			db := pgtest.New(t)
 			pool, log := tracedPool(t, db)

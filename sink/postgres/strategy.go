@@ -7,8 +7,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// rowSet is a batch of rows for one upsert, readable by row (batch, copy, row by row) or by
-// column (unnest). Rows hold the varying columns; Consts the constant ones.
+// rowSet is a batch of rows for one upsert, readable by row (batch, copy) or by column
+// (unnest). Rows hold the varying columns; Consts the constant ones.
 type rowSet interface {
 	Len() int
 	// Row returns the varying values of row i; the slice may be reused by the next call.
@@ -58,15 +58,6 @@ func writeRows(ctx context.Context, tx pgx.Tx, u *upsert, rs rowSet, st Strategy
 		}
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("upsert %d rows into %s (batch): %w", n, u.table, err)
-		}
-	case StrategyRowByRow:
-		consts := rs.Consts()
-		var args []any
-		for i := range n {
-			args = append(append(args[:0], rs.Row(i)...), consts...)
-			if _, err := tx.Exec(ctx, u.values, args...); err != nil {
-				return fmt.Errorf("upsert row %d of %d into %s: %w", i, n, u.table, err)
-			}
 		}
 	default:
 		return fmt.Errorf("postgres: unknown strategy %v", st)

@@ -13,19 +13,25 @@
 //		}, sinktest.Features{ConcurrentWriters: true})
 //	}
 //
-// It checks the guarantees of package sink: replace semantics (the seed's same window written
-// twice is one row (10, 144.0, 300.0), a rewritten partial replaces), merging across
-// partitions, duplicate and reordered batches, merge determinism (bit-identical rows
-// whatever order the partitions wrote in, equal to [sink.Merge] in (topic, partition)
-// order), concurrent writers against a single writer, progress that never goes back,
-// readiness, attribute COALESCE, the last-write-wins guard (also under concurrent
-// writers), and that invalid input writes nothing. Its tables are the OV example's
-// ([DelayAggregates], [VehicleLatest]) and its clock is fixed, so every column is compared.
+// It checks the guarantees of package sink: the same finalized window written twice is one
+// row (10, 144.0, 300.0), not two; registered partitions hold windows back, empty ones and
+// topics that never wrote a partial do not, and only complete windows have merged rows; a
+// partition's rewritten partial replaces its keys before the window completes; merging
+// across partitions; duplicate and reordered batches; merge determinism (rows equal to
+// [sink.Merge] in (topic, partition) order whatever order the partitions wrote in, digests
+// included); a partition registered after its window was written is merged in, a replay of a
+// written window is ignored, and past the horizon a window's rows are final; a call's batches
+// are written together or not at all; concurrent writers against a single writer; progress
+// that never goes back; readiness; attribute COALESCE; the last-write-wins guard (also under
+// concurrent writers); and that invalid input writes nothing. Its tables are the OV
+// example's ([DelayAggregates], [VehicleLatest]) and its clock is fixed, so every column is
+// compared.
 //
 // # Memory
 //
-// [Memory] has the same semantics as the Postgres implementation (it passes the same
-// suite), records every successful write ([Memory.Closes], [Memory.Upserts]) and fails the
-// next writes on request ([Memory.FailNext]) without writing anything, so that a processor's
-// tests can check that a failed write is never treated as durable.
+// [Memory] has the same semantics as the Postgres implementation (both plan their close
+// writes with package fold, and it passes the same suite), records every successful write
+// ([Memory.Closes], [Memory.Upserts]) and fails the next calls on request
+// ([Memory.FailNext]) without writing anything, so that a processor's tests can check that
+// a failed write is never treated as durable.
 package sinktest

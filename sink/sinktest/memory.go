@@ -9,14 +9,21 @@ import (
 	"time"
 
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/fold"
 )
 
 // MemoryConfig configures a [Memory]. Zero fields take the defaults of the sink package.
 type MemoryConfig struct {
 	Aggregates sink.AggregateSpec
 	States     []sink.StateSpec
-	// Clock stamps computed_at [time.Now].
+	// Clock stamps computed_at and places the pruning horizon [time.Now].
 	Clock func() time.Time
+	// Horizon is how long a folded window is kept after it was folded (see package fold):
+	// zero means fold.DefaultHorizon, negative keeps folded windows forever.
+	Horizon time.Duration
+	// SourceRetention is how far back the source can redeliver; a Horizon shorter than it
+	// is refused with [sink.ErrHorizon].
+	SourceRetention time.Duration
 }
 
 // Upsert is one recorded [Memory.UpsertLatest] call, as prepared (collapsed per key).
@@ -26,28 +33,27 @@ type Upsert struct {
 }
 
 // Memory is an in-memory [sink.Sink] and [sink.Reader] with the same semantics as the
-// Postgres implementation, for the unit tests of packages that write through a sink. It
-// records every successful write and can be told to fail the next ones. It is safe for
-// concurrent use.
+// Postgres implementation (both plan their close writes with package fold), for the unit
+// tests of packages that write through a sink. It records every successful write and can be
+// told to fail the next ones. It is safe for concurrent use.
 type Memory struct {
 	mu     sync.Mutex
 	agg    sink.AggregateSpec
 	states map[string]*memState
 	clock  func() time.Time
+	pruner *fold.Pruner
 
-	partials map[sink.Key]map[sink.TopicPartition]memPartial
+	progress map[sink.TopicPartition]fold.Progress
+	topics   map[string]bool
+	partials map[time.Time]map[sink.TopicPartition]fold.Partials
+	folded   map[time.Time]fold.Folded
+	foldedAt map[time.Time]time.Time // when each folded window was last written
 	merged   map[sink.Key]sink.Aggregate
-	progress map[sink.TopicPartition]time.Time
+	windows  map[time.Time]int // merged rows per window start
 
 	closes  []sink.CloseBatch
 	upserts []Upsert
 	fail    []error
-}
-
-type memPartial struct {
-	end   time.Time
-	attrs map[string]string
-	stats []byte
 }
 
 type memState struct {
@@ -61,13 +67,22 @@ func NewMemory(cfg MemoryConfig) (*Memory, error) {
 	if err := agg.Validate(); err != nil {
 		return nil, err
 	}
+	horizon, err := fold.Horizon(cfg.Horizon, cfg.SourceRetention, "MemoryConfig.Horizon", "MemoryConfig.SourceRetention")
+	if err != nil {
+		return nil, err
+	}
 	m := &Memory{
 		agg:      agg,
 		states:   make(map[string]*memState, len(cfg.States)),
 		clock:    cfg.Clock,
-		partials: make(map[sink.Key]map[sink.TopicPartition]memPartial),
+		pruner:   &fold.Pruner{Horizon: horizon},
+		progress: make(map[sink.TopicPartition]fold.Progress),
+		topics:   make(map[string]bool),
+		partials: make(map[time.Time]map[sink.TopicPartition]fold.Partials),
+		folded:   make(map[time.Time]fold.Folded),
+		foldedAt: make(map[time.Time]time.Time),
 		merged:   make(map[sink.Key]sink.Aggregate),
-		progress: make(map[sink.TopicPartition]time.Time),
+		windows:  make(map[time.Time]int),
 	}
 	if m.clock == nil {
 		m.clock = time.Now
@@ -84,9 +99,9 @@ func NewMemory(cfg MemoryConfig) (*Memory, error) {
 	return m, nil
 }
 
-// FailNext makes the next len(errs) writes (WriteClose or UpsertLatest) return these errors,
-// in order, without writing anything: a processor's tests use it to check that a failed
-// write is never treated as durable.
+// FailNext makes the next len(errs) writes (WriteClose or UpsertLatest calls) return these
+// errors, in order, without writing anything: a processor's tests use it to check that a
+// failed write is never treated as durable.
 func (m *Memory) FailNext(errs ...error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -94,7 +109,7 @@ func (m *Memory) FailNext(errs ...error) {
 }
 
 // Closes returns the close batches written so far, as prepared (times in UTC, partials
-// collapsed per key and sorted).
+// collapsed per key and sorted), in the order of the calls and of each call's batches.
 func (m *Memory) Closes() []sink.CloseBatch {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -117,144 +132,157 @@ func (m *Memory) injected() error {
 	return err
 }
 
-// WriteClose implements [sink.WindowWriter].
+// WriteClose implements [sink.WindowWriter]: it plans the call with package fold from the
+// stored rows and applies the plan. Every batch of the call is written, or none.
 func (m *Memory) WriteClose(ctx context.Context, batches ...sink.CloseBatch) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	prepared := make([]sink.CloseBatch, len(batches))
-	seen := make(map[sink.TopicPartition]bool, len(batches))
-	for i, b := range batches {
-		if seen[b.Source] {
-			return fmt.Errorf("%w: two close batches for %s in one write", sink.ErrInvalid, b.Source)
-		}
-		seen[b.Source] = true
-		var err error
-		if prepared[i], err = sink.PrepareClose(m.agg, b); err != nil {
-			return err
-		}
-	}
-	if len(prepared) == 0 {
-		return nil
+	c, err := fold.NewCall(m.agg, batches)
+	if err != nil || len(batches) == 0 {
+		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.injected(); err != nil {
 		return err
 	}
-	// Every batch of the call or none: a copy of the store takes the writes, and replaces
-	// it only when all of them succeeded.
-	saved := m.snapshot()
-	for _, b := range prepared {
-		if err := m.writeClose(b); err != nil {
-			m.restore(saved)
-			return err
-		}
-	}
-	return nil
-}
-
-// memSnapshot is what writeClose changes.
-type memSnapshot struct {
-	partials map[sink.Key]map[sink.TopicPartition]memPartial
-	merged   map[sink.Key]sink.Aggregate
-	progress map[sink.TopicPartition]time.Time
-	closes   int
-}
-
-func (m *Memory) snapshot() memSnapshot {
-	s := memSnapshot{
-		partials: make(map[sink.Key]map[sink.TopicPartition]memPartial, len(m.partials)),
-		merged:   maps.Clone(m.merged),
-		progress: maps.Clone(m.progress),
-		closes:   len(m.closes),
-	}
-	for k, ps := range m.partials {
-		s.partials[k] = maps.Clone(ps)
-	}
-	return s
-}
-
-func (m *Memory) restore(s memSnapshot) {
-	m.partials, m.merged, m.progress = s.partials, s.merged, s.progress
-	m.closes = m.closes[:s.closes]
-}
-
-// writeClose writes one prepared batch; called with mu held.
-func (m *Memory) writeClose(b sink.CloseBatch) error {
-	// Compute every merged row before changing anything, so that a failed merge leaves
-	// the store as it was: the batch is atomic.
+	// Pruning is part of the call, before its reads, as in a transaction: a window pruned
+	// now is final for the call.
 	now := m.clock().UTC()
-	merged := make([]sink.Aggregate, 0, len(b.Partials))
-	for _, p := range b.Partials {
-		parts := make(map[sink.TopicPartition]memPartial, len(m.partials[p.Key])+1)
-		for tp, sp := range m.partials[p.Key] {
-			parts[tp] = sp
-		}
-		parts[b.Source] = mergeAttrs(memPartial{end: p.WindowEnd, attrs: p.Attrs, stats: p.Stats}, parts[b.Source])
-		agg, err := m.recompute(p.Key, p.WindowEnd, parts, now)
-		if err != nil {
-			return err
-		}
-		merged = append(merged, agg)
+	var pruned []time.Time
+	cutoff, prune := m.pruner.Due(now)
+	if prune {
+		pruned = m.expired(cutoff)
 	}
-	for i, p := range b.Partials {
-		ps := m.partials[p.Key]
-		if ps == nil {
-			ps = make(map[sink.TopicPartition]memPartial)
-			m.partials[p.Key] = ps
-		}
-		ps[b.Source] = mergeAttrs(memPartial{end: p.WindowEnd, attrs: p.Attrs, stats: p.Stats}, ps[b.Source])
-		m.merged[p.Key] = merged[i]
+	c.SetProgress(slices.Collect(maps.Values(m.progress)), slices.Collect(maps.Keys(m.topics)))
+	partials, folded, final := m.read(c)
+	folded = slices.DeleteFunc(folded, func(f fold.Folded) bool { return slices.ContainsFunc(pruned, f.Start.Equal) })
+	plan, err := c.Plan(partials, folded, final)
+	if err != nil {
+		return err
 	}
-	if old, ok := m.progress[b.Source]; !ok || b.ClosedThrough.After(old) {
-		m.progress[b.Source] = b.ClosedThrough
+	for _, s := range pruned {
+		delete(m.folded, s)
+		delete(m.foldedAt, s)
 	}
-	m.closes = append(m.closes, b)
+	if prune {
+		m.pruner.Done(now)
+	}
+	m.apply(plan, now)
+	m.closes = append(m.closes, c.Batches()...)
 	return nil
 }
 
-// mergeAttrs keeps the stored attributes the new partial does not carry (COALESCE).
-func mergeAttrs(p, stored memPartial) memPartial {
-	if len(stored.attrs) == 0 {
-		return p
+// read returns what fold.Call.Plan asks for: the compact rows of the call's (window,
+// source) pairs and of the complete windows, the folded rows of those windows and of the
+// call's, and which of the call's windows have merged rows.
+func (m *Memory) read(c *fold.Call) ([]fold.Partials, []fold.Folded, []time.Time) {
+	var partials []fold.Partials
+	wins := map[time.Time]bool{}
+	starts, srcs := c.Pairs()
+	for i, s := range starts {
+		if p, ok := m.partials[s][srcs[i]]; ok {
+			partials = append(partials, p)
+		}
 	}
-	attrs := make(map[string]string, len(stored.attrs)+len(p.attrs))
-	for k, v := range stored.attrs {
-		attrs[k] = v
-	}
-	for k, v := range p.attrs {
-		attrs[k] = v
-	}
-	p.attrs = attrs
-	return p
-}
-
-func (m *Memory) recompute(k sink.Key, end time.Time, parts map[sink.TopicPartition]memPartial, now time.Time) (sink.Aggregate, error) {
-	sources := make([]sink.TopicPartition, 0, len(parts))
-	for tp := range parts {
-		sources = append(sources, tp)
-	}
-	slices.SortFunc(sources, sink.CompareSources)
-	stats := make([][]byte, len(sources))
-	for i, tp := range sources {
-		stats[i] = parts[tp].stats
-	}
-	sum, err := sink.Merge(m.agg.Quantile, stats...)
-	if err != nil {
-		return sink.Aggregate{}, err
-	}
-	agg := sink.Aggregate{Key: k, WindowEnd: end, Summary: sum, ComputedAt: now}
-	old, had := m.merged[k]
-	for _, name := range m.agg.Attributes {
-		v, found := "", false
-		for _, tp := range sources {
-			if x, ok := parts[tp].attrs[name]; ok {
-				v, found = x, true
-				break
+	if through, ok := c.Through(); ok {
+		for _, rows := range m.partials {
+			for _, p := range rows {
+				if !p.End.After(through) {
+					partials = append(partials, p)
+				}
 			}
 		}
-		if !found && had {
+	}
+	for _, p := range partials {
+		wins[p.Start] = true
+	}
+	var final []time.Time
+	for _, s := range c.Windows() {
+		wins[s] = true
+		if m.windows[s] > 0 {
+			final = append(final, s)
+		}
+	}
+	var folded []fold.Folded
+	for s := range wins {
+		if f, ok := m.folded[s]; ok {
+			folded = append(folded, f)
+		}
+	}
+	return dedupPartials(partials), folded, final
+}
+
+// dedupPartials drops repeated (window, source) rows.
+func dedupPartials(ps []fold.Partials) []fold.Partials {
+	type id struct {
+		start time.Time
+		src   sink.TopicPartition
+	}
+	seen := map[id]bool{}
+	out := ps[:0]
+	for _, p := range ps {
+		if !seen[id{p.Start, p.Source}] {
+			seen[id{p.Start, p.Source}] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// expired returns the oldest folded windows last written before cutoff, at most
+// fold.PruneLimit: those a call prunes.
+func (m *Memory) expired(cutoff time.Time) []time.Time {
+	var old []time.Time
+	for s, at := range m.foldedAt {
+		if at.Before(cutoff) {
+			old = append(old, s)
+		}
+	}
+	slices.SortFunc(old, time.Time.Compare)
+	return old[:min(len(old), fold.PruneLimit)]
+}
+
+// apply writes a plan; called with mu held.
+func (m *Memory) apply(p *fold.Plan, now time.Time) {
+	for _, pr := range p.Progress {
+		m.progress[pr.Source] = pr
+	}
+	for _, t := range p.Topics {
+		m.topics[t] = true
+	}
+	for _, rows := range [][]fold.Row{p.Insert, p.Upsert} {
+		for _, r := range rows {
+			m.putMerged(r, now)
+		}
+	}
+	for _, s := range p.Delete {
+		delete(m.partials, s)
+	}
+	for _, pa := range p.Partials {
+		rows := m.partials[pa.Start]
+		if rows == nil {
+			rows = make(map[sink.TopicPartition]fold.Partials)
+			m.partials[pa.Start] = rows
+		}
+		rows[pa.Source] = pa
+	}
+	for _, f := range p.Folded {
+		m.folded[f.Start] = f
+		m.foldedAt[f.Start] = now
+	}
+}
+
+// putMerged writes one merged row: every column replaced, attributes COALESCE(new, stored).
+func (m *Memory) putMerged(r fold.Row, now time.Time) {
+	old, had := m.merged[r.Key]
+	agg := sink.Aggregate{Key: r.Key, WindowEnd: r.End, Summary: r.Summary, ComputedAt: now}
+	for j, name := range m.agg.Attributes {
+		v, found := "", r.Attrs[j] != nil
+		if found {
+			v = *r.Attrs[j]
+		} else if had {
 			v, found = old.Attrs[name]
 		}
 		if found {
@@ -264,7 +292,10 @@ func (m *Memory) recompute(k sink.Key, end time.Time, parts map[sink.TopicPartit
 			agg.Attrs[name] = v
 		}
 	}
-	return agg, nil
+	if !had {
+		m.windows[r.WindowStart]++
+	}
+	m.merged[r.Key] = agg
 }
 
 // UpsertLatest implements [sink.StateWriter].
@@ -296,7 +327,8 @@ func (m *Memory) UpsertLatest(ctx context.Context, table string, rows []sink.Sta
 	return nil
 }
 
-// ClosedThrough implements [sink.ProgressReader].
+// ClosedThrough implements [sink.ProgressReader]: partitions that have closed nothing are
+// left out.
 func (m *Memory) ClosedThrough(ctx context.Context, tps ...sink.TopicPartition) (map[sink.TopicPartition]time.Time, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -305,8 +337,8 @@ func (m *Memory) ClosedThrough(ctx context.Context, tps ...sink.TopicPartition) 
 	defer m.mu.Unlock()
 	out := make(map[sink.TopicPartition]time.Time, len(tps))
 	for _, tp := range tps {
-		if t, ok := m.progress[tp]; ok {
-			out[tp] = t
+		if p, ok := m.progress[tp]; ok && !p.ClosedThrough.IsZero() {
+			out[tp] = p.ClosedThrough
 		}
 	}
 	return out, nil
@@ -319,21 +351,14 @@ func (m *Memory) CompleteThrough(ctx context.Context, topics ...string) (time.Ti
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.completeThrough(topics)
-}
-
-func (m *Memory) completeThrough(topics []string) (time.Time, bool, error) {
-	var out time.Time
-	found := false
-	for tp, t := range m.progress {
-		if !slices.Contains(topics, tp.Topic) {
-			continue
-		}
-		if !found || t.Before(out) {
-			out, found = t, true
-		}
+	t, ok := fold.Through(maps.Values(m.progress), func(topic string) bool { return slices.Contains(topics, topic) })
+	switch {
+	case !ok:
+		return time.Time{}, true, nil
+	case t.Equal(fold.EndOfTime):
+		return time.Time{}, false, nil
 	}
-	return out, found, nil
+	return t, true, nil
 }
 
 // Aggregate implements [sink.Reader].
@@ -369,13 +394,7 @@ func (m *Memory) Aggregates(ctx context.Context, windowStart time.Time) ([]sink.
 }
 
 func (m *Memory) withComplete(a sink.Aggregate) sink.Aggregate {
-	var topics []string
-	for tp := range m.partials[a.Key] {
-		if !slices.Contains(topics, tp.Topic) {
-			topics = append(topics, tp.Topic)
-		}
-	}
-	through, ok, _ := m.completeThrough(topics)
+	through, ok := fold.Through(maps.Values(m.progress), func(topic string) bool { return m.topics[topic] })
 	a.Complete = ok && !a.WindowEnd.After(through)
 	if a.Attrs != nil {
 		attrs := make(map[string]string, len(a.Attrs))

@@ -13,7 +13,7 @@ import (
 )
 
 func newMemory(t *testing.T, s sinktest.Setup) sinktest.Subject {
-	m, err := sinktest.NewMemory(sinktest.MemoryConfig(s))
+	m, err := sinktest.NewMemory(sinktest.MemoryConfig{Aggregates: s.Aggregates, States: s.States, Clock: s.Clock, Horizon: s.Horizon})
 	require.NoError(t, err)
 	return m
 }

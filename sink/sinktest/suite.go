@@ -29,6 +29,8 @@ type Setup struct {
 	Aggregates sink.AggregateSpec
 	States     []sink.StateSpec
 	Clock      func() time.Time
+	// Horizon is how long folded windows are kept (zero: the implementation's default).
+	Horizon time.Duration
 }
 
 // Factory returns a new, empty subject configured by s. It is called once or more per
@@ -129,18 +131,27 @@ func Run(t *testing.T, f Factory, feat Features) {
 		run  func(t *testing.T, f Factory, feat Features)
 	}{
 		{"SeedDuplicateWindowIsOneRow", testSeedDuplicate},
-		{"PartialRewriteReplaces", testPartialRewriteReplaces},
+		{"RegistrationHoldsWindows", testRegistrationHolds},
+		{"EmptyReleases", testEmptyReleases},
+		{"NonContributingTopicNeverHolds", testNonContributingTopic},
+		{"CompleteWindowsOnly", testCompleteOnly},
+		{"PartialRewriteReplacesBeforeCompletion", testPartialRewriteReplaces},
 		{"MergeAcrossPartitions", testMergeAcrossPartitions},
 		{"DuplicateAndReorderedBatches", testDuplicateAndReordered},
 		{"MergeDeterminism", testMergeDeterminism},
+		{"RefoldForLaterPartition", testRefold},
+		{"ReplayOfFoldedWindowIgnored", testReplayIgnored},
+		{"HorizonPruning", testHorizon},
+		{"CallIsAtomic", testCallAtomic},
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"Progress", testProgress},
 		{"Readiness", testReadiness},
 		{"Attributes", testAttributes},
+		{"InvalidCloseWritesNothing", testInvalidClose},
 		{"LatestGuard", testLatestGuard},
 		{"LatestReorderedBatches", testLatestReordered},
 		{"LatestConcurrentWriters", testLatestConcurrent},
-		{"InvalidInputWritesNothing", testInvalid},
+		{"InvalidLatestWritesNothing", testInvalidLatest},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, f, feat) })
@@ -163,297 +174,6 @@ func win(i int) (start, end time.Time) {
 func partial(t testing.TB, w int, dim, id string, values ...float64) sink.Partial {
 	start, end := win(w)
 	return sink.Partial{Key: sink.Key{WindowStart: start, Dimension: dim, DimensionID: id}, WindowEnd: end, Stats: Stats(t, values...)}
-}
-
-func testSeedDuplicate(t *testing.T, f Factory, _ Features) {
-	ctx := ctxT(t)
-	s := f(t, DefaultSetup())
-	_, end := win(0)
-	b := sink.CloseBatch{Source: tp(0), ClosedThrough: end, Partials: []sink.Partial{partial(t, 0, "line", "GVB:17", SeedValues()...)}}
-	require.NoError(t, s.WriteClose(ctx, b))
-	require.NoError(t, s.WriteClose(ctx, b), "the same finalized window delivered again")
-	rows, err := s.Aggregates(ctx, T0())
-	require.NoError(t, err)
-	require.Len(t, rows, 1, "one row, not two")
-	got := rows[0]
-	assert.Equal(t, [3]float64{10, 144, 300}, [3]float64{float64(got.Count), got.Mean, got.Quantile}, "count 10, not 20")
-	assert.Equal(t, 300.0, got.Max)
-	assert.Equal(t, 60.0, got.Min)
-	assert.Equal(t, end, got.WindowEnd)
-	assert.Equal(t, Now(), got.ComputedAt, "computed_at comes from the injected clock")
-}
-
-func testPartialRewriteReplaces(t *testing.T, f Factory, _ Features) {
-	ctx := ctxT(t)
-	s := f(t, DefaultSetup())
-	_, end := win(0)
-	first := sink.CloseBatch{Source: tp(0), ClosedThrough: end, Partials: []sink.Partial{partial(t, 0, "line", "1", 1, 2, 3)}}
-	second := sink.CloseBatch{Source: tp(0), ClosedThrough: end, Partials: []sink.Partial{partial(t, 0, "line", "1", 10, 20)}}
-	require.NoError(t, s.WriteClose(ctx, first))
-	require.NoError(t, s.WriteClose(ctx, second))
-	got, ok, err := s.Aggregate(ctx, second.Partials[0].Key)
-	require.NoError(t, err)
-	require.True(t, ok)
-	assert.Equal(t, sink.Summary{Count: 2, Mean: 15, Quantile: 19, Max: 20, Min: 10}, got.Summary,
-		"a partition's rewritten partial replaces its old one; it never adds to it")
-
-	// Two partials with the same key in one batch: the later one is the partial.
-	dup := sink.CloseBatch{Source: tp(0), ClosedThrough: end, Partials: []sink.Partial{partial(t, 0, "line", "2", 1), partial(t, 0, "line", "2", 7, 9)}}
-	require.NoError(t, s.WriteClose(ctx, dup))
-	got, ok, err = s.Aggregate(ctx, dup.Partials[0].Key)
-	require.NoError(t, err)
-	require.True(t, ok)
-	assert.Equal(t, int64(2), got.Count)
-	assert.Equal(t, 8.0, got.Mean)
-}
-
-func testMergeAcrossPartitions(t *testing.T, f Factory, _ Features) {
-	ctx := ctxT(t)
-	s := f(t, DefaultSetup())
-	_, end := win(0)
-	values := map[int32][]float64{0: {5, 1, 9}, 1: {2, 8}, 2: {7, 3, 3, 4}}
-	var all []float64
-	for p := int32(2); p >= 0; p-- { // written out of partition order on purpose
-		all = append(all, values[p]...)
-		b := sink.CloseBatch{Source: tp(p), ClosedThrough: end, Partials: []sink.Partial{
-			partial(t, 0, "line", "A", values[p]...),
-			partial(t, 0, "stop", "S", values[p][0]),
-		}}
-		require.NoError(t, s.WriteClose(ctx, b))
-	}
-	slices.Sort(all)
-	got, ok, err := s.Aggregate(ctx, sink.Key{WindowStart: T0(), Dimension: "line", DimensionID: "A"})
-	require.NoError(t, err)
-	require.True(t, ok)
-	assert.Equal(t, int64(len(all)), got.Count)
-	assert.Equal(t, 1.0, got.Min)
-	assert.Equal(t, 9.0, got.Max)
-	assert.InDelta(t, 42.0/9, got.Mean, 1e-12)
-	assert.Equal(t, window.ExactQuantile(all, 0.9), got.Quantile, "the quantile of all the partitions' values")
-	got, ok, err = s.Aggregate(ctx, sink.Key{WindowStart: T0(), Dimension: "stop", DimensionID: "S"})
-	require.NoError(t, err)
-	require.True(t, ok)
-	assert.Equal(t, sink.Summary{Count: 3, Mean: 14.0 / 3, Quantile: window.ExactQuantile([]float64{2, 5, 7}, 0.9), Max: 7, Min: 2}, got.Summary)
-}
-
-// scenario is a deterministic set of close batches: partitions x windows, several keys.
-func scenario(t testing.TB, seed uint64, partitions, windows, keys, maxValues int) [][]sink.CloseBatch {
-	r := rand.New(rand.NewPCG(seed, 1))
-	out := make([][]sink.CloseBatch, partitions)
-	for p := range partitions {
-		for w := range windows {
-			_, end := win(w)
-			b := sink.CloseBatch{Source: tp(int32(p)), ClosedThrough: end}
-			for k := range keys {
-				if r.IntN(4) == 0 {
-					continue // not every partition sees every key
-				}
-				n := 1 + r.IntN(maxValues)
-				vals := make([]float64, n)
-				for i := range vals {
-					vals[i] = float64(r.IntN(6000)-600) / 10
-				}
-				pa := partial(t, w, "line", fmt.Sprintf("L%03d", k), vals...)
-				if k%3 == 0 {
-					pa.Attrs = map[string]string{"operator": fmt.Sprintf("OP%d", k%5)}
-				}
-				b.Partials = append(b.Partials, pa)
-			}
-			out[p] = append(out[p], b)
-		}
-	}
-	return out
-}
-
-// readAll returns every merged row of the first windows windows.
-func readAll(t *testing.T, ctx context.Context, s Subject, windows int) []sink.Aggregate {
-	var out []sink.Aggregate
-	for w := range windows {
-		start, _ := win(w)
-		rows, err := s.Aggregates(ctx, start)
-		require.NoError(t, err)
-		out = append(out, rows...)
-	}
-	return out
-}
-
-func writeInOrder(t *testing.T, ctx context.Context, s Subject, batches [][]sink.CloseBatch) {
-	for _, bs := range batches {
-		for _, b := range bs {
-			require.NoError(t, s.WriteClose(ctx, b))
-		}
-	}
-}
-
-func testDuplicateAndReordered(t *testing.T, f Factory, _ Features) {
-	ctx := ctxT(t)
-	const partitions, windows = 3, 2
-	batches := scenario(t, 7, partitions, windows, 12, 20)
-	want := f(t, DefaultSetup())
-	writeInOrder(t, ctx, want, batches)
-	wantRows := readAll(t, ctx, want, windows)
-	require.NotEmpty(t, wantRows)
-
-	got := f(t, DefaultSetup())
-	// Partitions interleaved in another order, and every batch delivered twice, the
-	// duplicate after later batches of other partitions (a redelivery after a restart).
-	r := rand.New(rand.NewPCG(99, 2))
-	var flat []sink.CloseBatch
-	for _, bs := range batches {
-		flat = append(flat, bs...)
-	}
-	order := append(r.Perm(len(flat)), r.Perm(len(flat))...)
-	for _, i := range order {
-		require.NoError(t, got.WriteClose(ctx, flat[i]))
-	}
-	assert.Equal(t, wantRows, readAll(t, ctx, got, windows),
-		"duplicates and reordering across partitions leave the same merged rows")
-}
-
-func testMergeDeterminism(t *testing.T, f Factory, _ Features) {
-	ctx := ctxT(t)
-	const partitions, windows = 4, 1
-	// Up to 400 values per partial: many keys go past window.ExactLimit into digest mode.
-	batches := scenario(t, 11, partitions, windows, 8, 400)
-	var results [][]sink.Aggregate
-	for _, perm := range [][]int{{0, 1, 2, 3}, {3, 2, 1, 0}, {2, 0, 3, 1}} {
-		s := f(t, DefaultSetup())
-		for _, p := range perm {
-			writeInOrder(t, ctx, s, batches[p:p+1])
-		}
-		results = append(results, readAll(t, ctx, s, windows))
-	}
-	for i := 1; i < len(results); i++ {
-		require.Equal(t, results[0], results[i], "the merged rows do not depend on the order the partitions wrote in")
-	}
-	// And they are window.Merge of the stored partials in (topic, partition) order.
-	for _, row := range results[0] {
-		var parts [][]byte
-		for p := range partitions {
-			for _, pa := range batches[p][0].Partials {
-				if pa.Key == row.Key {
-					parts = append(parts, pa.Stats)
-				}
-			}
-		}
-		want, err := sink.Merge(0.9, parts...)
-		require.NoError(t, err)
-		assert.Equal(t, want, row.Summary, "%s/%s", row.Dimension, row.DimensionID)
-	}
-}
-
-func testConcurrentWriters(t *testing.T, f Factory, feat Features) {
-	if !feat.ConcurrentWriters {
-		t.Skip("the implementation does not declare concurrent writers")
-	}
-	ctx := ctxT(t)
-	const partitions, windows = 4, 3
-	for round := range feat.Rounds {
-		batches := scenario(t, uint64(100+round), partitions, windows, 40, 30)
-		single := f(t, DefaultSetup())
-		writeInOrder(t, ctx, single, batches)
-		want := readAll(t, ctx, single, windows)
-
-		s := f(t, DefaultSetup())
-		var wg sync.WaitGroup
-		errs := make([]error, partitions)
-		for p := range partitions {
-			wg.Go(func() {
-				for _, b := range batches[p] {
-					if err := s.WriteClose(ctx, b); err != nil {
-						errs[p] = err
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		require.NoError(t, errors.Join(errs...))
-		require.Equal(t, want, readAll(t, ctx, s, windows),
-			"round %d: concurrent writers of different partitions give the single writer's rows", round)
-	}
-}
-
-func testProgress(t *testing.T, f Factory, _ Features) {
-	ctx := ctxT(t)
-	s := f(t, DefaultSetup())
-	got, err := s.ClosedThrough(ctx, tp(0), tp(1))
-	require.NoError(t, err)
-	assert.Empty(t, got, "no partition wrote yet")
-
-	_, end0 := win(0)
-	_, end2 := win(2)
-	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: tp(0), ClosedThrough: end2, Partials: []sink.Partial{partial(t, 0, "line", "1", 1)}}))
-	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: tp(1), ClosedThrough: end0}), "a batch without partials records progress")
-	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: tp(0), ClosedThrough: end0}), "an older closed_through")
-	got, err = s.ClosedThrough(ctx, tp(0), tp(1), tp(2), sink.TopicPartition{Topic: "other", Partition: 0})
-	require.NoError(t, err)
-	assert.Equal(t, map[sink.TopicPartition]time.Time{tp(0): end2, tp(1): end0}, got, "progress never goes back")
-}
-
-func testReadiness(t *testing.T, f Factory, _ Features) {
-	ctx := ctxT(t)
-	s := f(t, DefaultSetup())
-	_, end0 := win(0)
-	_, end1 := win(1)
-	// Both partitions of the topic are registered when assigned, before any window closes.
-	for p := range int32(2) {
-		require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: tp(p)}))
-	}
-	_, ok, err := s.CompleteThrough(ctx, "nobody")
-	require.NoError(t, err)
-	assert.False(t, ok, "no partition of an unknown topic")
-
-	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: tp(0), ClosedThrough: end1, Partials: []sink.Partial{partial(t, 0, "line", "1", 4)}}))
-	row, ok, err := s.Aggregate(ctx, sink.Key{WindowStart: T0(), Dimension: "line", DimensionID: "1"})
-	require.NoError(t, err)
-	require.True(t, ok)
-	assert.False(t, row.Complete, "partition 1 has not closed the window: the row is still filling")
-	through, ok, err := s.CompleteThrough(ctx, Topic)
-	require.NoError(t, err)
-	assert.True(t, ok)
-	assert.True(t, through.Before(end0))
-
-	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: tp(1), ClosedThrough: end0}))
-	row, _, err = s.Aggregate(ctx, row.Key)
-	require.NoError(t, err)
-	assert.True(t, row.Complete, "every partition closed through the window end")
-	through, ok, err = s.CompleteThrough(ctx, Topic)
-	require.NoError(t, err)
-	assert.True(t, ok)
-	assert.Equal(t, end0, through)
-
-	// A partition of another topic that feeds nothing does not hold the row back.
-	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: sink.TopicPartition{Topic: "positions", Partition: 0}}))
-	row, _, err = s.Aggregate(ctx, row.Key)
-	require.NoError(t, err)
-	assert.True(t, row.Complete)
-}
-
-func testAttributes(t *testing.T, f Factory, _ Features) {
-	ctx := ctxT(t)
-	s := f(t, DefaultSetup())
-	_, end := win(0)
-	key := sink.Key{WindowStart: T0(), Dimension: "line", DimensionID: "17"}
-	write := func(p int32, attrs map[string]string, v float64) sink.Aggregate {
-		t.Helper()
-		pa := partial(t, 0, "line", "17", v)
-		pa.Attrs = attrs
-		require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: tp(p), ClosedThrough: end, Partials: []sink.Partial{pa}}))
-		row, ok, err := s.Aggregate(ctx, key)
-		require.NoError(t, err)
-		require.True(t, ok)
-		return row
-	}
-	assert.Nil(t, write(1, nil, 1).Attrs, "no partial carried an operator yet")
-	assert.Equal(t, map[string]string{"operator": "RET"}, write(1, map[string]string{"operator": "RET"}, 1).Attrs)
-	assert.Equal(t, map[string]string{"operator": "GVB"}, write(0, map[string]string{"operator": "GVB"}, 2).Attrs,
-		"the first operator in (topic, partition) order")
-	assert.Equal(t, map[string]string{"operator": "GVB"}, write(0, nil, 2).Attrs,
-		"a rewrite without the attribute keeps the stored one (COALESCE)")
-	row := write(2, nil, 3)
-	assert.Equal(t, map[string]string{"operator": "GVB"}, row.Attrs)
-	assert.Equal(t, int64(3), row.Count)
 }
 
 func stateRow(id string, at time.Time, trip string, delay float64, seq int64) sink.StateRow {
@@ -574,31 +294,9 @@ func testLatestConcurrent(t *testing.T, f Factory, feat Features) {
 	}
 }
 
-func testInvalid(t *testing.T, f Factory, _ Features) {
+func testInvalidLatest(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
 	s := f(t, DefaultSetup())
-	start, end := win(0)
-	good := partial(t, 0, "line", "1", 1)
-	cases := map[string]sink.CloseBatch{
-		"no topic":                 {Source: sink.TopicPartition{Partition: 0}, ClosedThrough: end, Partials: []sink.Partial{good}},
-		"negative partition":       {Source: sink.TopicPartition{Topic: Topic, Partition: -1}, ClosedThrough: end, Partials: []sink.Partial{good}},
-		"end after closed_through": {Source: tp(0), ClosedThrough: start, Partials: []sink.Partial{good}},
-		"garbled stats":            {Source: tp(0), ClosedThrough: end, Partials: []sink.Partial{{Key: good.Key, WindowEnd: end, Stats: []byte{0xff, 1, 2}}}},
-		"empty stats":              {Source: tp(0), ClosedThrough: end, Partials: []sink.Partial{{Key: good.Key, WindowEnd: end, Stats: Stats(t)}}},
-		"end before start":         {Source: tp(0), ClosedThrough: end, Partials: []sink.Partial{{Key: good.Key, WindowEnd: start, Stats: good.Stats}}},
-		"undeclared attribute":     {Source: tp(0), ClosedThrough: end, Partials: []sink.Partial{{Key: good.Key, WindowEnd: end, Stats: good.Stats, Attrs: map[string]string{"colour": "red"}}}},
-		"valid partial then bad":   {Source: tp(0), ClosedThrough: end, Partials: []sink.Partial{good, {Key: sink.Key{WindowStart: start, Dimension: "x"}, WindowEnd: end}}},
-	}
-	for name, b := range cases {
-		assert.ErrorIs(t, s.WriteClose(ctx, b), sink.ErrInvalid, name)
-	}
-	rows, err := s.Aggregates(ctx, start)
-	require.NoError(t, err)
-	assert.Empty(t, rows, "an invalid batch writes nothing")
-	progress, err := s.ClosedThrough(ctx, tp(0), tp(-1))
-	require.NoError(t, err)
-	assert.Empty(t, progress)
-
 	at := T0()
 	for name, rows := range map[string][]sink.StateRow{
 		"short key":      {{Key: nil, ObservedAt: at, Values: []any{"t", 1.0, int64(1)}}},

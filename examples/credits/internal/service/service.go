@@ -60,10 +60,13 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, store: st, effects: fx}
 	rc := consumer.Config[noKey]{
-		Kafka:             cfg.Kafka,
-		Topics:            map[string]consumer.Handler[noKey]{cfg.Topic: s.handle},
-		DeadLetters:       cfg.DeadLetters,
-		IdleTimeout:       -1, // no windows, no event time
+		Kafka:       cfg.Kafka,
+		Topics:      map[string]consumer.Handler[noKey]{cfg.Topic: s.handle},
+		DeadLetters: cfg.DeadLetters,
+		IdleTimeout: -1, // no windows, no event time
+		// One message at a time on the polling goroutine: the handler and the hooks share
+		// the delivery being decided (s.cur).
+		Workers:           -1,
 		FlushInterval:     cfg.CommitInterval,
 		PollTimeout:       cfg.PollTimeout,
 		DeadLetterBackoff: cfg.DeadLetterBackoff,

@@ -22,9 +22,10 @@
 //   - an admitted prediction adds its delay to its window under its four keys and offers its
 //     trip_delay_latest row; an admitted position offers its vehicle_latest row.
 //
-// A partition's window is in the sink once the partition's closed_through reaches its end:
-// [Result.Aggregates] takes each partition's closed_through (as read back from the sink) and
-// merges the partials of the windows closed in it, in (topic, partition) order. A state row
+// A window is in the sink once it is complete: every prediction partition that has a
+// watermark has closed through its end. [Result.Aggregates] takes each partition's
+// closed_through (as read back from the sink) and merges the partials of the complete
+// windows, in (topic, partition) order. A state row
 // wins over another of its key when its observed_at is later, or equal and later in offset
 // order.
 //

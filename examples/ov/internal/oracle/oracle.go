@@ -381,10 +381,11 @@ func mod(a, b int64) int64 {
 }
 
 // Aggregates returns the rows delay_aggregates must hold when each partition's closed_through
-// is as given: every window of a partition that ends at or before its closed_through
-// contributes its partial; partials of a key are merged in (topic, partition) order. A
+// is as given: the merged rows of the complete windows, those that end at or before
+// [Result.CompleteThrough]; partials of a key are merged in (topic, partition) order. A
 // partition missing from closedThrough has closed nothing.
 func (r *Result) Aggregates(closedThrough map[Source]time.Time) (map[AggKey]AggRow, error) {
+	through, complete := r.CompleteThrough(closedThrough)
 	sources := make([]Source, 0, len(r.partials))
 	for s := range r.partials {
 		sources = append(sources, s)
@@ -398,12 +399,11 @@ func (r *Result) Aggregates(closedThrough map[Source]time.Time) (map[AggKey]AggR
 	}
 	accs := map[AggKey]*acc{}
 	for _, src := range sources {
-		ct, ok := closedThrough[src]
-		if !ok {
-			continue
+		if !complete {
+			break
 		}
 		for k, pa := range r.partials[src] {
-			if pa.end.After(ct) {
+			if pa.end.After(through) {
 				continue
 			}
 			key := AggKey{WindowStart: time.Unix(0, k.start).UTC(), Dimension: k.dim, DimensionID: k.id}
@@ -433,6 +433,26 @@ func (r *Result) Aggregates(closedThrough map[Source]time.Time) (map[AggKey]AggR
 		out[k] = a.row
 	}
 	return out, nil
+}
+
+// CompleteThrough returns the bound of the complete windows given each partition's
+// closed_through: the minimum over the partitions of the predictions topic that have a
+// watermark, which the processor registers and which hold windows back in the sink (a
+// partition without one is marked empty and holds nothing back). ok is false when one of
+// them has closed nothing, or when none has a watermark.
+func (r *Result) CompleteThrough(closedThrough map[Source]time.Time) (time.Time, bool) {
+	var low time.Time
+	found := false
+	for src := range r.ClosableThrough() {
+		ct, ok := closedThrough[src]
+		if !ok {
+			return time.Time{}, false
+		}
+		if !found || ct.Before(low) {
+			low, found = ct, true
+		}
+	}
+	return low, found
 }
 
 // CommittedOffsets returns the offset each partition may be committed at when every record

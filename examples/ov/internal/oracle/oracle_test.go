@@ -128,8 +128,8 @@ func TestPartitionsMerge(t *testing.T) {
 
 	onlyA, err := r.Aggregates(map[oracle.Source]time.Time{sa: closable[sa]})
 	require.NoError(t, err)
+	assert.Empty(t, onlyA, "partition 1 has closed nothing: no window is complete")
 	network := oracle.AggKey{WindowStart: t0, Dimension: "network", DimensionID: "NL"}
-	assert.Equal(t, int64(300), onlyA[network].Count)
 
 	rows, err := r.Aggregates(closable)
 	require.NoError(t, err)

@@ -7,8 +7,9 @@
 //   - delay_aggregates, the seed's merged table, keyed by (window_start, dimension,
 //     dimension_id), with exactly the seed's columns: window_start, window_end, dimension,
 //     dimension_id, operator, event_count, mean_delay_s, p90_delay_s, max_delay_s,
-//     min_delay_s, computed_at ([Aggregates]); the sink adds its partials table
-//     delay_aggregates_partials and the readiness view delay_aggregates_status;
+//     min_delay_s, computed_at ([Aggregates]), written when a window is complete; the sink
+//     adds delay_aggregates_partials, delay_aggregates_folded, delay_aggregates_topics and
+//     the readiness view delay_aggregates_status;
 //   - vehicle_latest, keyed by vehicle_id: trip_id, route_id (the line), operator, lat, lon,
 //     bearing, observed_at, updated_at ([Vehicles]);
 //   - trip_delay_latest, keyed by trip_id: line, operator, stop, delay_s, observed_at,

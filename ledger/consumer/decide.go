@@ -1,0 +1,202 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/streamledger/streamledger/dlq/dlqkafka"
+	"github.com/streamledger/streamledger/ledger"
+	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/window"
+)
+
+// decideChunk decides c's messages in offset order. It runs on the worker that holds c's
+// partition. ctx is cancelled only by Abort: nothing more is decided then.
+func (p *processor[K]) decideChunk(ctx context.Context, c *chunk[K]) {
+	for i, m := range c.msgs {
+		if p.stop.any.Load() || ctx.Err() != nil {
+			return
+		}
+		if err := c.errs[i]; err != nil {
+			p.deadLetter(ctx, c.pt, m, c.arrivals[i], err)
+			continue
+		}
+		p.decide(ctx, c.pt, m, c.arrivals[i], c.evs[i])
+	}
+}
+
+// decide decides one decoded message: late test against the partition watermark BEFORE the
+// event is applied, apply (or run its effect), add to the ledger, then move the watermark
+// and tell the ledger. That order is what makes a replay from any committed offset decide
+// as this run did.
+func (p *processor[K]) decide(ctx context.Context, pt *part[K], m *kafka.Message, arrival time.Time, ev Event[K]) {
+	off := int64(m.TopicPartition.Offset)
+	info := MessageInfo{TopicPartition: pt.tp, Offset: off, Outcome: Admitted}
+	if ev.Effect != nil {
+		if !p.effect(ctx, pt, m, arrival, ev.Effect) {
+			return
+		}
+		info.Effect = true
+	}
+	var cond ledger.Condition
+	if len(ev.Values) > 0 {
+		_, end := window.Bounds(ev.Time, pt.win.Size())
+		info.WindowEnd = end
+		if pt.wm.IsLate(end) {
+			p.late(pt, m, off, arrival, ev, end, info)
+			return
+		}
+		if !p.apply(pt, off, ev, end) {
+			return
+		}
+		cond = ledger.Window(end)
+	}
+	if len(ev.State) > 0 {
+		if pt.state == nil {
+			pt.state = make(map[string][]sink.StateRow)
+		}
+		for _, r := range ev.State {
+			pt.state[r.Table] = append(pt.state[r.Table], r.StateRow)
+		}
+		pt.stateRows += len(ev.State)
+		cond = cond.And(ledger.Flush(p.seq))
+		info.State = len(ev.State)
+	}
+	if !p.add(pt, off, cond) {
+		return
+	}
+	if ev.Time.IsZero() {
+		pt.wm.Touch(arrival)
+	} else {
+		pt.wm.Observe(ev.Time, arrival)
+	}
+	p.setWatermark(pt)
+	if info.Effect {
+		p.counters.effects.Add(1)
+	}
+	info.Condition = cond
+	p.decided(pt, info)
+}
+
+// late records a late event: nothing applied, durable at once.
+func (p *processor[K]) late(pt *part[K], m *kafka.Message, off int64, arrival time.Time, ev Event[K], end time.Time, info MessageInfo) {
+	if !p.add(pt, off, ledger.Condition{}) {
+		return
+	}
+	pt.wm.Observe(ev.Time, arrival)
+	p.setWatermark(pt)
+	info.Outcome = Late
+	p.decided(pt, info)
+	if p.s.OnLate != nil {
+		p.s.OnLate(m, ev, end)
+	}
+}
+
+// apply adds an admitted event's values to its window.
+func (p *processor[K]) apply(pt *part[K], off int64, ev Event[K], end time.Time) bool {
+	for _, v := range ev.Values {
+		if err := pt.win.AddKeys(ev.Time, v.Value, v.Keys...); err != nil {
+			// Validate and IsLate rule out every error AddKeys returns.
+			p.fail(err, "apply to windows", "partition", pt.tp.String(), "offset", off)
+			return false
+		}
+	}
+	ow, ok := pt.open[end.UnixNano()]
+	if !ok {
+		ow.first = off
+	}
+	ow.entries++
+	pt.open[end.UnixNano()] = ow
+	pt.openEntries++
+	return true
+}
+
+// effect runs an event's effect. It reports whether the message goes on to be admitted (the
+// effect committed); otherwise the message was dead-lettered (a rejection), or left undecided
+// because Run stops (an infrastructure failure, or Abort).
+func (p *processor[K]) effect(ctx context.Context, pt *part[K], m *kafka.Message, arrival time.Time, run func(context.Context) error) bool {
+	ectx, cancel := context.WithTimeout(ctx, p.s.WriteTimeout)
+	err := run(ectx)
+	cancel()
+	if err == nil {
+		return true
+	}
+	var rejected *RejectedError
+	if errors.As(err, &rejected) {
+		p.deadLetter(ctx, pt, m, arrival, err)
+		return false
+	}
+	// Not decided: not counted, not in the ledger, so never committed.
+	if ctx.Err() != nil {
+		return false // aborted: the effect's error is the abort's
+	}
+	off := int64(m.TopicPartition.Offset)
+	p.stop.setHalt(fmt.Errorf("%w: %s offset %d: %w", ErrEffect, pt.tp, off, err))
+	p.log.Error("effect failed; stopping after committing what is durable, this message excluded",
+		"partition", pt.tp.String(), "offset", off, "error", err)
+	return false
+}
+
+// add records the entry in the partition's ledger.
+func (p *processor[K]) add(pt *part[K], off int64, c ledger.Condition) bool {
+	if err := pt.led.Add(off, c); err != nil {
+		p.fail(err, "ledger add", "partition", pt.tp.String(), "offset", off)
+		return false
+	}
+	if pt.firstAdded < 0 {
+		pt.firstAdded = off
+	}
+	return true
+}
+
+// setWatermark tells the ledger the partition's watermark after the entries added so far.
+func (p *processor[K]) setWatermark(pt *part[K]) {
+	if wm, ok := pt.wm.Watermark(); ok {
+		pt.led.SetWatermark(wm)
+	}
+}
+
+// decided counts a message whose entry is in the ledger, by outcome, and reports it to the
+// message hooks.
+func (p *processor[K]) decided(pt *part[K], info MessageInfo) {
+	pt.next = info.Offset + 1
+	pt.consumed++
+	p.counters.consumed.Add(1)
+	switch info.Outcome {
+	case Admitted:
+		pt.admitted++
+		p.counters.admitted.Add(1)
+	case Late:
+		pt.late++
+		p.counters.late.Add(1)
+	case DeadLettered:
+		pt.dead++
+		p.counters.dead.Add(1)
+	}
+	for _, h := range p.s.hooks.message {
+		h.OnMessage(info)
+	}
+}
+
+// deadLetter sends a message that failed to decode, validate or take its effect to the
+// dead-letter topic. Its entry is durable only on a positive delivery report.
+func (p *processor[K]) deadLetter(ctx context.Context, pt *part[K], m *kafka.Message, arrival time.Time, cause error) {
+	off := int64(m.TopicPartition.Offset)
+	if p.s.DeadLetters == nil {
+		p.stop.setFatal(fmt.Errorf("%w: %s offset %d: %w", ErrUndecodable, pt.tp, off, cause))
+		p.log.Error("message failed to decode and there is no dead-letter topic; stopping",
+			"partition", pt.tp.String(), "offset", off, "error", cause)
+		return
+	}
+	if !p.add(pt, off, ledger.Ack()) {
+		return
+	}
+	pt.wm.Touch(arrival)
+	p.decided(pt, MessageInfo{TopicPartition: pt.tp, Offset: off, Outcome: DeadLettered, Condition: ledger.Ack(), Err: cause})
+	p.log.Info("message dead-lettered", "partition", pt.tp.String(), "offset", off, "error", cause)
+	p.send(ctx, pt, &letter{tp: pt.tp, epoch: pt.epoch, offset: off, rec: dlqkafka.RecordFromMessage(m), cause: cause})
+}

@@ -1,0 +1,302 @@
+package consumer
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/streamledger/streamledger/ledger"
+	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/window"
+)
+
+// tick is the periodic work, in the order the guarantee needs: flush state, then per
+// partition the idle advance, close and write with progress, then commit what became durable.
+// It starts at a barrier, so it sees every message dispatched before it decided. The writes
+// run off the loop (see writeJob); the commit here carries what earlier writes, dead-letter
+// reports and late messages made durable, and poll commits what this tick's writes make
+// durable once they are done. A tick that comes while writes are in flight is due: the next
+// poll waits for them, then runs it.
+func (p *processor[K]) tick(ctx context.Context, reason CommitReason) {
+	if p.fatal() != nil || ctx.Err() != nil {
+		return
+	}
+	start := time.Now()
+	p.barrier()
+	p.drainReports()
+	p.resendDue(ctx)
+	if p.job != nil {
+		p.tickDue = true
+		return
+	}
+	p.tickedAt, p.tickedCount = p.now(), p.dispatched
+	if job := p.prepare(p.order, false); job != nil {
+		p.launch(ctx, job, false)
+		p.collect() // done already when the writes ran here
+	}
+	if p.fatal() != nil {
+		return
+	}
+	p.retrySeeks()
+	p.commit(ctx, reason, p.tracker.AppendCommits(p.commitBuf[:0]))
+	p.ticks++
+	p.backpressure(true)
+	p.report(time.Since(start), reason == CommitCaughtUp)
+	p.waited = 0
+}
+
+// caughtUp is called when a Poll returned nothing: the client has no message at hand. It
+// seals the open chunks, so that their messages are decided now. With FlushWhenCaughtUp it
+// also runs a tick early, so that the last messages of a burst are written and committed now
+// rather than at the next FlushInterval. It never waits for writes in flight (their
+// completion commits what they cover), and never ticks twice without a message dispatched
+// in between, so a quiet consumer goes back to FlushInterval.
+func (p *processor[K]) caughtUp(ctx context.Context) {
+	p.sealAll()
+	if p.s.FlushWhenCaughtUp <= 0 || p.job != nil || p.tickDue || p.dispatched == p.tickedCount {
+		return
+	}
+	if p.now().Sub(p.tickedAt) < p.s.FlushWhenCaughtUp {
+		return
+	}
+	p.tick(ctx, CommitCaughtUp)
+}
+
+// position reports the partition's consume position and high watermark to its watermark, for
+// idleness, and computes its lag. The high watermark is the client's cached one (no broker
+// call). A paused partition, or one with messages to fetch again, is never caught up.
+func (p *processor[K]) position(pt *part[K]) {
+	pt.lag, pt.caughtUp = -1, false
+	_, hi, err := p.cl.GetWatermarkOffsets(pt.tp.Topic, pt.tp.Partition)
+	if err != nil || hi < 0 {
+		pt.wm.SetCaughtUp(false)
+		return
+	}
+	pos := max(pt.next, pt.committed)
+	if pt.paused == 0 && pt.seekTo < 0 {
+		// librdkafka's position also moves past transaction markers and compacted gaps.
+		if got, err := p.cl.Position([]kafka.TopicPartition{pt.ktp}); err == nil && len(got) == 1 && got[0].Offset >= 0 {
+			pos = max(pos, int64(got[0].Offset))
+		}
+	}
+	if pos < 0 && hi == 0 {
+		pos = 0 // an empty partition
+	}
+	if pos < 0 {
+		pt.wm.SetCaughtUp(false)
+		return
+	}
+	pt.lag = max(hi-pos, 0)
+	if pt.paused != 0 || pt.seekTo >= 0 || pos > hi {
+		pt.wm.SetCaughtUp(false)
+		return
+	}
+	pt.caughtUp = pos == hi
+	if p.s.IdleTimeout < 0 {
+		pt.wm.SetCaughtUp(false) // partitions never go idle
+		return
+	}
+	if err := pt.wm.SetPosition(pos, hi); err != nil {
+		pt.wm.SetCaughtUp(false)
+	}
+}
+
+// closeBatch runs one partition's share of a tick on the loop: the idle advance, then the
+// windows the watermark closes, serialized. It returns the batch to write (the closed partials
+// not yet written, kept from failed writes too, with the progress) when there is something
+// new to write. A partition that is caught up without a watermark is reported empty once, so
+// that it holds back no merged row (see sink.CloseBatch.Empty).
+func (p *processor[K]) closeBatch(pt *part[K]) (sink.CloseBatch, bool) {
+	p.position(pt)
+	if p.s.Sink == nil {
+		return sink.CloseBatch{}, false // no windows, no progress to write
+	}
+	pt.wm.Tick()
+	wm, ok := pt.wm.Watermark()
+	if !ok {
+		if pt.caughtUp && !pt.emptySent {
+			return sink.CloseBatch{Source: pt.tp, Empty: true}, true
+		}
+		return sink.CloseBatch{}, false
+	}
+	if closed := pt.win.Close(wm); len(closed) > 0 {
+		sp, err := p.toSink(closed)
+		if err != nil {
+			p.fail(err, "serialize closed windows", "partition", pt.tp.String())
+			return sink.CloseBatch{}, false
+		}
+		pt.unwritten = append(pt.unwritten, sp...)
+	}
+	for end, ow := range pt.open {
+		if end <= wm.UnixNano() {
+			pt.openEntries -= ow.entries
+			delete(pt.open, end)
+		}
+	}
+	if len(pt.unwritten) == 0 && pt.hasWritten && !wm.After(pt.written) {
+		return sink.CloseBatch{}, false
+	}
+	return sink.CloseBatch{Source: pt.tp, ClosedThrough: wm, Partials: pt.unwritten}, true
+}
+
+// toSink converts closed partials for the sink. Window keys that map to the same sink key in
+// one window are merged, in their (deterministic) close order.
+func (p *processor[K]) toSink(closed []window.Partial[K]) ([]sink.Partial, error) {
+	out := make([]sink.Partial, 0, len(closed))
+	type key struct {
+		start   int64
+		dim, id string
+	}
+	var (
+		index map[key]int
+		stats []*window.Stats
+	)
+	for _, c := range closed {
+		sk := p.s.Keys(c.Key)
+		k := key{c.Start.UnixNano(), sk.Dimension, sk.DimensionID}
+		if i, dup := index[k]; dup {
+			merged, err := window.Merge(stats[i], c.Stats)
+			if err != nil {
+				return nil, err
+			}
+			stats[i] = merged
+			for name, v := range sk.Attrs {
+				if _, ok := out[i].Attrs[name]; !ok {
+					if out[i].Attrs == nil {
+						out[i].Attrs = map[string]string{}
+					}
+					out[i].Attrs[name] = v
+				}
+			}
+			continue
+		}
+		if index == nil {
+			index = make(map[key]int)
+		}
+		index[k] = len(out)
+		stats = append(stats, c.Stats)
+		out = append(out, sink.Partial{
+			Key:       sink.Key{WindowStart: c.Start, Dimension: sk.Dimension, DimensionID: sk.DimensionID},
+			WindowEnd: c.End,
+			Attrs:     sk.Attrs,
+		})
+	}
+	for i := range out {
+		b, err := stats[i].MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		out[i].Stats = b
+	}
+	return out, nil
+}
+
+// commit sends the commits synchronously, with their metadata, and marks the accepted ones.
+// A failed commit is logged and left for the next tick: Tracker.Commits reports it again.
+func (p *processor[K]) commit(ctx context.Context, reason CommitReason, cs []ledger.Commit) []ledger.Commit {
+	if len(cs) == 0 || p.fatal() != nil || ctx.Err() != nil {
+		return nil
+	}
+	offsets := make([]kafka.TopicPartition, len(cs))
+	for i, c := range cs {
+		topic := c.Topic
+		offsets[i] = kafka.TopicPartition{Topic: &topic, Partition: c.Partition, Offset: kafka.Offset(c.Offset)}
+		if c.Metadata != "" {
+			md := c.Metadata
+			offsets[i].Metadata = &md
+		}
+	}
+	start := time.Now()
+	res, err := p.cl.CommitOffsets(offsets)
+	info := CommitInfo{Reason: reason, Commits: cs, Err: err}
+	var ok []ledger.Commit
+	if err != nil {
+		info.Failed = cs
+	} else {
+		failed := map[ledger.TopicPartition]error{}
+		for _, r := range res {
+			if r.Error != nil && r.Topic != nil {
+				failed[ledger.TopicPartition{Topic: *r.Topic, Partition: r.Partition}] = r.Error
+			}
+		}
+		for _, c := range cs {
+			if e, bad := failed[c.TopicPartition]; bad {
+				info.Failed = append(info.Failed, c)
+				info.Err = cmp.Or(info.Err, e)
+				continue
+			}
+			ok = append(ok, c)
+		}
+	}
+	info.Duration = time.Since(start)
+	p.tracker.MarkCommitted(ok...)
+	p.committed(ctx, reason, info, len(cs))
+	return ok
+}
+
+// committed counts and logs a commit attempt, and calls the commit hooks.
+func (p *processor[K]) committed(ctx context.Context, reason CommitReason, info CommitInfo, n int) {
+	if info.Err != nil {
+		p.counters.commitFail.Add(1)
+		level := slog.LevelWarn
+		if expectedCommitError(info.Err) || reason == CommitRevoke {
+			level = slog.LevelInfo
+		}
+		p.log.Log(ctx, level, "commit failed; retrying at the next tick", "reason", reason.String(),
+			"partitions", len(info.Failed), "error", info.Err)
+	} else {
+		p.counters.commits.Add(1)
+		p.log.Debug("committed", "reason", reason.String(), "partitions", n)
+	}
+	for _, h := range p.s.hooks.commit {
+		h.OnCommit(info)
+	}
+}
+
+// expectedCommitError reports the errors a commit meets around a rebalance: the group moved
+// on, and the next owner commits from what is durable.
+func expectedCommitError(err error) bool {
+	var ke kafka.Error
+	if !errors.As(err, &ke) {
+		return false
+	}
+	switch ke.Code() {
+	case kafka.ErrState, kafka.ErrRebalanceInProgress, kafka.ErrNoOffset, kafka.ErrIllegalGeneration,
+		kafka.ErrUnknownMemberID, kafka.ErrAssignmentLost, kafka.ErrStaleMemberEpoch, kafka.ErrFencedInstanceID:
+		return true
+	}
+	return false
+}
+
+// report calls the gauge hooks.
+func (p *processor[K]) report(d time.Duration, caughtUp bool) {
+	if len(p.s.hooks.partition) == 0 && len(p.s.hooks.tick) == 0 {
+		return
+	}
+	ti := TickInfo{Partitions: len(p.order), Duration: d, CaughtUp: caughtUp, Waited: p.waited}
+	for _, pt := range p.order {
+		wm, _ := pt.wm.Watermark()
+		pi := PartitionInfo{
+			TopicPartition: pt.tp, Watermark: wm, Lag: pt.lag, Pending: pt.led.Pending(),
+			OpenWindows: pt.win.OpenWindows(), OpenKeys: pt.win.OpenKeys(),
+			Idle: pt.wm.Idle(), Paused: pt.paused != 0,
+			Consumed: pt.consumed, Admitted: pt.admitted, Late: pt.late, DeadLettered: pt.dead,
+		}
+		if pt.hasWritten {
+			pi.ClosedThrough = pt.written
+		}
+		ti.Pending += pi.Pending
+		ti.OpenKeys += pi.OpenKeys
+		for _, h := range p.s.hooks.partition {
+			h.OnPartition(pi)
+		}
+	}
+	ti.MinWatermark, _ = p.marks.Min()
+	for _, h := range p.s.hooks.tick {
+		h.OnTick(ti)
+	}
+}

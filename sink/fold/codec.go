@@ -1,0 +1,341 @@
+package fold
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/streamledger/streamledger/sink"
+)
+
+// Version is the first byte of every encoded [Blob]. The second says how the rest is
+// compressed: [compressNone], or [compressZstd] for a blob whose encoding is at least
+// [compressFrom] bytes long.
+const Version = 1
+
+const (
+	compressNone = 0
+	compressZstd = 1
+	// compressFrom is the smallest encoding worth compressing: a compact row of a few keys
+	// gains nothing.
+	compressFrom = 512
+	// maxDecoded bounds what Decode inflates, so that a corrupt or hostile blob cannot
+	// exhaust memory.
+	maxDecoded = 1 << 30
+)
+
+// The stats of a window's keys (sorted values as varint deltas, digests) have little
+// repetition for LZ77 alone, but their bytes are far from uniform: zstd's entropy stage
+// roughly halves them, at a cost below the merge's.
+var (
+	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+	zdec, _ = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxDecoded), zstd.WithDecoderConcurrency(0))
+)
+
+// ErrCorrupt is wrapped by every error of [Decode]: the bytes are not a blob that [Encode]
+// writes.
+var ErrCorrupt = errors.New("fold: corrupt blob")
+
+// Entry is one key's part of a stored row: its dimension and id, its attributes and its
+// serialized window.Stats.
+type Entry struct {
+	Dimension   string
+	DimensionID string
+	// Attrs holds one value per attribute name the blob is encoded or decoded with, nil
+	// where the key carries none.
+	Attrs []*string
+	// Stats is a serialized window.Stats.
+	Stats []byte
+}
+
+// Blob is what a stored row holds in one value: for a compact partial row the entries of
+// one (window, source); for a folded row every key's merged stats and the sources merged
+// into them.
+type Blob struct {
+	// Sources are in (topic, partition) order, distinct; empty for a compact partial row.
+	Sources []sink.TopicPartition
+	// Entries are ordered by (dimension, dimension id), distinct.
+	Entries []Entry
+}
+
+// compareEntries orders entries by dimension, then dimension id.
+func compareEntries(a, b *Entry) int {
+	return cmp.Or(cmp.Compare(a.Dimension, b.Dimension), cmp.Compare(a.DimensionID, b.DimensionID))
+}
+
+// Encode appends the canonical encoding of b to dst: the version byte, the compression
+// byte, then, compressed past a size, the attribute names,
+// the sources, then the entries, each string after the shared prefix with the previous
+// entry's (keys sorted by dimension and id repeat long prefixes). Each entry's Attrs must
+// have len(attrs) elements. Equal blobs give identical bytes; [Decode] accepts exactly what
+// Encode writes.
+func Encode(dst []byte, attrs []string, b Blob) ([]byte, error) {
+	raw, err := encodeRaw(nil, attrs, b)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) < compressFrom {
+		return append(append(dst, Version, compressNone), raw...), nil
+	}
+	return zenc.EncodeAll(raw, append(dst, Version, compressZstd)), nil
+}
+
+// encodeRaw appends the uncompressed encoding of b.
+func encodeRaw(dst []byte, attrs []string, b Blob) ([]byte, error) {
+	if !slices.IsSortedFunc(b.Sources, sink.CompareSources) {
+		return nil, fmt.Errorf("fold: encode: sources out of order")
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(attrs)))
+	for _, a := range attrs {
+		dst = appendString(dst, a)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(b.Sources)))
+	for i, s := range b.Sources {
+		if i > 0 && s == b.Sources[i-1] || s.Partition < 0 {
+			return nil, fmt.Errorf("fold: encode: source %s twice or negative", s)
+		}
+		dst = appendString(dst, s.Topic)
+		dst = binary.AppendUvarint(dst, uint64(s.Partition))
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(b.Entries)))
+	var prev Entry
+	bitmap := make([]byte, (len(attrs)+7)/8)
+	for i := range b.Entries {
+		e := &b.Entries[i]
+		if i > 0 && compareEntries(&prev, e) >= 0 {
+			return nil, fmt.Errorf("fold: encode: entry %s/%s out of order", e.Dimension, e.DimensionID)
+		}
+		if len(e.Attrs) != len(attrs) {
+			return nil, fmt.Errorf("fold: encode: entry %s/%s has %d attributes, want %d", e.Dimension, e.DimensionID, len(e.Attrs), len(attrs))
+		}
+		if len(e.Stats) == 0 {
+			return nil, fmt.Errorf("fold: encode: entry %s/%s without stats", e.Dimension, e.DimensionID)
+		}
+		dst = appendSuffix(dst, prev.Dimension, e.Dimension)
+		dst = appendSuffix(dst, prev.DimensionID, e.DimensionID)
+		clear(bitmap)
+		for j, a := range e.Attrs {
+			if a != nil {
+				bitmap[j/8] |= 1 << (j % 8)
+			}
+		}
+		dst = append(dst, bitmap...)
+		for _, a := range e.Attrs {
+			if a != nil {
+				dst = appendString(dst, *a)
+			}
+		}
+		dst = binary.AppendUvarint(dst, uint64(len(e.Stats)))
+		dst = append(dst, e.Stats...)
+		prev = *e
+	}
+	return dst, nil
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+// appendSuffix writes s as the length of its common prefix with prev and the rest.
+func appendSuffix(dst []byte, prev, s string) []byte {
+	n := commonPrefix(prev, s)
+	dst = binary.AppendUvarint(dst, uint64(n))
+	return appendString(dst, s[n:])
+}
+
+func commonPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// Decode parses a blob written by [Encode] and returns it with each entry's attributes
+// rearranged to attrs: a name the blob lacks is nil in every entry, and a stored name
+// missing from attrs is dropped. Input that is truncated, garbled or not canonical is
+// rejected with an error wrapping [ErrCorrupt]. The stats are not decoded here.
+func Decode(data []byte, attrs []string) (Blob, error) {
+	if len(data) < 2 || data[0] != Version {
+		return Blob{}, corrupt("missing or unknown version byte")
+	}
+	raw := data[2:]
+	switch data[1] {
+	case compressNone:
+		if len(raw) >= compressFrom {
+			return Blob{}, corrupt("%d uncompressed bytes, want fewer than %d", len(raw), compressFrom)
+		}
+	case compressZstd:
+		var err error
+		if raw, err = zdec.DecodeAll(raw, nil); err != nil {
+			return Blob{}, corrupt("zstd: %v", err)
+		}
+		if len(raw) < compressFrom {
+			return Blob{}, corrupt("%d compressed bytes, want at least %d", len(raw), compressFrom)
+		}
+	default:
+		return Blob{}, corrupt("compression %d", data[1])
+	}
+	return decodeRaw(raw, attrs)
+}
+
+func decodeRaw(data []byte, attrs []string) (Blob, error) {
+	d := decoder{p: data}
+	na := d.count(1)
+	stored := make([]string, na)
+	pos := make([]int, na)
+	for i := range stored {
+		stored[i] = d.str()
+		pos[i] = slices.Index(attrs, stored[i])
+		if d.err == nil && slices.Contains(stored[:i], stored[i]) {
+			d.fail("attribute %q twice", stored[i])
+		}
+	}
+	var b Blob
+	ns := d.count(2)
+	if ns > 0 {
+		b.Sources = make([]sink.TopicPartition, ns)
+	}
+	for i := range ns {
+		s := sink.TopicPartition{Topic: d.str()}
+		p := d.uvarint()
+		if p > math.MaxInt32 {
+			d.fail("partition %d out of range", p)
+		}
+		s.Partition = int32(p)
+		if i > 0 && d.err == nil && sink.CompareSources(b.Sources[i-1], s) >= 0 {
+			d.fail("source %s out of order", s)
+		}
+		b.Sources[i] = s
+	}
+	ne := d.count(4 + (na+7)/8)
+	if ne > 0 {
+		b.Entries = make([]Entry, ne)
+	}
+	var backing []*string
+	if len(attrs) > 0 {
+		backing = make([]*string, ne*len(attrs))
+	}
+	var prev *Entry
+	for i := 0; i < ne && d.err == nil; i++ {
+		e := &b.Entries[i]
+		if prev == nil {
+			prev = &Entry{}
+		}
+		e.Dimension = d.suffix(prev.Dimension)
+		e.DimensionID = d.suffix(prev.DimensionID)
+		if i > 0 && d.err == nil && compareEntries(prev, e) >= 0 {
+			d.fail("entry %d out of order", i)
+		}
+		if len(attrs) > 0 {
+			e.Attrs = backing[i*len(attrs) : (i+1)*len(attrs) : (i+1)*len(attrs)]
+		}
+		d.attrs(e, pos)
+		n := d.count(1)
+		if n == 0 && d.err == nil {
+			d.fail("entry %d without stats", i)
+		}
+		e.Stats = d.bytes(n)
+		prev = e
+	}
+	if d.err == nil && len(d.p) != 0 {
+		d.fail("%d bytes after the last entry", len(d.p))
+	}
+	if d.err != nil {
+		return Blob{}, d.err
+	}
+	return b, nil
+}
+
+func corrupt(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
+}
+
+// decoder reads a blob; after the first error every read returns a zero value.
+type decoder struct {
+	p   []byte
+	err error
+}
+
+func (d *decoder) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = corrupt(format, args...)
+	}
+	d.p = nil
+}
+
+// uvarint reads a minimal unsigned varint, so that every accepted input re-encodes to itself.
+func (d *decoder) uvarint() uint64 {
+	x, k := binary.Uvarint(d.p)
+	if k <= 0 || k != len(binary.AppendUvarint(nil, x)) {
+		d.fail("bad varint")
+		return 0
+	}
+	d.p = d.p[k:]
+	return x
+}
+
+// count reads a count of items each at least min bytes long, bounded by what is left.
+func (d *decoder) count(minSize int) int {
+	n := d.uvarint()
+	if n > uint64(len(d.p)/minSize) {
+		d.fail("count %d exceeds the %d bytes left", n, len(d.p))
+		return 0
+	}
+	return int(n)
+}
+
+func (d *decoder) bytes(n int) []byte {
+	if n > len(d.p) {
+		d.fail("truncated")
+		return nil
+	}
+	out := d.p[:n:n]
+	d.p = d.p[n:]
+	return out
+}
+
+func (d *decoder) str() string { return string(d.bytes(d.count(1))) }
+
+// suffix reads a string written by appendSuffix after prev.
+func (d *decoder) suffix(prev string) string {
+	n := d.uvarint()
+	if n > uint64(len(prev)) {
+		d.fail("shared prefix %d longer than %d", n, len(prev))
+		return ""
+	}
+	rest := d.str()
+	if rest != "" && int(n) < len(prev) && rest[0] == prev[n] {
+		d.fail("shared prefix %d not the longest", n)
+	}
+	return prev[:n] + rest
+}
+
+// attrs reads an entry's presence bitmap and attribute values into e.Attrs, by pos.
+func (d *decoder) attrs(e *Entry, pos []int) {
+	bitmap := d.bytes((len(pos) + 7) / 8)
+	if d.err != nil {
+		return
+	}
+	if k := len(pos) % 8; k != 0 && bitmap[len(bitmap)-1]>>k != 0 {
+		d.fail("unused presence bits set")
+		return
+	}
+	for j, at := range pos {
+		if bitmap[j/8]&(1<<(j%8)) == 0 {
+			continue
+		}
+		v := d.str()
+		if at >= 0 {
+			e.Attrs[at] = &v
+		}
+	}
+}

@@ -1,0 +1,345 @@
+package fold
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/window"
+)
+
+// pending is what a plan knows of one window.
+type pending struct {
+	start, end time.Time
+	stored     map[sink.TopicPartition][]Entry // compact rows read
+	batch      map[sink.TopicPartition][]Entry // this call's partials
+	folded     *Folded
+	final      bool
+}
+
+// Plan computes the call's writes from the stored rows the implementation read after
+// [Call.SetProgress], in statements that follow its lock:
+//
+//   - partials: the compact rows of [Call.Pairs] and every compact row of a window that
+//     ends at or before [Call.Through] (when ok);
+//   - folded: the folded rows of [Call.Windows] and of the windows of those partials;
+//   - final: the starts among [Call.Windows] of windows with stored merged rows.
+//
+// Rows of other windows are harmless: a window is folded when complete and otherwise left
+// alone. Corrupt stored stats fail the plan.
+func (c *Call) Plan(partials []Partials, folded []Folded, final []time.Time) (*Plan, error) {
+	out := &Plan{Progress: c.updates, Topics: c.newTopic}
+	wins := map[time.Time]*pending{}
+	get := func(start, end time.Time) (*pending, error) {
+		start, end = start.UTC(), end.UTC()
+		w := wins[start]
+		if w == nil {
+			w = &pending{start: start, end: end, stored: map[sink.TopicPartition][]Entry{}, batch: map[sink.TopicPartition][]Entry{}}
+			wins[start] = w
+		} else if !w.end.Equal(end) {
+			return nil, fmt.Errorf("%w: the window starting at %s ends at %s and at %s", sink.ErrInvalid,
+				start.Format(time.RFC3339), w.end.Format(time.RFC3339), end.Format(time.RFC3339))
+		}
+		return w, nil
+	}
+	for _, b := range c.batches {
+		for i, p := range b.Partials {
+			w, err := get(p.WindowStart, p.WindowEnd)
+			if err != nil {
+				return nil, err
+			}
+			if i == 0 || !p.WindowStart.Equal(b.Partials[i-1].WindowStart) {
+				w.batch[b.Source] = nil
+			}
+			w.batch[b.Source] = append(w.batch[b.Source], c.entry(p))
+		}
+	}
+	for _, p := range partials {
+		w, err := get(p.Start, p.End)
+		if err != nil {
+			return nil, err
+		}
+		w.stored[p.Source] = p.Entries
+	}
+	for i := range folded {
+		w, err := get(folded[i].Start, folded[i].End)
+		if err != nil {
+			return nil, err
+		}
+		w.folded = &folded[i]
+	}
+	for _, s := range final {
+		if w := wins[s.UTC()]; w != nil {
+			w.final = true
+		}
+	}
+	starts := make([]time.Time, 0, len(wins))
+	for s := range wins {
+		starts = append(starts, s)
+	}
+	slices.SortFunc(starts, time.Time.Compare)
+	for _, s := range starts {
+		if err := c.planWindow(out, wins[s]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (c *Call) planWindow(out *Plan, w *pending) error {
+	switch {
+	case w.folded != nil:
+		return c.refold(out, w)
+	case w.final:
+		for _, es := range w.batch {
+			out.Ignored += len(es)
+		}
+		if len(w.stored) > 0 {
+			out.Delete = append(out.Delete, w.start)
+		}
+		return nil
+	case c.isComplete(w.end):
+		return c.fold(out, w)
+	}
+	for _, src := range sortedSources(w.batch) {
+		out.Partials = append(out.Partials, Partials{Start: w.start, End: w.end, Source: src,
+			Entries: replaceEntries(w.stored[src], w.batch[src])})
+	}
+	return nil
+}
+
+// entry converts a prepared partial.
+func (c *Call) entry(p sink.Partial) Entry {
+	e := Entry{Dimension: p.Dimension, DimensionID: p.DimensionID, Stats: p.Stats}
+	if n := len(c.spec.Attributes); n > 0 {
+		e.Attrs = make([]*string, n)
+		for j, name := range c.spec.Attributes {
+			if v, ok := p.Attrs[name]; ok {
+				e.Attrs[j] = &v
+			}
+		}
+	}
+	return e
+}
+
+// sources returns the stored and batch sources of w in order, each with its entries: the
+// stored ones with the batch's replacing them key by key. skip leaves sources out.
+func (w *pending) sources(skip func(sink.TopicPartition) bool) ([]sink.TopicPartition, [][]Entry) {
+	all := sortedSources(w.stored)
+	for _, s := range sortedSources(w.batch) {
+		if _, ok := w.stored[s]; !ok {
+			all = append(all, s)
+		}
+	}
+	slices.SortFunc(all, sink.CompareSources)
+	var srcs []sink.TopicPartition
+	var lists [][]Entry
+	for _, s := range all {
+		if skip != nil && skip(s) {
+			continue
+		}
+		srcs = append(srcs, s)
+		lists = append(lists, replaceEntries(w.stored[s], w.batch[s]))
+	}
+	return srcs, lists
+}
+
+// fold writes the first fold of a complete window: every key merged over its sources.
+func (c *Call) fold(out *Plan, w *pending) error {
+	srcs, lists := w.sources(nil)
+	f := Folded{Start: w.start, End: w.end}
+	for i, s := range srcs {
+		if len(lists[i]) > 0 {
+			f.Sources = append(f.Sources, s)
+		}
+	}
+	err := groups(lists, func(g []*Entry, _ []int) error {
+		row, e, err := c.merge(w, g)
+		if err != nil {
+			return err
+		}
+		out.Insert = append(out.Insert, row)
+		f.Entries = append(f.Entries, e)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(f.Entries) > 0 {
+		out.Folded = append(out.Folded, f)
+	}
+	if len(w.stored) > 0 {
+		out.Delete = append(out.Delete, w.start)
+	}
+	return nil
+}
+
+// refold merges the partials of sources not yet folded into a folded window: Merge(folded,
+// the new sources in order). Partials of folded sources are replays and are dropped.
+func (c *Call) refold(out *Plan, w *pending) error {
+	f := w.folded
+	in := func(s sink.TopicPartition) bool {
+		_, ok := slices.BinarySearchFunc(f.Sources, s, sink.CompareSources)
+		return ok
+	}
+	for s, es := range w.batch {
+		if in(s) {
+			out.Ignored += len(es)
+		}
+	}
+	srcs, lists := w.sources(in)
+	if len(w.stored) > 0 {
+		out.Delete = append(out.Delete, w.start)
+	}
+	if len(srcs) == 0 {
+		return nil
+	}
+	next := Folded{Start: w.start, End: w.end, Sources: slices.Clone(f.Sources)}
+	for i, s := range srcs {
+		if len(lists[i]) > 0 {
+			next.Sources = append(next.Sources, s)
+		}
+	}
+	slices.SortFunc(next.Sources, sink.CompareSources)
+	err := groups(append([][]Entry{f.Entries}, lists...), func(g []*Entry, from []int) error {
+		if len(g) == 1 && from[0] == 0 {
+			next.Entries = append(next.Entries, *g[0])
+			return nil
+		}
+		row, e, err := c.merge(w, g)
+		if err != nil {
+			return err
+		}
+		out.Upsert = append(out.Upsert, row)
+		next.Entries = append(next.Entries, e)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	out.Folded = append(out.Folded, next)
+	return nil
+}
+
+// merge merges one key's entries (in source order) into its merged row and its folded
+// entry: window.Merge of the stats in that order, and per attribute the first value.
+func (c *Call) merge(w *pending, g []*Entry) (Row, Entry, error) {
+	key := sink.Key{WindowStart: w.start, Dimension: g[0].Dimension, DimensionID: g[0].DimensionID}
+	stats := make([]*window.Stats, len(g))
+	for i, e := range g {
+		stats[i] = new(window.Stats)
+		if err := stats[i].UnmarshalBinary(e.Stats); err != nil {
+			return Row{}, Entry{}, fmt.Errorf("%w: stored stats of %s/%s at %s: %w", sink.ErrInvalid,
+				key.Dimension, key.DimensionID, w.start.Format(time.RFC3339), err)
+		}
+	}
+	m := stats[0]
+	enc := g[0].Stats
+	if len(stats) > 1 {
+		var err error
+		if m, err = window.Merge(stats...); err != nil {
+			return Row{}, Entry{}, fmt.Errorf("fold: merge %s/%s at %s: %w", key.Dimension, key.DimensionID, w.start.Format(time.RFC3339), err)
+		}
+		if enc, err = m.MarshalBinary(); err != nil {
+			return Row{}, Entry{}, err
+		}
+	}
+	sum, err := sink.MergeStats(c.spec.Quantile, m)
+	if err != nil {
+		return Row{}, Entry{}, fmt.Errorf("fold: merge %s/%s at %s: %w", key.Dimension, key.DimensionID, w.start.Format(time.RFC3339), err)
+	}
+	var attrs []*string
+	if n := len(c.spec.Attributes); n > 0 {
+		attrs = make([]*string, n)
+		for j := range attrs {
+			for _, e := range g {
+				if e.Attrs[j] != nil {
+					attrs[j] = e.Attrs[j]
+					break
+				}
+			}
+		}
+	}
+	row := Row{Key: key, End: w.end, Attrs: attrs, Summary: sum}
+	return row, Entry{Dimension: key.Dimension, DimensionID: key.DimensionID, Attrs: attrs, Stats: enc}, nil
+}
+
+// groups calls fn once per distinct key over lists (each ordered by key), in key order,
+// with the key's entries in list order and the index of the list of each.
+func groups(lists [][]Entry, fn func(g []*Entry, from []int) error) error {
+	heads := make([]int, len(lists))
+	var g []*Entry
+	var src []int
+	for {
+		var least *Entry
+		for i, l := range lists {
+			if heads[i] < len(l) && (least == nil || compareEntries(&l[heads[i]], least) < 0) {
+				least = &l[heads[i]]
+			}
+		}
+		if least == nil {
+			return nil
+		}
+		g, src = g[:0], src[:0]
+		for i, l := range lists {
+			if heads[i] < len(l) && compareEntries(&l[heads[i]], least) == 0 {
+				g = append(g, &l[heads[i]])
+				src = append(src, i)
+				heads[i]++
+			}
+		}
+		if err := fn(g, src); err != nil {
+			return err
+		}
+	}
+}
+
+// replaceEntries returns stored with each key of next replacing it (next's missing
+// attributes keep the stored ones), both ordered by key.
+func replaceEntries(stored, next []Entry) []Entry {
+	if len(stored) == 0 {
+		return next
+	}
+	out := make([]Entry, 0, len(stored)+len(next))
+	i, j := 0, 0
+	for i < len(stored) || j < len(next) {
+		switch {
+		case j == len(next) || i < len(stored) && compareEntries(&stored[i], &next[j]) < 0:
+			out = append(out, stored[i])
+			i++
+		case i == len(stored) || compareEntries(&stored[i], &next[j]) > 0:
+			out = append(out, next[j])
+			j++
+		default:
+			e := next[j]
+			e.Attrs = coalesce(e.Attrs, stored[i].Attrs)
+			out = append(out, e)
+			i++
+			j++
+		}
+	}
+	return out
+}
+
+func coalesce(a, b []*string) []*string {
+	if !slices.Contains(a, nil) {
+		return a
+	}
+	out := slices.Clone(a)
+	for j := range out {
+		if out[j] == nil && j < len(b) {
+			out[j] = b[j]
+		}
+	}
+	return out
+}
+
+func sortedSources[V any](m map[sink.TopicPartition]V) []sink.TopicPartition {
+	out := make([]sink.TopicPartition, 0, len(m))
+	for s := range m {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, sink.CompareSources)
+	return out
+}

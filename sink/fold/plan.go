@@ -1,0 +1,226 @@
+package fold
+
+import (
+	"fmt"
+	"iter"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/streamledger/streamledger/sink"
+)
+
+// Progress is the stored progress of one source partition.
+type Progress struct {
+	Source sink.TopicPartition
+	// ClosedThrough is zero while the partition has closed nothing (SQL NULL).
+	ClosedThrough time.Time
+	// Empty marks a partition that is caught up without a watermark.
+	Empty bool
+}
+
+// holds reports whether the partition holds windows back (when its topic contributes).
+func (p Progress) holds() bool { return !(p.Empty && p.ClosedThrough.IsZero()) }
+
+// Partials is one stored compact row: the entries of one source for one window.
+type Partials struct {
+	Start, End time.Time
+	Source     sink.TopicPartition
+	Entries    []Entry
+}
+
+// Folded is one stored folded row: every key's merged stats of one window and the sources
+// merged into them.
+type Folded struct {
+	Start, End time.Time
+	Sources    []sink.TopicPartition
+	Entries    []Entry
+}
+
+// Row is one merged row to write. Attrs are by the spec's attribute order, nil where no
+// source carries the attribute: the writer keeps the stored value there (COALESCE).
+type Row struct {
+	sink.Key
+	End   time.Time
+	Attrs []*string
+	sink.Summary
+}
+
+// Plan is everything one call writes, for the implementation to apply in one transaction.
+type Plan struct {
+	// Progress holds the progress rows that change, each with its new value, in source
+	// order (the order every writer updates them in).
+	Progress []Progress
+	// Topics are topics contributing a partial for the first time.
+	Topics []string
+	// Insert holds the merged rows of windows folded for the first time: no merged row of
+	// those windows is stored. Upsert holds the merged rows of windows folded again, which
+	// may exist. Both are in key order.
+	Insert, Upsert []Row
+	// Partials holds the compact rows to write, each replacing the stored row of its
+	// (window, source).
+	Partials []Partials
+	// Delete holds the windows whose compact rows are all deleted: folded now.
+	Delete []time.Time
+	// Folded holds the folded rows to write, each replacing the stored one of its window.
+	Folded []Folded
+	// Ignored counts the partials dropped: replays of a source already folded into its
+	// window, or partials of a window whose merged rows are final (see the package doc).
+	Ignored int
+}
+
+// Call plans one WriteClose call. Its methods are called in order: [NewCall],
+// [Call.SetProgress], [Call.Plan].
+type Call struct {
+	spec    sink.AggregateSpec
+	batches []sink.CloseBatch
+	windows map[time.Time]time.Time // start -> end of every window the batches hold partials of
+
+	progress map[sink.TopicPartition]Progress
+	topics   map[string]bool
+	newTopic []string
+	updates  []Progress
+	through  time.Time
+	complete bool // some window may be complete: every holding partition closed something
+}
+
+// NewCall validates the batches of one call (see [sink.PrepareClose]): a source may appear
+// once, and the partials of one window start must agree on its end. Errors wrap
+// [sink.ErrInvalid]; nothing may be written then. spec must have its defaults applied.
+func NewCall(spec sink.AggregateSpec, batches []sink.CloseBatch) (*Call, error) {
+	c := &Call{spec: spec, batches: make([]sink.CloseBatch, len(batches)), windows: map[time.Time]time.Time{}}
+	seen := make(map[sink.TopicPartition]bool, len(batches))
+	for i, b := range batches {
+		if seen[b.Source] {
+			return nil, fmt.Errorf("%w: two close batches for %s in one write", sink.ErrInvalid, b.Source)
+		}
+		seen[b.Source] = true
+		if b.Empty && (!b.ClosedThrough.IsZero() || len(b.Partials) > 0) {
+			return nil, fmt.Errorf("%w: close batch for %s: CloseBatch.Empty marks a partition without a watermark; it cannot carry a ClosedThrough or partials", sink.ErrInvalid, b.Source)
+		}
+		p, err := sink.PrepareClose(spec, b)
+		if err != nil {
+			return nil, err
+		}
+		p.Empty = b.Empty
+		for _, pa := range p.Partials {
+			if end, ok := c.windows[pa.WindowStart]; ok && !end.Equal(pa.WindowEnd) {
+				return nil, fmt.Errorf("%w: partials of the window starting at %s end at %s and at %s", sink.ErrInvalid,
+					pa.WindowStart.Format(time.RFC3339), end.Format(time.RFC3339), pa.WindowEnd.Format(time.RFC3339))
+			}
+			c.windows[pa.WindowStart] = pa.WindowEnd
+		}
+		c.batches[i] = p
+	}
+	return c, nil
+}
+
+// Batches returns the prepared batches, in the order given.
+func (c *Call) Batches() []sink.CloseBatch { return c.batches }
+
+// Topics returns the distinct topics of the call's sources: the implementation reads the
+// progress of every partition of these topics and of the contributing topics.
+func (c *Call) Topics() []string {
+	var out []string
+	for _, b := range c.batches {
+		if !slices.Contains(out, b.Source.Topic) {
+			out = append(out, b.Source.Topic)
+		}
+	}
+	return out
+}
+
+// Windows returns the starts of the windows the call holds partials of, ascending.
+func (c *Call) Windows() []time.Time {
+	return slices.SortedFunc(maps.Keys(c.windows), time.Time.Compare)
+}
+
+// Pairs returns the (window start, source) of every compact row the call may replace: the
+// implementation reads those stored rows, with every row of the windows complete after the
+// call (see [Call.Through]).
+func (c *Call) Pairs() ([]time.Time, []sink.TopicPartition) {
+	var starts []time.Time
+	var srcs []sink.TopicPartition
+	for _, b := range c.batches {
+		for i, p := range b.Partials {
+			if i == 0 || !p.WindowStart.Equal(b.Partials[i-1].WindowStart) {
+				starts, srcs = append(starts, p.WindowStart), append(srcs, b.Source)
+			}
+		}
+	}
+	return starts, srcs
+}
+
+// SetProgress takes the stored progress of every partition of [Call.Topics] and of the
+// contributing topics, and the stored contributing topics, all read after the
+// implementation's lock. It computes the progress updates and [Call.Through].
+//
+// A retried attempt calls SetProgress again with what it read; the earlier reading is
+// forgotten.
+func (c *Call) SetProgress(stored []Progress, topics []string) {
+	c.updates, c.newTopic = nil, nil
+	c.progress = make(map[sink.TopicPartition]Progress, len(stored)+len(c.batches))
+	for _, p := range stored {
+		p.ClosedThrough = p.ClosedThrough.UTC()
+		c.progress[p.Source] = p
+	}
+	c.topics = make(map[string]bool, len(topics)+1)
+	for _, t := range topics {
+		c.topics[t] = true
+	}
+	for _, b := range c.batches {
+		if len(b.Partials) > 0 && !c.topics[b.Source.Topic] {
+			c.topics[b.Source.Topic] = true
+			c.newTopic = append(c.newTopic, b.Source.Topic)
+		}
+		cur, had := c.progress[b.Source]
+		next := cur
+		next.Source = b.Source
+		switch {
+		case !b.ClosedThrough.IsZero():
+			if next.ClosedThrough.IsZero() || b.ClosedThrough.After(next.ClosedThrough) {
+				next.ClosedThrough = b.ClosedThrough
+			}
+			next.Empty = false
+		case b.Empty:
+			next.Empty = true
+		}
+		if !had || next != cur {
+			c.updates = append(c.updates, next)
+		}
+		c.progress[b.Source] = next
+	}
+	slices.SortFunc(c.updates, func(a, b Progress) int { return sink.CompareSources(a.Source, b.Source) })
+	slices.Sort(c.newTopic)
+	c.through, c.complete = Through(maps.Values(c.progress), func(topic string) bool { return c.topics[topic] })
+}
+
+// Through returns the bound of the complete windows given every progress row of the
+// contributing topics (rows of other topics are skipped by contributes): a window is
+// complete when it ends at or before t. ok is false when no window is complete because some
+// holding partition has closed nothing; t is [EndOfTime] when no partition holds anything.
+func Through(progress iter.Seq[Progress], contributes func(topic string) bool) (t time.Time, ok bool) {
+	t = EndOfTime
+	for p := range progress {
+		if !contributes(p.Source.Topic) || !p.holds() {
+			continue
+		}
+		if p.ClosedThrough.IsZero() {
+			return time.Time{}, false
+		}
+		if p.ClosedThrough.Before(t) {
+			t = p.ClosedThrough
+		}
+	}
+	return t, true
+}
+
+// EndOfTime stands for "every window" where a time bounds the complete windows.
+var EndOfTime = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
+// Through returns the bound of the windows complete after the call: a window is complete
+// when it ends at or before t. ok is false when no window is complete: some holding
+// partition has closed nothing yet.
+func (c *Call) Through() (t time.Time, ok bool) { return c.through, c.complete }
+
+func (c *Call) isComplete(end time.Time) bool { return c.complete && !end.After(c.through) }

@@ -1,0 +1,94 @@
+package fold_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/fold"
+)
+
+var (
+	t0   = time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)
+	end0 = t0.Add(5 * time.Minute)
+	spec = sink.AggregateSpec{Attributes: []string{"operator"}}.WithDefaults()
+)
+
+func src(topic string, p int32) sink.TopicPartition {
+	return sink.TopicPartition{Topic: topic, Partition: p}
+}
+
+func TestThrough(t *testing.T) {
+	a0, a1, b0 := src("a", 0), src("a", 1), src("b", 0)
+	for name, tc := range map[string]struct {
+		progress []fold.Progress
+		want     time.Time
+		ok       bool
+	}{
+		"nothing registered":               {nil, fold.EndOfTime, true},
+		"minimum of the holding":           {[]fold.Progress{{Source: a0, ClosedThrough: end0}, {Source: a1, ClosedThrough: t0}}, t0, true},
+		"registered, nothing closed":       {[]fold.Progress{{Source: a0, ClosedThrough: end0}, {Source: a1}}, time.Time{}, false},
+		"empty, nothing closed":            {[]fold.Progress{{Source: a0, ClosedThrough: end0}, {Source: a1, Empty: true}}, end0, true},
+		"empty with a closed_through":      {[]fold.Progress{{Source: a0, ClosedThrough: end0}, {Source: a1, ClosedThrough: t0, Empty: true}}, t0, true},
+		"a topic that does not contribute": {[]fold.Progress{{Source: a0, ClosedThrough: end0}, {Source: b0}}, end0, true},
+	} {
+		got, ok := fold.Through(slices.Values(tc.progress), func(topic string) bool { return topic == "a" })
+		assert.Equal(t, tc.ok, ok, name)
+		assert.Equal(t, tc.want, got, name)
+	}
+}
+
+func partial(t *testing.T, id string, values ...float64) sink.Partial {
+	return sink.Partial{Key: sink.Key{WindowStart: t0, Dimension: "line", DimensionID: id}, WindowEnd: end0, Stats: stats(t, values...)}
+}
+
+// A window that straddles two calls: the first stores its partials compactly and updates
+// only changed progress; the second folds stored and in-memory partials, deletes the
+// compact rows and writes the folded row, without storing its own partials.
+func TestPlanStraddle(t *testing.T) {
+	a0, a1 := src("a", 0), src("a", 1)
+	registered := []fold.Progress{{Source: a0}, {Source: a1}}
+	c, err := fold.NewCall(spec, []sink.CloseBatch{{Source: a0, ClosedThrough: end0, Partials: []sink.Partial{partial(t, "x", 1, 2)}}, {Source: a1}})
+	require.NoError(t, err)
+	c.SetProgress(registered, nil)
+	_, ok := c.Through()
+	assert.False(t, ok, "a1 has closed nothing")
+	p, err := c.Plan(nil, nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []fold.Progress{{Source: a0, ClosedThrough: end0}}, p.Progress, "a1's registration changes nothing")
+	assert.Equal(t, []string{"a"}, p.Topics)
+	require.Len(t, p.Partials, 1)
+	assert.Empty(t, p.Insert)
+	assert.Empty(t, p.Folded)
+
+	c, err = fold.NewCall(spec, []sink.CloseBatch{{Source: a1, ClosedThrough: end0, Partials: []sink.Partial{partial(t, "x", 3), partial(t, "y", 4)}}})
+	require.NoError(t, err)
+	c.SetProgress([]fold.Progress{{Source: a0, ClosedThrough: end0}, {Source: a1}}, []string{"a"})
+	through, ok := c.Through()
+	require.True(t, ok)
+	assert.Equal(t, end0, through)
+	p, err = c.Plan(p.Partials, nil, nil)
+	require.NoError(t, err)
+	assert.Empty(t, p.Partials, "the completing call stores no partial")
+	assert.Equal(t, []time.Time{t0}, p.Delete)
+	require.Len(t, p.Insert, 2)
+	want, err := sink.Merge(0.9, stats(t, 1, 2), stats(t, 3))
+	require.NoError(t, err)
+	assert.Equal(t, want, p.Insert[0].Summary)
+	require.Len(t, p.Folded, 1)
+	assert.Equal(t, []sink.TopicPartition{a0, a1}, p.Folded[0].Sources)
+	assert.Len(t, p.Folded[0].Entries, 2)
+
+	// A retried attempt plans from what it reads again.
+	c.SetProgress([]fold.Progress{{Source: a0, ClosedThrough: end0}, {Source: a1, ClosedThrough: end0}}, []string{"a"})
+	again, err := c.Plan(nil, p.Folded, []time.Time{t0})
+	require.NoError(t, err)
+	assert.Empty(t, again.Progress, "nothing changes twice")
+	assert.Equal(t, 2, again.Ignored, "a replay of a folded source")
+	assert.Empty(t, again.Insert)
+	assert.Empty(t, again.Upsert)
+}
