@@ -69,12 +69,12 @@ func (d *decided) OnTick(i consumer.TickInfo) {
 	}
 }
 
-// TestDeadLetterCost measures what dead letters cost the consumer's loop, where Send runs: a
-// healthy dead-letter topic, a Send slowed by 2 and 20 ms, a broker that refuses every letter
-// (INVALID_RECORD: each delivery report fails, the runtime sends again after a backoff), and a
-// dead-letter cluster that does not answer (the producer's first metadata lookup per topic
-// waits up to the write timeout, on the loop, and a failed lookup is not kept). It prints a
-// table; it fails if a refused letter's offset was committed past.
+// TestDeadLetterCost measures what dead letters cost the goroutine that decides a message (the
+// loop, or a worker), where Send runs: a healthy dead-letter topic, a Send slowed by 2 and
+// 20 ms, a broker that refuses every letter (INVALID_RECORD: each delivery report fails, the
+// runtime sends again after a backoff), and a dead-letter cluster that does not answer (the
+// producer's first metadata lookup per topic waits up to the write timeout, and a failed lookup
+// is not kept). It prints a table; it fails if a refused letter's offset was committed past.
 func TestDeadLetterCost(t *testing.T) {
 	if os.Getenv(measureEnv) == "" {
 		t.Skipf("a measurement of about half a minute; set %s=1 to run it", measureEnv)
@@ -85,7 +85,7 @@ func TestDeadLetterCost(t *testing.T) {
 	require.NoError(t, err)
 	var table strings.Builder
 	fmt.Fprintf(&table, "%-22s %8s %7s %10s %9s %12s %10s %12s\n", "dead-letter topic", "messages", "letters", "decided in",
-		"msgs/s", "loop in Send", "max Send", "max pending")
+		"msgs/s", "time in Send", "max Send", "max pending")
 	for _, tc := range []struct {
 		name        string
 		delay       time.Duration
