@@ -80,7 +80,6 @@
 //     consumer.WriteInfo.Revoke; the armed processor ticks only every two windows' worth of
 //     wall time, so that its revocations have closed windows and state rows to write), and
 //     after that commit and before the hand-over (revoke-committed).
-//
 //   - broker-restart: two processors while the broker process, persisted with --data-dir, is
 //     killed with SIGKILL and started again from its directory on the same ports (twice in the
 //     short run, five times in the full one, spread over the feed, down 0.5 to 2 s or 1 to 6
