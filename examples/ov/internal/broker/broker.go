@@ -51,9 +51,9 @@ type Config struct {
 // stays in the group, is assigned partitions nobody consumes, and holds every later rebalance
 // until the rebalance timeout, which each join restarts. Kafka times such a member out after
 // its session timeout (it starts a session timer for every member when a generation forms);
-// the watch does the same by sending a LeaveGroup on its behalf once a member of a generation
-// has not synced, heartbeaten or committed in that generation for its session timeout. See
-// the package documentation.
+// the watch sends a LeaveGroup on its behalf once a member of a generation has not synced,
+// heartbeaten or committed in it for most of its session timeout. See the package
+// documentation.
 type Broker struct {
 	*kfake.Cluster
 	watch *watch

@@ -15,14 +15,17 @@
 // JoinGroup waited (a process killed during a rebalance), whether it notices the closed
 // connection or queues the response in the connection's buffer is a coin flip of a select, and
 // about one such member in two gets no timer and stays in the group with partitions assigned
-// that nobody consumes. Every later rebalance then waits for it until
-// the rebalance timeout, which kfake restarts at each join, and each waiting member that a
-// client times out (librdkafka's JoinGroup timeout is max.poll.interval.ms + 3 s) rejoins and
-// restarts it again: with librdkafka's defaults the group formed no generation for more than
-// 12 minutes. Kafka starts a session timer for every member of a generation when it forms;
-// the watch does the equivalent, sending a LeaveGroup for a member of a generation that has
-// not synced, heartbeaten or committed in it within its session timeout. [Config.NoExpiry]
-// turns it off, to reproduce the wedge.
+// that nobody consumes. Every later rebalance then waits for it until the rebalance timeout,
+// which kfake restarts at each join, while kfake drops the live members that wait in JoinGroup
+// (or in SyncGroup, for a dead leader) at their own session timeout, unanswered; each rejoins
+// when its client gives up on the request (librdkafka: after max.poll.interval.ms + 3 s) and
+// restarts the rebalance timeout again: with librdkafka's defaults the group formed no
+// generation for more than 12 minutes. Kafka starts a session timer for every member of a
+// generation when it forms, and keeps the members that wait in JoinGroup or SyncGroup alive;
+// the watch sends a LeaveGroup for a member of a generation that has not synced, heartbeaten
+// or committed in it for most of its session timeout (a second less, so that a dead leader
+// goes before kfake drops the members waiting for it). [Config.NoExpiry] turns it off, to
+// reproduce the wedge.
 //
 // # Test endpoint
 //

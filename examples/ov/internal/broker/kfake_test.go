@@ -16,15 +16,16 @@ import (
 // reproEnv runs TestKfakeClassicGroupDivergences, which fails against the kfake in go.mod.
 const reproEnv = "OV_KFAKE_REPRO"
 
-// TestKfakeClassicGroupDivergences reproduces, on a bare kfake cluster, the three ways its
-// classic group coordinator differs from Kafka's that together wedged a group of two
+// TestKfakeClassicGroupDivergences reproduces, on a bare kfake cluster, the ways its classic
+// group coordinator differs from Kafka's that together wedged a group of two
 // librdkafka processors killed six times in 30 s (no generation for more than 12 minutes,
 // every member timing out its JoinGroup after max.poll.interval.ms + 3 s). Each subtest asserts
 // what Kafka does, so each fails against this kfake. The fixes belong in kfake (groups.go:
 // start the session timer of every member when a generation forms, as Kafka's onCompleteJoin
 // does, not only when a response reaches it; keep the rebalance deadline set when the
 // rebalance began instead of restarting it in rebalance() at every join; keep the session of a
-// member waiting in JoinGroup alive, as Kafka's awaiting-join members are), so they are
+// member waiting in JoinGroup or SyncGroup alive, as Kafka keeps its awaiting-join and
+// awaiting-sync members), so they are
 // skipped; the broker's watch works around the first, which is what lets the other two wedge
 // a group (TestExpiryRemovesDeadJoiner). Run them with OV_KFAKE_REPRO=1.
 func TestKfakeClassicGroupDivergences(t *testing.T) {
@@ -101,6 +102,44 @@ func TestKfakeClassicGroupDivergences(t *testing.T) {
 		require.NoError(t, err, "a's JoinGroup was never answered: kfake dropped a at its session timeout while it waited")
 		assert.Zero(t, resp.ErrorCode)
 		require.NoError(t, <-bJoin)
+	})
+
+	t.Run("a member waiting in SyncGroup for its leader is dropped at its session timeout, unanswered", func(t *testing.T) {
+		c := kfake.MustCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100*time.Millisecond), kfake.SeedTopics(1, "t"))
+		defer c.Close()
+		session := 500 * time.Millisecond
+		lead := newRawMember(t, c.ListenAddrs(), "g", 30*time.Second, 5*time.Second)
+		lead.register(ctx)
+		lead.joinAndSync(ctx)
+		f := newRawMember(t, c.ListenAddrs(), "g", session, 5*time.Second)
+		f.register(ctx)
+		fJoin := f.joinAsync(ctx)
+		require.True(t, lead.heartbeatUntil(ctx, 2*time.Second))
+		resp, err := lead.join(ctx)
+		require.NoError(t, err)
+		require.NoError(t, <-fJoin)
+		// f syncs and waits for its leader, which heartbeats but syncs only after three of f's
+		// session timeouts. Kafka keeps a member that waits in SyncGroup alive and answers it
+		// when the leader syncs.
+		fSync := make(chan error, 1)
+		go func() { fSync <- f.sync(ctx, nil) }()
+		for t0 := time.Now(); time.Since(t0) < 3*session; time.Sleep(100 * time.Millisecond) {
+			if err := lead.heartbeat(ctx); err != nil {
+				t.Errorf("the leader's heartbeat got %v: kfake dropped f, waiting in SyncGroup, at its session timeout", err)
+				return
+			}
+		}
+		var ids []string
+		for _, m := range resp.Members {
+			ids = append(ids, m.MemberID)
+		}
+		require.NoError(t, lead.sync(ctx, ids))
+		select {
+		case err := <-fSync:
+			assert.NoError(t, err)
+		case <-time.After(2 * time.Second):
+			t.Error("f's SyncGroup was never answered: kfake dropped f at its session timeout while it waited for its leader")
+		}
 	})
 }
 

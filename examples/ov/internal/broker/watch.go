@@ -48,9 +48,14 @@ const (
 	// defaultSession is librdkafka's session.timeout.ms, for a member whose JoinGroup the
 	// watch did not see.
 	defaultSession = 45 * time.Second
-	// expiryGrace is added to a member's session timeout before it is expired: the watch sees
-	// a generation form up to pollEvery late, never early.
-	expiryGrace = 500 * time.Millisecond
+	// expiryLead is how much sooner than its session timeout after a generation formed the
+	// watch expires a member that has not synced it. kfake starts every member's session
+	// timer when it answers the JoinGroup that forms the generation, and does not refresh it
+	// while the member waits in SyncGroup for its leader: the watch must remove a dead leader
+	// before the live members waiting for it are timed out themselves (Kafka keeps a member
+	// that waits in SyncGroup alive). A live member syncs within milliseconds of its JoinGroup
+	// response, so not having synced for most of the session is death.
+	expiryLead = time.Second
 	// stallAfter is how long a rebalance runs before the watch says so, and how often it
 	// repeats it.
 	stallAfter = 30 * time.Second
@@ -279,8 +284,7 @@ func (w *watch) pollClassic(name string, now time.Time) {
 		if !g.formedWith(id, m) || (m != nil && m.synced >= g.gen) || g.expired[fmt.Sprintf("%s@%d", id, g.gen)] {
 			continue
 		}
-		session := g.session(m, gm.InstanceID)
-		if now.Sub(g.genAt) < session+expiryGrace {
+		if now.Sub(g.genAt) < expiryAfter(g.session(m, gm.InstanceID)) {
 			continue
 		}
 		g.expired[fmt.Sprintf("%s@%d", id, g.gen)] = true
@@ -299,6 +303,16 @@ func (g *classic) formedWith(id string, m *member) bool {
 	}
 	at, ok := g.syncAt[g.gen]
 	return ok && m != nil && !m.lastJoin.IsZero() && m.lastJoin.Before(at)
+}
+
+// expiryAfter is how long after a generation formed a member of it that has not synced it is
+// expired: expiryLead before its session timeout, or half of a session shorter than twice
+// that.
+func expiryAfter(session time.Duration) time.Duration {
+	if session < 2*expiryLead {
+		return session / 2
+	}
+	return session - expiryLead
 }
 
 // session is a member's session timeout as its JoinGroup gave it, or the librdkafka default.
@@ -338,9 +352,10 @@ func (w *watch) leave(group, memberID string, gen int32, silent time.Duration) {
 	if err != nil {
 		result = "not removed: " + err.Error()
 	}
-	w.println(fmt.Sprintf("%sgroup=%s member=%s generation=%d: it never synced or heartbeaten the generation for %v, "+
-		"longer than its session timeout (its JoinGroup response was not delivered, so kfake started no session timer "+
-		"for it); %s", expiredPrefix, strconv.Quote(group), memberID, gen, silent.Round(time.Millisecond), result))
+	w.println(fmt.Sprintf("%sgroup=%s member=%s generation=%d: it has not synced, heartbeaten or committed in the "+
+		"generation for %v, most of its session timeout (its JoinGroup response was not delivered: a member that died "+
+		"while it waited, which kfake may never time out); %s", expiredPrefix, strconv.Quote(group), memberID, gen,
+		silent.Round(time.Millisecond), result))
 }
 
 func stalledMessage(name string, info *kfake.GroupInfo, g *classic, now time.Time) string {

@@ -93,7 +93,7 @@
 //     move, and once half the feed is produced a node is removed (each counts as a move).
 //   - protocol-errors: two processors while the broker fails requests on purpose (kfake's
 //     Fault API): every dead letter of one prediction partition, from a malformed record not
-//     yet produced, is refused with INVALID_RECORD until three sends were refused (the
+//     yet produced, is refused with INVALID_RECORD for three refusals and at least 3 s (the
 //     partition's committed offset must stay at or below that record's, and pass it once the
 //     letters are accepted); then three OffsetCommits each with REBALANCE_IN_PROGRESS,
 //     COORDINATOR_NOT_AVAILABLE and REQUEST_TIMED_OUT (answered after the commit is applied);

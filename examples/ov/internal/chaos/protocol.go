@@ -151,8 +151,8 @@ func (s *scene) nextMalformed(from int) (part int32, offset int64, ok bool) {
 
 // deadLetterOutage makes the broker refuse every dead letter for one partition of
 // dlq.<predictions> (INVALID_RECORD, which librdkafka does not retry: each send's delivery
-// report fails) from a malformed record not yet produced, for as long as three sends take (the
-// runtime sends a failed letter again after a backoff that doubles from 1 s). Meanwhile the
+// report fails) from a malformed record not yet produced, for three refusals and at least 3 s
+// (the runtime sends a refused letter again after a backoff that doubles from 1 s). Meanwhile the
 // source partition's committed offset must stay at or below that record's: a letter whose
 // delivery failed is never acked, and nothing past it is committed. Once the fault is removed
 // the letter is delivered and the commit passes it.
@@ -178,8 +178,10 @@ func (s *scene) deadLetterOutage(ctx context.Context, sent int64) error {
 			maxCommitted = max(maxCommitted, c[part])
 		}
 	}
+	// Three refusals, over at least 3 s: the runtime's backoff (1 s, then 2 s) sends a
+	// refused letter again within that.
 	start := time.Now()
-	for hits := 0; hits < 3 && time.Since(start) < 15*time.Second; {
+	for hits := 0; (hits < 3 || time.Since(start) < 3*time.Second) && time.Since(start) < 15*time.Second; {
 		watch()
 		hits, _ = s.faultHits(ctx, id)
 		if err := sleep(ctx, 100*time.Millisecond); err != nil {
