@@ -186,8 +186,8 @@ func (s *scene) rapidKills(ctx context.Context) error {
 	}
 	expired := countLines(s.brokerLog(), "group member expired: ")
 	stalled := countLines(s.brokerLog(), "group rebalance stalled: ")
-	s.note("%d kills in %v; the group was stable with both processors %v after the last; the broker expired %d members that never synced "+
-		"their generation, and reported %d stalled rebalances", s.res.Kills, last.Sub(t0).Round(time.Millisecond),
-		time.Since(last).Round(time.Millisecond), expired, stalled)
+	s.note("%d kills in %v; the group was stable with both processors %v after the last; the broker expired %d "+
+		"members that never synced their generation, and reported %d stalled rebalances", s.res.Kills,
+		last.Sub(t0).Round(time.Millisecond), time.Since(last).Round(time.Millisecond), expired, stalled)
 	return f.wait()
 }
