@@ -32,115 +32,128 @@ func TestKfakeClassicGroupDivergences(t *testing.T) {
 	if os.Getenv(reproEnv) == "" {
 		t.Skipf("reproduces kfake bugs whose fix is upstream (see the doc comment); set %s=1 to run", reproEnv)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, ctx context.Context)
+	}{
+		{"a member that died waiting in JoinGroup is never timed out", divergenceDeadJoiner},
+		{"every join restarts the rebalance deadline", divergenceDeadlineRestarted},
+		{"a member waiting in JoinGroup is dropped at its session timeout, unanswered", divergenceJoinWaiterDropped},
+		{"a member waiting in SyncGroup for its leader is dropped at its session timeout, unanswered", divergenceSyncWaiterDropped},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			tc.run(t, ctx)
+		})
+	}
+}
 
-	t.Run("a member that died waiting in JoinGroup is never timed out", func(t *testing.T) {
-		// Whether kfake drops the dead member's response depends on a select between a
-		// buffered response channel and the closed connection: about one dead joiner in two
-		// keeps no session timer. Kafka times out every one.
-		session := 300 * time.Millisecond
-		for attempt := range deadJoinerAttempts {
-			c := kfake.MustCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100*time.Millisecond), kfake.SeedTopics(1, "t"))
-			a, dead := deadJoiner(t, ctx, c, session)
-			rebalanced := a.heartbeatUntil(ctx, 3*session)
-			ids, _ := members(c, "g")
-			c.Close()
-			require.True(t, rebalanced, "attempt %d: no rebalance within 3 session timeouts of the dead member", attempt)
-			require.NotContains(t, ids, dead, "attempt %d: the dead member is still in the group, with partitions assigned", attempt)
-		}
-	})
-
-	t.Run("every join restarts the rebalance deadline", func(t *testing.T) {
+func divergenceDeadJoiner(t *testing.T, ctx context.Context) {
+	// Whether kfake drops the dead member's response depends on a select between a
+	// buffered response channel and the closed connection: about one dead joiner in two
+	// keeps no session timer. Kafka times out every one.
+	session := 300 * time.Millisecond
+	for attempt := range deadJoinerAttempts {
 		c := kfake.MustCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100*time.Millisecond), kfake.SeedTopics(1, "t"))
-		defer c.Close()
-		rebalance := time.Second
-		a := newRawMember(t, c.ListenAddrs(), "g", 30*time.Second, rebalance)
-		a.register(ctx)
-		a.joinAndSync(ctx)
-		// b joins; a never rejoins (a slow member). Kafka ends the rebalance one rebalance
-		// timeout after it began, without a; kfake ends it one after the last join.
-		b := newRawMember(t, c.ListenAddrs(), "g", 30*time.Second, rebalance)
-		b.register(ctx)
-		start := time.Now()
-		answered := b.joinAsync(ctx)
-		for range 5 {
-			time.Sleep(rebalance * 6 / 10)
-			m := newRawMember(t, c.ListenAddrs(), "g", 30*time.Second, rebalance)
-			m.register(ctx)
-			_ = m.joinAsync(ctx)
-		}
-		require.NoError(t, <-answered)
-		assert.Less(t, time.Since(start), 2*rebalance, "b's JoinGroup waited past the rebalance timeout of its rebalance")
-	})
+		a, dead := deadJoiner(t, ctx, c, session)
+		rebalanced := a.heartbeatUntil(ctx, 3*session)
+		ids, _ := members(c, "g")
+		c.Close()
+		require.True(t, rebalanced, "attempt %d: no rebalance within 3 session timeouts of the dead member", attempt)
+		require.NotContains(t, ids, dead, "attempt %d: the dead member is still in the group, with partitions assigned", attempt)
+	}
+}
 
-	t.Run("a member waiting in JoinGroup is dropped at its session timeout, unanswered", func(t *testing.T) {
-		c := kfake.MustCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100*time.Millisecond), kfake.SeedTopics(1, "t"))
-		defer c.Close()
-		session, rebalance := 500*time.Millisecond, 3*time.Second
-		a := newRawMember(t, c.ListenAddrs(), "g", session, rebalance)
-		a.register(ctx)
-		a.joinAndSync(ctx)
-		slow := newRawMember(t, c.ListenAddrs(), "g", 30*time.Second, rebalance)
-		slow.register(ctx)
-		slowJoin := slow.joinAsync(ctx)
-		require.True(t, a.heartbeatUntil(ctx, 2*time.Second))
-		a.joinAndSync(ctx) // a leads the generation of a and slow
-		require.NoError(t, <-slowJoin)
-		require.NoError(t, slow.sync(ctx, nil))
-		waitMembers(t, c, "g", 2, "Stable")
+func divergenceDeadlineRestarted(t *testing.T, ctx context.Context) {
+	c := kfake.MustCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100*time.Millisecond), kfake.SeedTopics(1, "t"))
+	defer c.Close()
+	rebalance := time.Second
+	a := newRawMember(t, c.ListenAddrs(), "g", 30*time.Second, rebalance)
+	a.register(ctx)
+	a.joinAndSync(ctx)
+	// b joins; a never rejoins (a slow member). Kafka ends the rebalance one rebalance
+	// timeout after it began, without a; kfake ends it one after the last join.
+	b := newRawMember(t, c.ListenAddrs(), "g", 30*time.Second, rebalance)
+	b.register(ctx)
+	start := time.Now()
+	answered := b.joinAsync(ctx)
+	for range 5 {
+		time.Sleep(rebalance * 6 / 10)
+		m := newRawMember(t, c.ListenAddrs(), "g", 30*time.Second, rebalance)
+		m.register(ctx)
+		_ = m.joinAsync(ctx)
+	}
+	require.NoError(t, <-answered)
+	assert.Less(t, time.Since(start), 2*rebalance, "b's JoinGroup waited past the rebalance timeout of its rebalance")
+}
 
-		// b joins; a rejoins and waits for slow, which does not rejoin; Kafka keeps a (it
-		// awaits the join) and answers it when the rebalance timeout drops slow.
-		b := newRawMember(t, c.ListenAddrs(), "g", 30*time.Second, rebalance)
-		b.register(ctx)
-		bJoin := b.joinAsync(ctx)
-		require.True(t, a.heartbeatUntil(ctx, 2*time.Second))
-		jctx, jcancel := context.WithTimeout(ctx, 2*rebalance)
-		defer jcancel()
-		resp, err := a.join(jctx)
-		require.NoError(t, err, "a's JoinGroup was never answered: kfake dropped a at its session timeout while it waited")
-		assert.Zero(t, resp.ErrorCode)
-		require.NoError(t, <-bJoin)
-	})
+func divergenceJoinWaiterDropped(t *testing.T, ctx context.Context) {
+	c := kfake.MustCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100*time.Millisecond), kfake.SeedTopics(1, "t"))
+	defer c.Close()
+	session, rebalance := 500*time.Millisecond, 3*time.Second
+	a := newRawMember(t, c.ListenAddrs(), "g", session, rebalance)
+	a.register(ctx)
+	a.joinAndSync(ctx)
+	slow := newRawMember(t, c.ListenAddrs(), "g", 30*time.Second, rebalance)
+	slow.register(ctx)
+	slowJoin := slow.joinAsync(ctx)
+	require.True(t, a.heartbeatUntil(ctx, 2*time.Second))
+	a.joinAndSync(ctx) // a leads the generation of a and slow
+	require.NoError(t, <-slowJoin)
+	require.NoError(t, slow.sync(ctx, nil))
+	waitMembers(t, c, "g", 2, "Stable")
 
-	t.Run("a member waiting in SyncGroup for its leader is dropped at its session timeout, unanswered", func(t *testing.T) {
-		c := kfake.MustCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100*time.Millisecond), kfake.SeedTopics(1, "t"))
-		defer c.Close()
-		session := 500 * time.Millisecond
-		lead := newRawMember(t, c.ListenAddrs(), "g", 30*time.Second, 5*time.Second)
-		lead.register(ctx)
-		lead.joinAndSync(ctx)
-		f := newRawMember(t, c.ListenAddrs(), "g", session, 5*time.Second)
-		f.register(ctx)
-		fJoin := f.joinAsync(ctx)
-		require.True(t, lead.heartbeatUntil(ctx, 2*time.Second))
-		resp, err := lead.join(ctx)
-		require.NoError(t, err)
-		require.NoError(t, <-fJoin)
-		// f syncs and waits for its leader, which heartbeats but syncs only after three of f's
-		// session timeouts. Kafka keeps a member that waits in SyncGroup alive and answers it
-		// when the leader syncs.
-		fSync := make(chan error, 1)
-		go func() { fSync <- f.sync(ctx, nil) }()
-		for t0 := time.Now(); time.Since(t0) < 3*session; time.Sleep(100 * time.Millisecond) {
-			if err := lead.heartbeat(ctx); err != nil {
-				t.Errorf("the leader's heartbeat got %v: kfake dropped f, waiting in SyncGroup, at its session timeout", err)
-				return
-			}
+	// b joins; a rejoins and waits for slow, which does not rejoin; Kafka keeps a (it
+	// awaits the join) and answers it when the rebalance timeout drops slow.
+	b := newRawMember(t, c.ListenAddrs(), "g", 30*time.Second, rebalance)
+	b.register(ctx)
+	bJoin := b.joinAsync(ctx)
+	require.True(t, a.heartbeatUntil(ctx, 2*time.Second))
+	jctx, jcancel := context.WithTimeout(ctx, 2*rebalance)
+	defer jcancel()
+	resp, err := a.join(jctx)
+	require.NoError(t, err, "a's JoinGroup was never answered: kfake dropped a at its session timeout while it waited")
+	assert.Zero(t, resp.ErrorCode)
+	require.NoError(t, <-bJoin)
+}
+
+func divergenceSyncWaiterDropped(t *testing.T, ctx context.Context) {
+	c := kfake.MustCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100*time.Millisecond), kfake.SeedTopics(1, "t"))
+	defer c.Close()
+	session := 500 * time.Millisecond
+	lead := newRawMember(t, c.ListenAddrs(), "g", 30*time.Second, 5*time.Second)
+	lead.register(ctx)
+	lead.joinAndSync(ctx)
+	f := newRawMember(t, c.ListenAddrs(), "g", session, 5*time.Second)
+	f.register(ctx)
+	fJoin := f.joinAsync(ctx)
+	require.True(t, lead.heartbeatUntil(ctx, 2*time.Second))
+	resp, err := lead.join(ctx)
+	require.NoError(t, err)
+	require.NoError(t, <-fJoin)
+	// f syncs and waits for its leader, which heartbeats but syncs only after three of f's
+	// session timeouts. Kafka keeps a member that waits in SyncGroup alive and answers it
+	// when the leader syncs.
+	fSync := make(chan error, 1)
+	go func() { fSync <- f.sync(ctx, nil) }()
+	for t0 := time.Now(); time.Since(t0) < 3*session; time.Sleep(100 * time.Millisecond) {
+		if err := lead.heartbeat(ctx); err != nil {
+			t.Errorf("the leader's heartbeat got %v: kfake dropped f, waiting in SyncGroup, at its session timeout", err)
+			return
 		}
-		var ids []string
-		for _, m := range resp.Members {
-			ids = append(ids, m.MemberID)
-		}
-		require.NoError(t, lead.sync(ctx, ids))
-		select {
-		case err := <-fSync:
-			assert.NoError(t, err)
-		case <-time.After(2 * time.Second):
-			t.Error("f's SyncGroup was never answered: kfake dropped f at its session timeout while it waited for its leader")
-		}
-	})
+	}
+	var ids []string
+	for _, m := range resp.Members {
+		ids = append(ids, m.MemberID)
+	}
+	require.NoError(t, lead.sync(ctx, ids))
+	select {
+	case err := <-fSync:
+		assert.NoError(t, err)
+	case <-time.After(2 * time.Second):
+		t.Error("f's SyncGroup was never answered: kfake dropped f at its session timeout while it waited for its leader")
+	}
 }
 
 // deadJoinerAttempts bounds the tries at a dead joiner that kfake keeps (each one is, about

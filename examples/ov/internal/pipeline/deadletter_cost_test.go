@@ -106,17 +106,12 @@ func TestDeadLetterCost(t *testing.T) {
 	t.Log("\n" + table.String())
 }
 
-// measureDeadLetters runs one case and returns its row of the table.
-func measureDeadLetters(t *testing.T, records []feed.Record, delay time.Duration, refuse, unreachable bool) string {
-	const parts = 4
-	topics := map[string]int32{}
-	for _, tp := range []string{DefaultPositionsTopic, DefaultPredictionsTopic} {
-		topics[tp], topics[dlq.DefaultTopic(tp)] = parts, parts
-	}
-	c := kafkatest.Start(t, kafkatest.Config{Topics: topics})
+// produceFeed writes records to their partitions and returns how many are malformed, and the
+// offset of the first malformed record of each source partition ("topic[partition]").
+func produceFeed(t *testing.T, c *kafkatest.Cluster, records []feed.Record, parts int32) (int, map[string]int64) {
 	recs := make([]*kafkatest.Record, len(records))
 	letters := 0
-	firstBad := map[string]int64{} // per source partition: the offset of its first malformed record
+	firstBad := map[string]int64{}
 	offsets := map[string]int64{}
 	for i, r := range records {
 		p := feed.Partition(r.Key, parts)
@@ -131,6 +126,18 @@ func measureDeadLetters(t *testing.T, records []feed.Record, delay time.Duration
 		offsets[src]++
 	}
 	c.Produce(t, recs...)
+	return letters, firstBad
+}
+
+// measureDeadLetters runs one case and returns its row of the table.
+func measureDeadLetters(t *testing.T, records []feed.Record, delay time.Duration, refuse, unreachable bool) string {
+	const parts = 4
+	topics := map[string]int32{}
+	for _, tp := range []string{DefaultPositionsTopic, DefaultPredictionsTopic} {
+		topics[tp], topics[dlq.DefaultTopic(tp)] = parts, parts
+	}
+	c := kafkatest.Start(t, kafkatest.Config{Topics: topics})
+	letters, firstBad := produceFeed(t, c, records, parts)
 	if refuse {
 		for tp := range topics {
 			if strings.HasPrefix(tp, "dlq.") {
