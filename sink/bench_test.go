@@ -62,7 +62,7 @@ func BenchmarkMergeSerialized(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := sink.Merge(0.9, parts...); err != nil {
+				if _, err := sink.Merge(sink.AggregateSpec{}, parts...); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -231,3 +231,9 @@ func (p *Partition) Idle() bool { return p.idle }
 
 // IdleAdvanced reports whether the last Tick raised wm(P) by an idle advance.
 func (p *Partition) IdleAdvanced() bool { return p.advanced }
+
+// EndOfInput raises wm(P) to t, the end-of-input watermark of a bounded run: every window
+// ending at or before t closes, and any later event of such a window is late. It reports
+// whether wm(P) moved. Like an idle advance, write the new watermark to P's progress before
+// deciding any later message of P, so that a replay decides as this run did.
+func (p *Partition) EndOfInput(t time.Time) bool { return p.raise(t) }

@@ -143,3 +143,21 @@ func TestPerEventPathDoesNotAllocate(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 }
+
+func TestEndOfInputRaisesOnly(t *testing.T) {
+	p, err := watermark.NewPartition(watermark.Config{Lateness: time.Minute})
+	require.NoError(t, err)
+	base := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+	assert.True(t, p.EndOfInput(base), "from unknown")
+	wm, ok := p.Watermark()
+	require.True(t, ok)
+	assert.Equal(t, base, wm)
+	p.Observe(base.Add(30*time.Second), base)
+	wm, _ = p.Watermark()
+	assert.Equal(t, base, wm, "an event below the end-of-input watermark does not lower it")
+	assert.True(t, p.IsLate(base), "its window is late")
+	assert.False(t, p.EndOfInput(base.Add(-time.Hour)), "never back")
+	assert.True(t, p.EndOfInput(base.Add(5*time.Minute)))
+	wm, _ = p.Watermark()
+	assert.Equal(t, base.Add(5*time.Minute), wm)
+}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"time"
@@ -24,14 +25,15 @@ type benchOptions struct {
 	quick               bool
 	jsonOut             string
 	cpuProfile, memProf string
+	trace               string
 	partitions, sizes   string
 	basePartitions      int
 	scale1x             float64
 	duration, sizeSpan  time.Duration
 	flush               time.Duration
 	seed                int
-	compare             bool
-	compareWrites       bool
+	procs               string
+	bufferLimit         string
 	only                string
 	repeat              int
 	inProcess           bool
@@ -47,6 +49,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	f.FlagSet.BoolVar(&o.quick, "quick", false, "a run of about a minute: 1 and 6 partitions at 1x, and 10x")
 	f.FlagSet.StringVar(&o.jsonOut, "json", "", "write the results as JSON to this file")
 	f.FlagSet.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the pipeline phase to this file (FILE.<case> when several cases run)")
+	f.FlagSet.StringVar(&o.trace, "trace", "", "write an execution trace (go tool trace) of the pipeline phase to this file (FILE.<case> when several cases run)")
 	f.FlagSet.StringVar(&o.memProf, "memprofile", "", "write an allocation profile to this file at the end (FILE.<case> from each child process), and the heap at the largest live-heap probe to FILE.<case>.probe")
 	f.FlagSet.StringVar(&o.partitions, "partitions", "", "partition counts of the partition sweep at 1x (default 1,2,6,12; quick: 1,6)")
 	f.FlagSet.StringVar(&o.sizes, "sizes", "", "sizes of the open-window sweep, multiples of 6,994 (default 1,10,100; quick: 1,10)")
@@ -58,8 +61,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	f.FlagSet.IntVar(&o.seed, "seed", 1, "feed seed")
 	f.FlagSet.BoolVar(&o.inProcess, "in-process", false, "consume in this process instead of a child process (RSS and GC then include the broker's copy of the feed)")
 	f.FlagSet.StringVar(&o.child, "child", "", "internal: run the consuming phases of one case (a JSON spec) and print its result as JSON")
-	f.FlagSet.BoolVar(&o.compareWrites, "compare-writes", false, "run each case four times: with the runtime's writes before the profile, each tick writing one write at a time while the loop waits (-sync), now, now again (-2), and before again (-sync-2)")
-	f.FlagSet.BoolVar(&o.compare, "compare-handlers", false, "run each case four times: with the OV handlers before the profile (-former), now, now again (-2), and before again (-former-2)")
+	f.FlagSet.StringVar(&o.bufferLimit, "buffer-limit", "0", "the pipeline's memory bound (bytes, or with KiB, MiB, GiB); the consuming process runs with ov run's garbage collector settings for it; 0: the runtime's default")
+	f.FlagSet.StringVar(&o.procs, "procs", "", "run each case once per GOMAXPROCS in this list (e.g. 1,2), one after the other, named CASE-gmpN; default: the process's")
 	f.FlagSet.IntVar(&o.repeat, "repeat", 1, "run the whole plan this many times, pass after pass (pass k's runs are named CASE#k), and print each case's median over the passes")
 	f.FlagSet.StringVar(&o.only, "cases", "", "run only these cases (comma separated names, e.g. p6-1x,p6-100x)")
 	if err := f.parse(args); err != nil {
@@ -69,6 +72,18 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return benchChildMain(ctx, o, stdout, stderr)
 	}
 	cases, err := benchPlan(o)
+	if err == nil {
+		cases, err = withProcs(cases, o.procs)
+	}
+	if err == nil {
+		var limit int64
+		if limit, err = parseBytes(o.bufferLimit); err != nil {
+			err = fmt.Errorf("--buffer-limit: %w", err)
+		}
+		for i := range cases {
+			cases[i].BufferLimit = limit
+		}
+	}
 	if err == nil && o.repeat < 1 {
 		err = fmt.Errorf("--repeat: expected a count of passes >= 1, found %d", o.repeat)
 	}
@@ -89,9 +104,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg := bench.Config{DSN: o.dsn, FlushInterval: o.flush, Progress: stdout, Logger: benchLogger(stderr)}
 	fmt.Fprintf(stdout, "ov bench (%s): %d cases on %d CPUs, flush every %s\n", mode, len(cases), runtime.NumCPU(), o.flush)
 	began := time.Now()
-	if o.cpuProfile != "" {
-		cfg.AroundPipeline = cpuProfiler(o.cpuProfile, len(cases) > 1 || o.compare || o.compareWrites, stderr)
-	}
+	cfg.AroundPipeline = profilers(o.cpuProfile, o.trace, len(cases) > 1, stderr)
 
 	if !o.inProcess {
 		exe, err := os.Executable()
@@ -99,28 +112,19 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("finding the ov binary for the child process: %w (--in-process avoids it)", err)
 		}
 		cfg.Exec = func(ctx context.Context, spec bench.Spec) (bench.Result, error) {
-			return benchChild(ctx, exe, spec, o, len(cases) > 1 || o.compare || o.compareWrites, stderr)
+			return benchChild(ctx, exe, spec, o, len(cases) > 1, stderr)
 		}
 	}
 	for pass := 1; pass <= o.repeat; pass++ {
-		for _, c := range cases {
-			runs := []bench.Case{c}
-			if o.compare {
-				runs = interleaved(c, "former", func(c *bench.Case) { c.FormerHandlers = true })
+		for _, rc := range cases {
+			if pass > 1 {
+				rc.Name = fmt.Sprintf("%s#%d", rc.Name, pass)
 			}
-			if o.compareWrites {
-				runs = interleaved(c, "sync", func(c *bench.Case) { c.SyncWrites = true })
+			res, err := bench.Run(ctx, cfg, rc)
+			if err != nil {
+				return fmt.Errorf("case %s: %w", rc.Name, err)
 			}
-			for _, rc := range runs {
-				if pass > 1 {
-					rc.Name = fmt.Sprintf("%s#%d", rc.Name, pass)
-				}
-				res, err := bench.Run(ctx, cfg, rc)
-				if err != nil {
-					return fmt.Errorf("case %s: %w", rc.Name, err)
-				}
-				rep.Cases = append(rep.Cases, res)
-			}
+			rep.Cases = append(rep.Cases, res)
 		}
 	}
 	fmt.Fprintf(stdout, "\ndone in %s\n\n", time.Since(began).Round(time.Second))
@@ -235,28 +239,49 @@ func parseList(s string) ([]float64, error) {
 	return out, nil
 }
 
-// cpuProfiler returns a Config.AroundPipeline that profiles each pipeline phase into file, or
-// file.<case> when perCase.
-func cpuProfiler(file string, perCase bool, stderr io.Writer) func(bench.Case) func() {
+// profilers returns a Config.AroundPipeline that writes a CPU profile and an execution trace
+// of each pipeline phase into their files (file.<case> when perCase), or nil when both are "".
+func profilers(cpuFile, traceFile string, perCase bool, stderr io.Writer) func(bench.Case) func() {
+	if cpuFile == "" && traceFile == "" {
+		return nil
+	}
 	return func(c bench.Case) func() {
-		name := file
-		if perCase {
-			name += "." + c.Name
+		name := func(file string) string {
+			if perCase {
+				return file + "." + c.Name
+			}
+			return file
 		}
-		pf, err := os.Create(name)
-		if err != nil {
-			fmt.Fprintf(stderr, "cpu profile: %v\n", err)
-			return func() {}
+		var stops []func()
+		if cpuFile != "" {
+			stops = append(stops, profile(name(cpuFile), pprof.StartCPUProfile, pprof.StopCPUProfile, stderr))
 		}
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			fmt.Fprintf(stderr, "cpu profile: %v\n", err)
-			pf.Close()
-			return func() {}
+		if traceFile != "" {
+			stops = append(stops, profile(name(traceFile), trace.Start, trace.Stop, stderr))
 		}
 		return func() {
-			pprof.StopCPUProfile()
-			pf.Close()
+			for _, stop := range stops {
+				stop()
+			}
 		}
+	}
+}
+
+// profile starts a profile into file and returns what stops it.
+func profile(file string, start func(io.Writer) error, stop func(), stderr io.Writer) func() {
+	pf, err := os.Create(file)
+	if err != nil {
+		fmt.Fprintf(stderr, "profile: %v\n", err)
+		return func() {}
+	}
+	if err := start(pf); err != nil {
+		fmt.Fprintf(stderr, "profile %s: %v\n", file, err)
+		pf.Close()
+		return func() {}
+	}
+	return func() {
+		stop()
+		pf.Close()
 	}
 }
 
@@ -279,6 +304,13 @@ func benchChild(ctx context.Context, exe string, spec bench.Spec, o benchOptions
 			name += "." + spec.Case.Name
 		}
 		args = append(args, "--cpuprofile", name)
+	}
+	if o.trace != "" {
+		name := o.trace
+		if perCase {
+			name += "." + spec.Case.Name
+		}
+		args = append(args, "--trace", name)
 	}
 	if o.memProf != "" {
 		args = append(args, "--memprofile", o.memProf+"."+spec.Case.Name)
@@ -303,6 +335,7 @@ func benchChildMain(ctx context.Context, o benchOptions, stdout, stderr io.Write
 	if err := json.Unmarshal([]byte(o.child), &spec); err != nil {
 		return fmt.Errorf("--child: %w", err)
 	}
+	setGC(spec.Case.BufferLimit) // as ov run does, for the raw consumer and the pipeline alike
 	if o.memProf != "" {
 		runtime.MemProfileRate = 64 << 10
 	}
@@ -316,10 +349,7 @@ func benchChildMain(ctx context.Context, o benchOptions, stdout, stderr io.Write
 			}
 		}
 	}
-	if o.cpuProfile != "" {
-		file := o.cpuProfile
-		cfg.AroundPipeline = func(bench.Case) func() { return cpuProfiler(file, false, stderr)(spec.Case) }
-	}
+	cfg.AroundPipeline = profilers(o.cpuProfile, o.trace, false, stderr)
 	var res bench.Result
 	if err := bench.Consume(ctx, cfg, spec, &res); err != nil {
 		return err
@@ -344,15 +374,24 @@ func writeProfile(file, name string) error {
 	return mf.Close()
 }
 
-// interleaved returns the runs of a before/after comparison of c: before, now, now again,
-// before again (before being c changed by former and named -<name>), so that a drift of the
-// machine's load during the run weighs on both sides alike.
-func interleaved(c bench.Case, name string, former func(*bench.Case)) []bench.Case {
-	b, b2, c2 := c, c, c
-	former(&b)
-	former(&b2)
-	b.Name += "-" + name
-	b2.Name += "-" + name + "-2"
-	c2.Name += "-2"
-	return []bench.Case{b, c, c2, b2}
+// withProcs returns each case once per GOMAXPROCS in list (comma separated), one after the
+// other, or the cases as they are when list is empty.
+func withProcs(cases []bench.Case, list string) ([]bench.Case, error) {
+	if list == "" {
+		return cases, nil
+	}
+	procs, err := parseList(list)
+	if err != nil {
+		return nil, fmt.Errorf("--procs: %w", err)
+	}
+	var out []bench.Case
+	for _, c := range cases {
+		for _, n := range procs {
+			rc := c
+			rc.Procs = int(n)
+			rc.Name = fmt.Sprintf("%s-gmp%d", c.Name, rc.Procs)
+			out = append(out, rc)
+		}
+	}
+	return out, nil
 }

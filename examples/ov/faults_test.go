@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"math"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -74,4 +76,49 @@ func TestFaultHookPoints(t *testing.T) {
 		tc.feed(faultHook{fs})
 		assert.Equal(t, tc.kills, kills, tc.armed)
 	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		err  bool
+	}{
+		{"268435456", 256 << 20, false},
+		{"256MiB", 256 << 20, false},
+		{" 1 GiB", 1 << 30, false},
+		{"64KiB", 64 << 10, false},
+		{"-1", -1, false},
+		{"0", 0, false},
+		{"lots", 0, true},
+		{"1.5GiB", 0, true},
+	} {
+		got, err := parseBytes(tc.in)
+		if tc.err {
+			assert.Error(t, err, tc.in)
+			continue
+		}
+		require.NoError(t, err, tc.in)
+		assert.Equal(t, tc.want, got, tc.in)
+	}
+}
+
+func TestSetGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	percent, limit := setGC(0)
+	assert.Equal(t, gcPercent, percent)
+	assert.Equal(t, int64(consumer.DefaultBufferLimit+gcRoom), limit)
+	_, limit = setGC(1 << 30)
+	assert.Equal(t, int64(1<<30+gcRoom), limit)
+
+	debug.SetGCPercent(100)
+	debug.SetMemoryLimit(math.MaxInt64)
+	t.Setenv("GOGC", "150")
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	percent, limit = setGC(0)
+	assert.Equal(t, 100, percent, "the environment wins")
+	assert.Equal(t, int64(math.MaxInt64), limit)
 }

@@ -29,7 +29,15 @@ const (
 	MaxDeadLetterBackoff     = 30 * time.Second
 	DefaultShutdownTimeout   = 30 * time.Second
 	DefaultCloseTimeout      = 10 * time.Second
-	DefaultResumeAt          = 0.5
+	// defaultSessionTimeout is librdkafka's session.timeout.ms default.
+	defaultSessionTimeout = 45 * time.Second
+	DefaultResumeAt       = 0.5
+	// DefaultBufferLimit is the BufferLimit of a zero Config.
+	DefaultBufferLimit = 256 << 20
+	// maxPrefetch bounds the client's share of BufferLimit.
+	maxPrefetch = 64 << 20
+	// minBufferLimit is the smallest BufferLimit.
+	minBufferLimit = 64 << 10
 	// DefaultFetchQueueBackoff is the fetch.queue.backoff.ms the consumer gives librdkafka
 	// when the configuration does not set it; see Config.Kafka.
 	DefaultFetchQueueBackoff = 20 * time.Millisecond
@@ -87,8 +95,8 @@ type Config[K comparable] struct {
 
 	// OnLate, if set, is called for every late event (its window already closed in its
 	// partition), after it has been counted, for example to publish it to late.<topic>. It runs
-	// on the consumer's loop and must not block. A late event is durable at once, whatever
-	// OnLate does.
+	// on the worker that decides the partition, concurrently for different partitions, and
+	// must not block. A late event is durable at once, whatever OnLate does.
 	OnLate func(m *kafka.Message, ev Event[K], windowEnd time.Time)
 
 	// RetainKey, if set, is called with a window key the first time it enters an open window
@@ -115,32 +123,32 @@ type Config[K comparable] struct {
 	Ticks <-chan time.Time
 	// PollTimeout bounds one Poll of the client. Zero means DefaultPollTimeout (100 ms).
 	PollTimeout time.Duration
-	// FlushWhenCaughtUp, when positive, runs a tick early when a Poll returns nothing (the
-	// client has no message of any assigned partition at hand), messages were decided since
-	// the last tick began, that tick began at least FlushWhenCaughtUp ago, and no writes are
-	// in flight. It shortens the wait from the last message of a burst to its commit, which is
-	// up to FlushInterval otherwise, at the cost of more and smaller writes when messages
-	// trickle in: at most one such tick per FlushWhenCaughtUp. The tick is an ordinary one
-	// (the guarantees do not depend on when ticks run); TickInfo.CaughtUp marks it. Zero
-	// means ticks come every FlushInterval only. Like FlushInterval, it is wall-clock time,
-	// not Clock's.
+	// FlushWhenCaughtUp runs a tick early when a Poll returns nothing (the client has no
+	// message of any assigned partition at hand), messages were dispatched since the last tick
+	// began, that tick began at least FlushWhenCaughtUp ago, and no writes are in flight. It
+	// shortens the wait from the last message of a burst to its commit, which is up to
+	// FlushInterval otherwise, at the cost of more and smaller writes when messages trickle
+	// in: at most one such tick per FlushWhenCaughtUp. The tick is an ordinary one (the
+	// guarantees do not depend on when ticks run); TickInfo.CaughtUp marks it. Like
+	// FlushInterval, it is wall-clock time, not Clock's. Zero means a fifth of FlushInterval
+	// (never with Ticks); negative means ticks come every FlushInterval only.
 	FlushWhenCaughtUp time.Duration
 
-	// WriteTimeout bounds the sink writes of one tick (the state flush and every partition's
-	// close batch) and of one revocation. What did not succeed in time is retried at the next
+	// WriteTimeout bounds the sink writes of one tick (the state flush and the close batches
+	// of every partition) and of one revocation. What did not succeed in time is retried at the next
 	// tick. Zero means DefaultWriteTimeout (30 s). It must stay well below
 	// max.poll.interval.ms, which New checks when the Kafka configuration sets it.
 	WriteTimeout time.Duration
 	// SyncWrites makes every tick write, then commit, before polling resumes, so that no
 	// message is decided while the sink works. The zero value overlaps a tick's writes with
 	// consumption: they run on a goroutine of their own, at most one tick's at a time, while
-	// the loop goes on deciding messages (which join the next tick's writes); their entries
+	// the workers go on deciding messages (which join the next tick's writes); their entries
 	// become committable when the writes have returned nil, as with SyncWrites. Rebalances and
 	// the shutdown wait for writes in flight, and the sink is never called concurrently by
 	// the consumer from two goroutines at once (but see WriteConcurrency). A tick that comes
 	// while writes are in flight waits for them, deciding nothing meanwhile, and then runs:
-	// the loop runs at most one FlushInterval ahead of the sink, and a sink slower than that
-	// writes back to back.
+	// the consumer runs at most one FlushInterval ahead of the sink, and a sink slower than
+	// that writes back to back.
 	SyncWrites bool
 	// Workers is how many goroutines decode and decide messages. Decoding runs ahead in
 	// parallel, also within one partition; each partition's messages are decided in offset
@@ -150,12 +158,17 @@ type Config[K comparable] struct {
 	// runtime.GOMAXPROCS(0); negative means none: the polling goroutine decides each message
 	// itself.
 	Workers int
-	// WriteConcurrency is how many of one tick's writes (each state table's flush, each
-	// partition's close batch: separate sink calls) run at once. Above 1 the Sink must be safe
+	// WriteConcurrency is how many of one tick's writes (each state table's flush, and the
+	// close batches of every partition in one call) run at once. Above 1 the Sink must be safe
 	// for concurrent use, as sink/postgres is (its writers may run at any concurrency); the
 	// outcome is the same, as every write is applied to the ledgers when all are done. Zero
-	// means 1: one after another, the state tables first.
+	// means 1, as does a negative value: one after another, the state tables first.
 	WriteConcurrency int
+	// AssignmentWait is how long a subscribed consumer may hold no partition before it logs a
+	// warning and [Consumer.Health] reports [HealthNoAssignment]: a group that cannot
+	// complete a rebalance otherwise leaves a consumer waiting without a word. Zero means
+	// three session timeouts (session.timeout.ms, 45 s unless set); negative means never.
+	AssignmentWait time.Duration
 	// AssignTimeout bounds reading the committed offsets and the sink's progress of newly
 	// assigned partitions. Failing that, Run stops with an error wrapping [ErrAssign]: the
 	// consumer cannot know from which watermark to decide. Zero means DefaultAssignTimeout.
@@ -172,21 +185,35 @@ type Config[K comparable] struct {
 	// Zero means DefaultCloseTimeout (10 s).
 	CloseTimeout time.Duration
 
-	// MaxPending bounds the uncommitted messages held by the ledgers. Past it, the partitions
-	// holding the most entries that can become durable without new data (closed windows not
-	// yet written, unflushed state, unconfirmed dead letters) are paused; each resumes when the
-	// total falls to ResumeAt of the bound or when it has drained what it could. Entries of
-	// windows still open wait for their partition's own next messages, so no partition is
-	// paused for them: MaxPending should exceed that working set. Zero means no bound.
-	MaxPending int64
-	// MaxOpenKeys bounds the open (window, key) aggregates over all partitions. Past it, the
-	// partitions holding the most are paused, as long as the paused ones hold at most ResumeAt
-	// of the bound; they resume when the total falls to that, or at the next tick at which it
-	// is back under the bound. Zero means no bound.
-	MaxOpenKeys int
-	// ResumeAt is the low-water mark of both bounds, as a fraction of the bound in [0, 1).
-	// Zero means DefaultResumeAt (0.5).
+	// BufferLimit bounds, in bytes, the memory the consumer holds for what it consumed. An
+	// eighth of it, at most 64 MiB, is the client's prefetch of messages not yet decided:
+	// queued.max.messages.kbytes and fetch.max.bytes, unless the Kafka configuration sets
+	// them. The rest is the budget of what was decided: the write backlog (state rows not
+	// flushed, closed partials not written, dead letters not confirmed) and the open windows.
+	// Past a quarter of the budget the backlog is written at once by a tick run early, and
+	// while writes are in flight every partition is paused until the backlog is back under
+	// ResumeAt of that quarter. Open windows past what the budget leaves beside the backlog
+	// pause the partitions holding the most, one tick at a time (a partition's windows close
+	// only as its own watermark moves). The sizes are estimates of the Go heap the structures
+	// hold; the process needs room beside them for the garbage collector (GOGC, GOMEMLIMIT),
+	// the client and the rest of the program. fetch.max.bytes is at least 1 MiB, which
+	// librdkafka requires. Zero means DefaultBufferLimit (256 MiB); below 64 KiB is refused;
+	// negative means no bound, and librdkafka's prefetch defaults.
+	BufferLimit int64
+	// ResumeAt is the low-water mark of the BufferLimit bounds, as a fraction of a bound in
+	// [0, 1): paused partitions resume once what they wait for falls to it. Zero means
+	// DefaultResumeAt (0.5).
 	ResumeAt float64
+
+	// Until makes Run bounded, for backfills, batch jobs and tests: each partition is
+	// consumed up to its stop offset (see [Until]). Once every message of a partition below
+	// its stop is decided, its remaining windows are closed with an end-of-input watermark,
+	// the end of its last window holding data, and written, and Run returns nil once every
+	// partition it owns is written and committed through its stop. The committed metadata and
+	// closed_through of such a partition then hold that watermark, so a later run of the same
+	// group (bounded or not) decides events of the windows ending at or before it as late and
+	// admits later ones as usual. The zero value runs until Run's context is cancelled.
+	Until Until
 
 	// Clock gives the arrival time of messages and measures idleness. Nil means time.Now.
 	Clock func() time.Time
@@ -208,41 +235,75 @@ type settings[K comparable] struct {
 	hooks  hooks
 	// workers is the number of worker goroutines; 0 decides on the polling goroutine.
 	workers int
+	// buffer is BufferLimit less the client's prefetch, 0 without a bound.
+	buffer int64
+	// tables holds what the sink declares of its tables, when it tells (see tables).
+	agg    *sink.AggregateSpec
+	states map[string]sink.StateSpec
+}
+
+// tables is what a sink may tell of the tables it writes; sink/postgres and sinktest.Memory
+// do. The consumer then builds its windows with the aggregate spec's exact limit, dead-letters
+// an event whose state rows the sink does not declare, and stops with an error naming Keys
+// when it maps a window key to an attribute the aggregate spec does not declare: mistakes
+// that would otherwise fail every write, and retry it forever.
+type tables interface {
+	Tables() (sink.AggregateSpec, []sink.StateSpec)
 }
 
 // validate checks cfg and fills in its defaults. Every error wraps ErrConfig.
 func (cfg Config[K]) validate() (*settings[K], error) {
 	s := &settings[K]{Config: cfg}
-	bad := func(format string, args ...any) (*settings[K], error) {
-		return nil, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
-	}
 	if cfg.Kafka == nil {
-		return bad("Kafka: a librdkafka configuration with bootstrap.servers and group.id is required")
+		return nil, configError("Kafka: a librdkafka configuration with bootstrap.servers and group.id is required")
 	}
 	km, err := kafkaConfig(cfg.Kafka)
 	if err != nil {
 		return nil, err
 	}
 	s.kafka = km
-	if len(cfg.Topics) == 0 {
-		return bad("Topics: at least one topic with its handler is required")
+	for _, check := range []func() error{
+		s.bufferLimit, s.validateTopics, cfg.Until.validate, s.durations, s.counts, s.timeouts, s.parts, s.validateHooks,
+	} {
+		if err := check(); err != nil {
+			return nil, err
+		}
 	}
-	for topic, h := range cfg.Topics {
+	return s, nil
+}
+
+// configError is an error wrapping ErrConfig.
+func configError(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
+}
+
+// validateTopics checks Topics and Keys and sorts the topics.
+func (s *settings[K]) validateTopics() error {
+	if len(s.Topics) == 0 {
+		return configError("Topics: at least one topic with its handler is required")
+	}
+	for topic, h := range s.Topics {
 		switch {
 		case topic == "":
-			return bad("Topics: empty topic name")
+			return configError("Topics: empty topic name")
 		case strings.HasPrefix(topic, "^"):
-			return bad("Topics: %q is a regular expression; name each topic with its handler", topic)
+			return configError("Topics: %q is a regular expression; name each topic with its handler", topic)
 		case h == nil:
-			return bad("Topics: topic %q has a nil handler", topic)
+			return configError("Topics: topic %q has a nil handler", topic)
 		}
 		s.topics = append(s.topics, topic)
 	}
 	slices.Sort(s.topics)
-	if cfg.Sink != nil && cfg.Keys == nil {
-		return bad("Keys: a mapping from window keys to sink keys is required")
+	if s.Sink != nil && s.Keys == nil {
+		return configError("Keys: a mapping from window keys to sink keys is required")
 	}
-	durations := []struct {
+	return nil
+}
+
+// durations fills in the durations' defaults and refuses negative ones where off means
+// nothing.
+func (s *settings[K]) durations() error {
+	for _, d := range []struct {
 		name string
 		d    *time.Duration
 		def  time.Duration
@@ -256,14 +317,10 @@ func (cfg Config[K]) validate() (*settings[K], error) {
 		{"DeadLetterBackoff", &s.DeadLetterBackoff, DefaultDeadLetterBackoff},
 		{"ShutdownTimeout", &s.ShutdownTimeout, DefaultShutdownTimeout},
 		{"CloseTimeout", &s.CloseTimeout, DefaultCloseTimeout},
-	}
-	if s.FlushWhenCaughtUp < 0 {
-		return bad("FlushWhenCaughtUp: expected a positive duration or zero (never), found %v", s.FlushWhenCaughtUp)
-	}
-	for _, d := range durations {
+	} {
 		switch {
 		case *d.d < 0:
-			return bad("%s: expected a positive duration or zero for the default, found %v", d.name, *d.d)
+			return configError("%s: expected a positive duration or zero for the default, found %v", d.name, *d.d)
 		case *d.d == 0:
 			*d.d = d.def
 		}
@@ -272,32 +329,60 @@ func (cfg Config[K]) validate() (*settings[K], error) {
 		s.IdleTimeout = watermark.DefaultIdleTimeout
 	}
 	switch {
+	case s.FlushWhenCaughtUp == 0 && s.Ticks != nil:
+		s.FlushWhenCaughtUp = -1 // ticks come when the caller says only
+	case s.FlushWhenCaughtUp == 0:
+		s.FlushWhenCaughtUp = s.FlushInterval / 5
+	}
+	return nil
+}
+
+// counts fills in the workers, the write concurrency and the low-water mark.
+func (s *settings[K]) counts() error {
+	switch {
 	case s.Workers == 0:
 		s.workers = runtime.GOMAXPROCS(0)
 	case s.Workers > 0:
 		s.workers = s.Workers
 	}
-	if s.WriteConcurrency < 0 {
-		return bad("WriteConcurrency: expected a count >= 0 (0: 1), found %d", s.WriteConcurrency)
-	}
-	if s.MaxPending < 0 {
-		return bad("MaxPending: expected a bound >= 0 (0: none), found %d", s.MaxPending)
-	}
-	if s.MaxOpenKeys < 0 {
-		return bad("MaxOpenKeys: expected a bound >= 0 (0: none), found %d", s.MaxOpenKeys)
+	if s.WriteConcurrency <= 0 {
+		s.WriteConcurrency = 1
 	}
 	if !(s.ResumeAt >= 0 && s.ResumeAt < 1) {
-		return bad("ResumeAt: expected a fraction in [0, 1), found %v", s.ResumeAt)
+		return configError("ResumeAt: expected a fraction in [0, 1), found %v", s.ResumeAt)
 	}
 	if s.ResumeAt == 0 {
 		s.ResumeAt = DefaultResumeAt
 	}
-	if mpi, ok, err := configMillis(km, "max.poll.interval.ms"); err != nil {
-		return nil, err
-	} else if ok && 2*s.WriteTimeout >= mpi {
-		return bad("WriteTimeout %v must be under half of max.poll.interval.ms (%v): a tick's writes "+
+	return nil
+}
+
+// timeouts derives AssignmentWait from the session timeout and checks WriteTimeout against
+// max.poll.interval.ms.
+func (s *settings[K]) timeouts() error {
+	if s.AssignmentWait == 0 {
+		session, ok, err := configMillis(s.kafka, "session.timeout.ms")
+		if err != nil {
+			return err
+		}
+		if !ok {
+			session = defaultSessionTimeout
+		}
+		s.AssignmentWait = 3 * session
+	}
+	mpi, ok, err := configMillis(s.kafka, "max.poll.interval.ms")
+	if err != nil {
+		return err
+	}
+	if ok && 2*s.WriteTimeout >= mpi {
+		return configError("WriteTimeout %v must be under half of max.poll.interval.ms (%v): a tick's writes "+
 			"and a revocation's run between two polls", s.WriteTimeout, mpi)
 	}
+	return nil
+}
+
+// parts makes the configurations of each partition's watermark and windows.
+func (s *settings[K]) parts() error {
 	if s.Clock == nil {
 		s.Clock = time.Now
 	}
@@ -310,19 +395,32 @@ func (cfg Config[K]) validate() (*settings[K], error) {
 	}
 	s.wm = watermark.Config{Lateness: s.Lateness, IdleTimeout: idle, Clock: watermark.ClockFunc(s.Clock)}
 	s.win = window.Config[K]{Size: s.WindowSize, Retain: s.RetainKey}
+	if t, ok := s.Sink.(tables); ok {
+		agg, states := t.Tables()
+		s.agg, s.states = &agg, make(map[string]sink.StateSpec, len(states))
+		for _, st := range states {
+			s.states[st.Table] = st
+		}
+		s.win.ExactLimit = agg.ExactLimit
+	}
 	if _, err := window.New[K](s.win); err != nil {
-		return bad("WindowSize: %v", err)
+		return configError("WindowSize: %v", err)
 	}
 	if _, err := watermark.NewPartition(s.wm); err != nil {
-		return bad("Lateness or IdleTimeout: %v", err)
+		return configError("Lateness or IdleTimeout: %v", err)
 	}
+	return nil
+}
+
+// validateHooks refuses a hook that implements none of the Hook interfaces.
+func (s *settings[K]) validateHooks() error {
 	for i, h := range s.Hooks {
 		if !newHooks([]Hook{h}).any() {
-			return bad("Hooks[%d]: %T implements none of the Hook interfaces", i, h)
+			return configError("Hooks[%d]: %T implements none of the Hook interfaces", i, h)
 		}
 	}
 	s.hooks = newHooks(s.Hooks)
-	return s, nil
+	return nil
 }
 
 // kafkaConfig returns a copy of user with the forced properties, or an error naming a property
@@ -418,4 +516,29 @@ func redacted(m kafka.ConfigMap) slog.Attr {
 		attrs = append(attrs, slog.String(k, fmt.Sprint(m[k])))
 	}
 	return slog.Group("kafka", attrs...)
+}
+
+// bufferLimit fills in BufferLimit's default, sets the client's prefetch to its share unless
+// the Kafka configuration sets it, and keeps the rest as the budget of what was decided.
+func (s *settings[K]) bufferLimit() error {
+	if s.BufferLimit == 0 {
+		s.BufferLimit = DefaultBufferLimit
+	}
+	if s.BufferLimit < 0 {
+		return nil
+	}
+	if s.BufferLimit < minBufferLimit {
+		return fmt.Errorf("%w: BufferLimit: expected at least %d bytes, or a negative value for no bound, found %d",
+			ErrConfig, minBufferLimit, s.BufferLimit)
+	}
+	prefetch := min(s.BufferLimit/8, maxPrefetch)
+	if _, ok := s.kafka["queued.max.messages.kbytes"]; !ok {
+		s.kafka["queued.max.messages.kbytes"] = int(max(prefetch>>10, 1))
+	}
+	if _, ok := s.kafka["fetch.max.bytes"]; !ok {
+		// librdkafka wants fetch.max.bytes at least max.partition.fetch.bytes (1 MiB unless set).
+		s.kafka["fetch.max.bytes"] = int(max(prefetch, 1<<20))
+	}
+	s.buffer = s.BufferLimit - prefetch
+	return nil
 }

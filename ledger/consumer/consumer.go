@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,8 @@ type Consumer[K comparable] struct {
 	cancelWork atomic.Pointer[context.CancelFunc] // cancels work, once Run has made it
 
 	work context.Context // Run's context without its cancellation, cancelled by Abort
+
+	stops map[ledger.TopicPartition]int64 // a bounded run's stop offsets, computed once each
 }
 
 // New validates cfg and returns a Consumer. It does not connect: Run does.
@@ -35,7 +38,7 @@ func New[K comparable](cfg Config[K]) (*Consumer[K], error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Consumer[K]{s: s, abort: make(chan struct{})}
+	c := &Consumer[K]{s: s, abort: make(chan struct{}), stops: map[ledger.TopicPartition]int64{}}
 	if c.p, err = newProcessor(s, nil); err != nil {
 		return nil, err
 	}
@@ -106,6 +109,9 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 	c.work = work
 	c.p.startWorkers(work)
 	defer c.p.stopWorkers()
+	c.p.live.started(time.Now())
+	defer c.p.live.running.Store(false)
+	c.p.tickedAt = c.p.now() // a caught-up tick waits FlushWhenCaughtUp from the start too
 
 	if err := kc.SubscribeTopics(c.s.topics, c.rebalance); err != nil {
 		return errors.Join(fmt.Errorf("consumer: subscribe to %v: %w", c.s.topics, err), c.closeClient(kc))
@@ -142,7 +148,12 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 				c.p.caughtUp(work)
 			}
 		}
-		c.p.checkBounds()
+		c.p.checkBuffer(work)
+		c.p.checkAssignment()
+		if c.p.boundedDone() {
+			c.s.Logger.Info("every partition reached its stop offset, written and committed")
+			return c.shutdown(kc)
+		}
 	}
 }
 
@@ -214,10 +225,14 @@ func (c *Consumer[K]) rebalance(kc *kafka.Consumer, ev kafka.Event) error {
 			c.p.stop.setFatal(fmt.Errorf("%w: assign: %w", ErrAssign, err))
 			return err
 		}
-		// A partition paused before it was last revoked may still be paused in the client.
+		// A partition paused before it was last revoked may still be paused in the client;
+		// one that starts at its stop offset (a bounded run) stays paused.
 		if len(offsets) > 0 {
 			_ = kc.Resume(offsets)
 		}
+		c.p.assignedOnce = true
+		c.p.pauseEndedAll()
+		c.p.live.assigned(time.Now(), len(c.p.order))
 	case kafka.RevokedPartitions:
 		lost := kc.AssignmentLost()
 		tps := make([]ledger.TopicPartition, 0, len(e.Partitions))
@@ -227,6 +242,7 @@ func (c *Consumer[K]) rebalance(kc *kafka.Consumer, ev kafka.Event) error {
 			}
 		}
 		c.p.revoke(c.work, tps, lost, CommitRevoke)
+		c.p.live.assigned(time.Now(), len(c.p.order))
 		var err error
 		if cooperative {
 			err = kc.IncrementalUnassign(e.Partitions)
@@ -280,7 +296,7 @@ func (c *Consumer[K]) onAssign(kc *kafka.Consumer, parts []kafka.TopicPartition)
 		if tp.Topic == nil {
 			continue
 		}
-		a := assignment{tp: ledger.TopicPartition{Topic: *tp.Topic, Partition: tp.Partition}, committed: -1}
+		a := assignment{tp: ledger.TopicPartition{Topic: *tp.Topic, Partition: tp.Partition}, committed: -1, stop: -1}
 		start := kafka.TopicPartition{Topic: tp.Topic, Partition: tp.Partition, Offset: kafka.OffsetInvalid}
 		if tp.Error == nil && tp.Offset >= 0 {
 			a.committed = int64(tp.Offset)
@@ -292,7 +308,20 @@ func (c *Consumer[K]) onAssign(kc *kafka.Consumer, parts []kafka.TopicPartition)
 		as = append(as, a)
 		offsets = append(offsets, start)
 	}
-	if err := c.p.assign(ctx, as, c.topicPartitions(kc, as, ctx)); err != nil {
+	all := c.topicPartitions(kc, as, ctx)
+	if c.s.Until.bounded() {
+		tps := slices.Clone(all)
+		for _, a := range as {
+			tps = append(tps, a.tp)
+		}
+		if err := c.stopOffsets(ctx, kc, tps); err != nil {
+			return nil, err
+		}
+		for i := range as {
+			as[i].stop = c.stops[as[i].tp]
+		}
+	}
+	if err := c.p.assign(ctx, as, all); err != nil {
 		return nil, err
 	}
 	return offsets, nil
@@ -303,7 +332,7 @@ func (c *Consumer[K]) onAssign(kc *kafka.Consumer, parts []kafka.TopicPartition)
 // metadata cannot be read contributes only its assigned partitions; the others register
 // when they are assigned.
 func (c *Consumer[K]) topicPartitions(kc *kafka.Consumer, as []assignment, ctx context.Context) []ledger.TopicPartition {
-	if c.s.Sink == nil {
+	if c.s.Sink == nil && !c.s.Until.bounded() {
 		return nil
 	}
 	var out []ledger.TopicPartition

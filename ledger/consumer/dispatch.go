@@ -98,6 +98,10 @@ func (p *processor[K]) dispatch(m *kafka.Message) {
 	if off < pt.nextDispatch {
 		return // fetched again after a seek: dispatched already
 	}
+	if pt.stop >= 0 && off >= pt.stop {
+		p.reachedStop(pt, true) // a bounded run: nothing at or past the stop is decided
+		return
+	}
 	if pt.paused != 0 || pt.seekTo >= 0 {
 		p.dropPaused(pt, off)
 		return
@@ -112,8 +116,10 @@ func (p *processor[K]) dispatch(m *kafka.Message) {
 	c.msgs = append(c.msgs, m)
 	c.arrivals = append(c.arrivals, p.s.Clock())
 	pt.nextDispatch = off + 1
+	if pt.stop >= 0 && pt.nextDispatch >= pt.stop {
+		p.reachedStop(pt, true)
+	}
 	p.dispatched++
-	p.sinceCheck++
 	if len(c.msgs) >= chunkSize || p.pool.inline {
 		p.seal(pt)
 	}
@@ -191,6 +197,9 @@ func (c *chunk[K]) decode(p *processor[K]) {
 		}
 		if err == nil && p.s.Sink == nil && (len(ev.Values) > 0 || len(ev.State) > 0) {
 			err = &EventError{Reason: "window values or state rows, and the consumer has no sink"}
+		}
+		if err == nil && p.s.states != nil {
+			err = checkStateRows(ev.State, p.s.states)
 		}
 		c.evs[i], c.errs[i] = ev, err
 	}

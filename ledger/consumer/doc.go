@@ -1,9 +1,9 @@
-// Package consumer is a Kafka consumer runtime that commits through the ledger: it consumes
-// with confluent-kafka-go, aggregates events into per-partition tumbling windows, writes closed
-// windows and last-write-wins state through a [sink.Sink], runs per-message effects
-// ([Event.Effect]), and commits an offset only once every message below it is durable. A user supplies decoding and what an event does (a
-// [Handler] per topic); the runtime owns the order of operations that makes the guarantee
-// hold.
+// Package consumer is a Kafka consumer runtime that commits through the ledger. It consumes
+// with confluent-kafka-go, aggregates events into per-partition tumbling windows, writes
+// closed windows and last-write-wins state through a [sink.Sink], runs per-message effects
+// ([Event.Effect]), and commits an offset only once every message below it is durable. A
+// user supplies decoding and what an event does (a [Handler] per topic); the runtime owns
+// the order of operations that makes the guarantee hold.
 //
 // # Guarantees
 //
@@ -15,30 +15,36 @@
 //   - every decided message is accounted for exactly once per delivery: admitted, late or
 //     dead-lettered ([Counters]: Consumed = Admitted + Late + DeadLettered);
 //   - a partition replayed from its committed offset, by this or any other instance, decides
-//     every message as the first run did, or (for windows already written) as late, so that a
-//     stored window is never rebuilt from a fragment and never misses an admitted event.
+//     every message as the first run did, or (for windows already written) as late, so that
+//     a stored window is never rebuilt from a fragment and never misses an admitted event;
+//   - the outcome (sink writes, commits and their metadata) does not depend on the number of
+//     workers ([Config.Workers]).
 //
 // # Per message
 //
-// For each message, on the loop goroutine: decode ([Handler]; an error, or an [Event] that
-// [Event.Validate] rejects, sends it to the dead-letter topic); if the event has an effect, run
-// it (see Effects); if the event has window values,
-// decide whether it is late against the partition's watermark BEFORE applying it (late: counted,
-// handed to [Config.OnLate], durable at once, nothing applied); apply it to its window and
-// buffer its state rows; add it to the partition's ledger with the condition that makes it
-// durable (ledger.Window, ledger.Flush, ledger.Ack for a dead letter, nothing for an effect or
-// an event that does nothing); then observe its event
-// time in the partition watermark and report the new watermark to the ledger. The ledger thus
-// knows the watermark as of every offset it may commit at, and the commit metadata restores it.
+// The polling goroutine only polls and hands each message to its partition's current chunk
+// of consecutive offsets. Workers decode chunks ([Handler]; an error, or an [Event] that
+// [Event.Validate] rejects, sends the message to the dead-letter topic), several at once, also
+// of one partition, and decide each partition's messages in offset order, different
+// partitions in parallel. Deciding a message means: if the event has an effect, run it (see
+// Effects); if it has window values, decide whether it is late against the partition's
+// watermark BEFORE applying it (late: counted, handed to [Config.OnLate], durable at once,
+// nothing applied); apply it to its window and buffer its state rows; add it to the
+// partition's ledger with the condition that makes it durable (ledger.Window, ledger.Flush,
+// ledger.Ack for a dead letter, nothing for an effect or an event that does nothing); then
+// observe its event time in the partition watermark and report the new watermark to the
+// ledger. The ledger thus knows the watermark as of every offset it may commit at, and the
+// commit metadata restores it.
 //
 // # Effects
 //
 // A message whose effect is not naturally idempotent (a balance credit, a payment record) is
-// an [Event] with an Effect and nothing else. The runtime runs it on the loop right after
-// decoding, once per delivery, before the message enters the ledger; the effect commits its
-// own transaction, in which an operation marker and the effect are written together (package
-// sink/postgres, Effects.Apply). Then the entry is durable at once (the zero ledger.Condition)
-// and its offset is committed at the next tick. Where a crash can strike:
+// an [Event] with an Effect and nothing else. The runtime runs it right after deciding that
+// the message is not dead-lettered, once per delivery, before the message enters the ledger;
+// the effect commits its own transaction, in which an operation marker and the effect are
+// written together (package sink/postgres, Effects.Apply). Then the entry is durable at once
+// (the zero ledger.Condition) and its offset is committed at the next tick. Where a crash
+// can strike:
 //
 //	before the effect's transaction   nothing written         redelivered, applied
 //	inside it                         rolled back             redelivered, applied
@@ -47,52 +53,67 @@
 //	after both                        effect and marker       not redelivered
 //	                                  durable
 //
-// So the effect happens once within its database and while its markers are retained, because
-// its transaction commits before any offset past it, and a redelivery finds the marker. An
-// effect that refuses its message returns an error wrapping a [RejectedError] ([Reject]): the
-// message is dead-lettered, with the class of the refusal, and is durable on the positive
-// delivery report, as a decode error is. Any other error is the infrastructure's: the message
-// is not recorded, Run shuts down gracefully (committing what is durable, never that message
-// or anything after it in its partition) and returns an error wrapping [ErrEffect], and a
-// restart runs the effect again. An effect has no event-time window, so the late test does not
-// apply to it. Without a [Config.Sink] a consumer takes effects only.
+// So the effect happens once within its database and while its markers are retained,
+// because its transaction commits before any offset past it, and a redelivery finds the
+// marker. An effect that refuses its message returns an error wrapping a [RejectedError]
+// ([Reject]): the message is dead-lettered, with the class of the refusal, and is durable on
+// the positive delivery report, as a decode error is. Any other error is the
+// infrastructure's: the message is not recorded, Run shuts down gracefully (committing what
+// is durable, never that message or anything after it in its partition) and returns an
+// error wrapping [ErrEffect], and a restart runs the effect again. An effect has no
+// event-time window, so the late test does not apply to it. Without a [Config.Sink] a
+// consumer takes effects only.
 //
 // # Per tick
 //
 // Every [Config.FlushInterval] (5 s), and with [Config.FlushWhenCaughtUp] also as soon as a
-// Poll finds nothing to deliver after new messages were decided (the end of a burst, so that
-// it is committed without waiting for the next interval): flush the buffered state rows; on success every ledger
-// learns the flush is durable. Then per partition: report its position and high watermark
+// Poll finds nothing to deliver after new messages were dispatched (the end of a burst, so
+// that it is committed without waiting for the next interval), a tick waits until every
+// message polled before it is decided, then: flush the buffered state rows (on success every
+// ledger learns the flush is durable); per partition, report its position and high watermark
 // (the client's cached one; position is the offset after the last decided message) so that
-// an idle partition's watermark follows the wall clock; close the windows the watermark passed;
-// and write one sink.CloseBatch with the partials and ClosedThrough = the watermark (with no
-// partials when only the progress moved, for example after an idle advance). On success the
-// ledger learns closed_through. Then commit, synchronously, the offsets that moved, with their
-// metadata (CommitOffsets: librdkafka's StoreOffsets drops metadata, issue 3927). A failed
-// commit is logged and retried at the next tick.
+// an idle partition's watermark follows the wall clock, and close the windows the watermark
+// passed; write every partition's [sink.CloseBatch] (the partials and ClosedThrough = the
+// watermark, with no partials when only the progress moved) in ONE call, which the sink
+// applies atomically. On success the ledgers learn closed_through. Then commit,
+// synchronously, the offsets that moved, with their metadata (CommitOffsets: librdkafka's
+// StoreOffsets drops metadata, issue 3927). A failed commit is logged and retried at the
+// next tick.
 //
-// The windows are closed and serialized on the loop, but the writes run on a goroutine of
-// their own while the loop goes on deciding messages (unless [Config.SyncWrites]): at most one
-// tick's writes are in flight, messages decided meanwhile join the next tick's, and a tick
-// that comes meanwhile waits for them (deciding nothing), so the loop runs at most one tick
-// ahead of the sink. The ledgers learn a write's outcome on the
-// loop once it returned, and only then are its entries committable, with a commit right away.
-// Rebalances and the shutdown wait for writes in flight.
+// The windows are closed and serialized at the tick, but the writes run on a goroutine of
+// their own while the workers go on deciding messages (unless [Config.SyncWrites]): at most
+// one tick's writes are in flight, messages decided meanwhile join the next tick's, and a
+// tick that comes meanwhile waits for them (deciding nothing), so the consumer runs at most
+// one tick ahead of the sink. The ledgers learn a write's outcome once it returned, and only
+// then are its entries committable, with a commit right away. Rebalances and the shutdown
+// wait for writes in flight.
 //
-// A failed write keeps its partials, merged with later closes, and holds every offset behind
-// them. Its partition is paused and decides no further message until a write succeeds; any of
-// its messages already fetched are dropped and fetched again from the first of them. A
-// decision never becomes durable on a watermark the restart would not restore: a message
-// decided on an idle advance whose write is still in flight (or failed) is committed only
-// with that watermark in its commit's metadata, and never before the entries of the windows
-// the advance closed, which wait for their write. So a replay decides as this run did.
+// A failed close write keeps its partials, merged with later closes, and holds every offset
+// behind them. Its partitions are paused and decide no further message until a write
+// succeeds; any of their messages already fetched are dropped and fetched again from the
+// first of them. A decision never becomes durable on a watermark the restart would not
+// restore: a message decided on an idle advance whose write is still in flight (or failed)
+// is committed only with that watermark in its commit's metadata, and never before the
+// entries of the windows the advance closed, which wait for their write. So a replay
+// decides as this run did.
+//
+// # Merged rows and registration
+//
+// The sink writes a merged row once every partition that may feed it has closed past its
+// window (see package sink). So that it knows them all, the consumer registers, when it is
+// assigned partitions, every partition of their topics (from the client's metadata) with a
+// batch that carries no watermark; a registration that fails is retried with the next close
+// write. A partition that is caught up without a watermark (it holds no message with an
+// event time) is reported once as empty ([sink.CloseBatch.Empty]), so that it holds back no
+// merged row.
 //
 // # Configuration
 //
-// [Config] holds everything, with documented zero values, and [New] validates it in one place.
-// The Kafka configuration passes through unchanged (TLS, SASL, client.id, assignor, timeouts),
-// except that enable.auto.commit and enable.auto.offset.store are forced to false: a value
-// that contradicts them is an error, not silently overridden. Secrets are never logged.
+// [Config] holds everything, with documented zero values, and [New] validates it in one
+// place. The Kafka configuration passes through unchanged (TLS, SASL, client.id, assignor,
+// timeouts), except that enable.auto.commit and enable.auto.offset.store are forced to false:
+// a value that contradicts them is an error, not silently overridden. Secrets are never
+// logged.
 //
 // # Rebalances
 //
@@ -100,37 +121,51 @@
 // closed_through, and restores each partition's watermark as max(metadata, closed_through);
 // unreadable metadata is logged and falls back to closed_through. Each partition gets fresh
 // windows, closed through the restored watermark so that replayed events of windows already
-// written are late, and a ledger at the committed offset. On revocation it flushes state,
-// writes the partition's closes, commits its durable prefix, then drops its state. A lost
-// assignment is dropped without writing or committing anything. Both the eager assignors
-// (range, roundrobin) and cooperative-sticky work; errors of a commit racing a rebalance are
-// expected and logged, not fatal.
+// written are late, and a ledger at the committed offset. On revocation it waits until every
+// message polled before is decided, flushes state, writes the partition's closes, commits its
+// durable prefix, then drops its state. A lost assignment is dropped without writing or
+// committing anything. Both the eager assignors (range, roundrobin) and cooperative-sticky
+// work; errors of a commit racing a rebalance are expected and logged, not fatal.
 //
 // # Idle partitions, lag and backpressure
 //
 // A partition is idle when it is caught up (its position equals the client's cached high
-// watermark) and quiet for [Config.IdleTimeout]; its watermark then follows the wall clock from
-// its last message, so its windows close (see package watermark). Lag is high watermark minus
-// position. When the ledger or the open windows pass [Config.MaxPending] or
-// [Config.MaxOpenKeys], the partitions holding the most are paused (see those fields); the loop
-// keeps polling, so the group never evicts the consumer, also while a write is being retried.
+// watermark) and quiet for [Config.IdleTimeout]; its watermark then follows the wall clock
+// from its last message, so its windows close (see package watermark). Lag is high watermark
+// minus position. [Config.BufferLimit] bounds the memory the consumer holds: the client's
+// prefetch is set to a share of it, a write backlog past its share is written at once (the
+// partitions are paused while the writes run), and open windows past theirs pause the
+// partitions holding the most; the loop keeps polling, so the group never evicts the
+// consumer, also while a write is being retried.
+//
+// # Bounded runs and liveness
+//
+// With [Config.Until], Run consumes each partition up to a stop offset, closes its windows
+// with an end-of-input watermark, and returns once everything is written and committed.
+// [Consumer.Health] tells a consumer that holds partitions and writes from one that has held
+// no partition for longer than [Config.AssignmentWait] (which it also logs) or whose writes
+// are stalled.
 //
 // # Shutdown
 //
-// Cancelling Run's context, or an [ErrEffect], stops taking messages, waits for the delivery reports of dead
-// letters in flight, flushes, writes and commits what is durable (never past it), gives the
-// partitions up and closes the client in a goroutine bounded by [Config.CloseTimeout]
-// (confluent-kafka-go's Close can hang: issue 189). [Consumer.Abort] cuts the shutdown short,
-// or stops a running consumer where it is, as a crash would: it cancels the context of an
-// effect in progress, and no later message is decided and nothing more committed.
+// Cancelling Run's context, or an [ErrEffect], stops taking messages, decides the messages
+// already polled, waits for the delivery reports of dead letters in flight, flushes, writes
+// and commits what is durable (never past it), gives the partitions up and closes the client
+// in a goroutine bounded by [Config.CloseTimeout] (confluent-kafka-go's Close can hang:
+// issue 189). [Consumer.Abort] cuts the shutdown short, or stops a running consumer where it
+// is, as a crash would: it cancels the context of an effect in progress, and no later message
+// is decided and nothing more committed.
 //
 // # Observability
 //
 // Hooks ([Hook]) are optional single-method interfaces found by type assertion: per message
-// ([HookMessage], which tells an applied effect), per dead-letter report, per write (with its latency), per commit, per
-// assignment and revocation, and per tick the gauges of each partition (watermark, lag,
-// uncommitted messages, open windows) and the totals. [Consumer.Counters] returns running
-// totals from any goroutine. Logs go to a [log/slog] logger.
+// ([HookMessage], which tells an applied effect), per dead-letter report, per write (with its
+// latency), per commit, per assignment and revocation, and per tick the gauges of each
+// partition (watermark, lag, uncommitted messages, open windows) and the totals. Message
+// hooks run on the workers; the others on the polling goroutine. [Consumer.Counters] returns
+// running totals from any goroutine. Logs go to a [log/slog] logger.
 //
 // [sink.Sink]: https://pkg.go.dev/github.com/streamledger/streamledger/sink#Sink
+// [sink.CloseBatch]: https://pkg.go.dev/github.com/streamledger/streamledger/sink#CloseBatch
+// [sink.CloseBatch.Empty]: https://pkg.go.dev/github.com/streamledger/streamledger/sink#CloseBatch
 package consumer

@@ -14,8 +14,10 @@ import (
 )
 
 // Handler decodes one message of a topic and says what it does. It runs on the consumer's
-// loop, once per delivery of the message (a redelivered message is decoded again), and must
-// be a pure function of the message: a replay must get the same [Event].
+// workers, once per delivery of the message (a redelivered message is decoded again), possibly
+// on several messages of the same partition at once, ahead of their decisions. So it must be
+// safe for concurrent use and a pure function of the message: a replay must get the same
+// [Event]. It must not keep the message, which the runtime drops once it is decided.
 //
 // An error means the message cannot be handled: it is dead-lettered (see
 // [Config.DeadLetters]). The same happens to an Event that [Event.Validate] rejects.
@@ -35,8 +37,9 @@ type Event[K comparable] struct {
 	Values []Value[K]
 	// State holds last-write-wins rows, written at the next state flush.
 	State []StateRow
-	// Effect, if set, is the message's own synchronous effect: the runtime runs it on the loop
-	// right after decoding, before the message enters the ledger, once per delivery. It must
+	// Effect, if set, is the message's own synchronous effect: the runtime runs it when it
+	// decides the message, on the worker that decides the partition, before the message
+	// enters the ledger, once per delivery. It must
 	// commit whatever it does before it returns (for example one database transaction holding
 	// an operation marker and the effect, as sink/postgres Effects.Apply does), because its
 	// entry is durable at once: the offset is committed at the next tick. A redelivered message
@@ -147,6 +150,25 @@ func checkValue(v float64) error {
 		return fmt.Errorf("expected a number, found NaN")
 	case math.IsInf(v, 0) || math.Abs(v) > window.MaxValue:
 		return fmt.Errorf("expected a magnitude of at most %g, found %g", window.MaxValue, v)
+	}
+	return nil
+}
+
+// checkStateRows checks state rows against the sink's specs: a declared table, and as many
+// key and value columns as it has.
+func checkStateRows(rows []StateRow, specs map[string]sink.StateSpec) error {
+	for i, r := range rows {
+		spec, ok := specs[r.Table]
+		switch {
+		case !ok:
+			return &EventError{Reason: fmt.Sprintf("state row %d: the sink declares no table %q", i, r.Table)}
+		case len(r.Key) != len(spec.Key):
+			return &EventError{Reason: fmt.Sprintf("state row %d for %q: %d key values, the table has %d key columns", i, r.Table, len(r.Key), len(spec.Key))}
+		case len(r.Values) != len(spec.Values):
+			return &EventError{Reason: fmt.Sprintf("state row %d for %q: %d values, the table has %d value columns", i, r.Table, len(r.Values), len(spec.Values))}
+		case r.ObservedAt.IsZero():
+			return &EventError{Reason: fmt.Sprintf("state row %d for %q has no observed-at time", i, r.Table)}
+		}
 	}
 	return nil
 }

@@ -10,13 +10,16 @@ import (
 // consumer finds them by type assertion, so a metrics adapter implements only what it exports
 // and the package imports no metrics library.
 //
-// Every hook runs on the consumer's loop goroutine, in the order the hooks were configured,
-// and must not block: it delays polling. The values passed are the hook's to keep, except
-// slices, which are valid only during the call.
+// Hooks run in the order they were configured and must not block. [HookMessage] runs on the
+// workers that decide messages: concurrently for different partitions, in offset order within
+// one, so it must be safe for concurrent use. Every other hook runs on the polling goroutine.
+// The values passed are the hook's to keep, except slices, which are valid only during the
+// call.
 type Hook any
 
 // HookMessage is called for every message the consumer decided: once per delivery, so a
-// redelivered message is reported again. consumed = admitted + late + dead-lettered.
+// redelivered message is reported again. consumed = admitted + late + dead-lettered. It is
+// called concurrently for messages of different partitions.
 type HookMessage interface {
 	OnMessage(MessageInfo)
 }
@@ -26,7 +29,8 @@ type HookDeadLetter interface {
 	OnDeadLetter(DeadLetterInfo)
 }
 
-// HookWrite is called after each sink write: a state flush or a partition's close batch.
+// HookWrite is called after each sink write: a state flush, or once per partition for the
+// close batches of one call (they share its Duration and Err).
 type HookWrite interface {
 	OnWrite(WriteInfo)
 }
@@ -162,8 +166,11 @@ const (
 	// CommitShutdown is the last commit of a graceful shutdown.
 	CommitShutdown
 	// CommitCaughtUp is the commit of a tick run early because the consumer had caught up
-	// (Config.FlushWhenCaughtUp).
+	// (Config.FlushWhenCaughtUp), or because a partition reached its stop (Config.Until).
 	CommitCaughtUp
+	// CommitBuffer is the commit of a tick run early because the write backlog passed its
+	// share of Config.BufferLimit.
+	CommitBuffer
 )
 
 func (r CommitReason) String() string {
@@ -176,6 +183,8 @@ func (r CommitReason) String() string {
 		return "shutdown"
 	case CommitCaughtUp:
 		return "caught-up"
+	case CommitBuffer:
+		return "buffer"
 	}
 	return "unknown"
 }
@@ -250,6 +259,9 @@ type TickInfo struct {
 	// CaughtUp is set on a tick run early because the consumer had caught up
 	// (Config.FlushWhenCaughtUp).
 	CaughtUp bool
+	// Unassigned is how long the consumer has held no partition; zero while it holds some.
+	// SinceAssignment is the time since its assignment last changed.
+	Unassigned, SinceAssignment time.Duration
 	// Waited is how long the tick waited, deciding nothing, for the previous tick's writes
 	// before it ran (it came while they were in flight; see Config.SyncWrites). Where ticks
 	// wait long, the sink holds the loop back, not the client or the handlers.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -21,6 +22,7 @@ type assignment struct {
 	tp        ledger.TopicPartition
 	committed int64 // -1 if none
 	metadata  string
+	stop      int64 // a bounded run's stop offset, -1 if none
 }
 
 // assign restores the partitions: watermark = max(metadata's, closed_through), windows closed
@@ -148,6 +150,9 @@ func (p *processor[K]) restore(a assignment, progress map[ledger.TopicPartition]
 		led.SetWatermark(w)
 		info.Watermark = w
 	}
+	if !p.s.Until.bounded() {
+		a.stop = -1
+	}
 	topic := a.tp.Topic
 	p.epoch++
 	p.parts[a.tp] = &part[K]{
@@ -156,10 +161,14 @@ func (p *processor[K]) restore(a assignment, progress map[ledger.TopicPartition]
 		led: led, wm: wm, win: win,
 		written: ct, hasWritten: hasCT,
 		committed: a.committed, next: -1, nextDispatch: -1, seekTo: -1, lag: -1, firstAdded: -1,
-		open: map[int64]openWindow{},
+		open: map[int64]openWindow{}, stop: a.stop,
+	}
+	if pt := p.parts[a.tp]; pt.stop >= 0 && a.committed >= pt.stop {
+		p.reachedStop(pt, false) // nothing left below the stop; paused once the client holds it
 	}
 	p.log.Info("partition assigned", "partition", a.tp.String(), "committed", a.committed,
-		"watermark", info.Watermark, "closed_through", info.ClosedThrough, "metadata_watermark", info.MetadataWatermark)
+		"watermark", logTime(info.Watermark), "closed_through", logTime(info.ClosedThrough),
+		"metadata_watermark", logTime(info.MetadataWatermark))
 	for _, h := range p.s.hooks.assign {
 		h.OnAssign(info)
 	}
@@ -260,4 +269,12 @@ func (p *processor[K]) owned() []kafka.TopicPartition {
 		out[i] = pt.ktp
 	}
 	return out
+}
+
+// logTime is t for a log record, or "none" for the zero time (an unknown watermark).
+func logTime(t time.Time) slog.Value {
+	if t.IsZero() {
+		return slog.StringValue("none")
+	}
+	return slog.TimeValue(t)
 }

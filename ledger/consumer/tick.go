@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -34,6 +36,7 @@ func (p *processor[K]) tick(ctx context.Context, reason CommitReason) {
 		return
 	}
 	p.tickedAt, p.tickedCount = p.now(), p.dispatched
+	p.endedSinceTick = false
 	if job := p.prepare(p.order, false); job != nil {
 		p.launch(ctx, job, false)
 		p.collect() // done already when the writes ran here
@@ -44,7 +47,7 @@ func (p *processor[K]) tick(ctx context.Context, reason CommitReason) {
 	p.retrySeeks()
 	p.commit(ctx, reason, p.tracker.AppendCommits(p.commitBuf[:0]))
 	p.ticks++
-	p.backpressure(true)
+	p.throttleWindows()
 	p.report(time.Since(start), reason == CommitCaughtUp)
 	p.waited = 0
 }
@@ -57,6 +60,10 @@ func (p *processor[K]) tick(ctx context.Context, reason CommitReason) {
 // in between, so a quiet consumer goes back to FlushInterval.
 func (p *processor[K]) caughtUp(ctx context.Context) {
 	p.sealAll()
+	if p.endedSinceTick && p.job == nil && !p.tickDue {
+		p.tick(ctx, CommitCaughtUp) // a bounded run: a partition reached its stop
+		return
+	}
 	if p.s.FlushWhenCaughtUp <= 0 || p.job != nil || p.tickDue || p.dispatched == p.tickedCount {
 		return
 	}
@@ -91,6 +98,9 @@ func (p *processor[K]) position(pt *part[K]) {
 		return
 	}
 	pt.lag = max(hi-pos, 0)
+	if pt.stop >= 0 && pos >= pt.stop {
+		p.reachedStop(pt, true) // past transaction markers or compacted gaps up to the stop
+	}
 	if pt.paused != 0 || pt.seekTo >= 0 || pos > hi {
 		pt.wm.SetCaughtUp(false)
 		return
@@ -115,21 +125,29 @@ func (p *processor[K]) closeBatch(pt *part[K]) (sink.CloseBatch, bool) {
 	if p.s.Sink == nil {
 		return sink.CloseBatch{}, false // no windows, no progress to write
 	}
+	p.endOfInput(pt)
 	pt.wm.Tick()
 	wm, ok := pt.wm.Watermark()
 	if !ok {
-		if pt.caughtUp && !pt.emptySent {
+		if (pt.caughtUp || pt.finished) && !pt.emptySent {
 			return sink.CloseBatch{Source: pt.tp, Empty: true}, true
 		}
 		return sink.CloseBatch{}, false
 	}
 	if closed := pt.win.Close(wm); len(closed) > 0 {
 		sp, err := p.toSink(closed)
+		if errors.Is(err, ErrConfig) {
+			p.stop.setFatal(err)
+			p.log.Error("stopping: the sink refuses what Keys returns", "partition", pt.tp.String(), "error", err)
+			return sink.CloseBatch{}, false
+		}
 		if err != nil {
 			p.fail(err, "serialize closed windows", "partition", pt.tp.String())
 			return sink.CloseBatch{}, false
 		}
 		pt.unwritten = append(pt.unwritten, sp...)
+		pt.unwrittenBytes += partialBytes(sp)
+		pt.winBytes.Store(pt.win.Bytes())
 	}
 	for end, ow := range pt.open {
 		if end <= wm.UnixNano() {
@@ -157,6 +175,9 @@ func (p *processor[K]) toSink(closed []window.Partial[K]) ([]sink.Partial, error
 	)
 	for _, c := range closed {
 		sk := p.s.Keys(c.Key)
+		if err := p.checkAttrs(c.Key, sk); err != nil {
+			return nil, err
+		}
 		k := key{c.Start.UnixNano(), sk.Dimension, sk.DimensionID}
 		if i, dup := index[k]; dup {
 			merged, err := window.Merge(stats[i], c.Stats)
@@ -277,7 +298,9 @@ func (p *processor[K]) report(d time.Duration, caughtUp bool) {
 	if len(p.s.hooks.partition) == 0 && len(p.s.hooks.tick) == 0 {
 		return
 	}
-	ti := TickInfo{Partitions: len(p.order), Duration: d, CaughtUp: caughtUp, Waited: p.waited}
+	h := p.live.health(time.Now(), p.s.AssignmentWait, p.s.WriteTimeout)
+	ti := TickInfo{Partitions: len(p.order), Duration: d, CaughtUp: caughtUp, Waited: p.waited,
+		Unassigned: h.Unassigned, SinceAssignment: h.SinceAssignment}
 	for _, pt := range p.order {
 		wm, _ := pt.wm.Watermark()
 		pi := PartitionInfo{
@@ -299,4 +322,18 @@ func (p *processor[K]) report(d time.Duration, caughtUp bool) {
 	for _, h := range p.s.hooks.tick {
 		h.OnTick(ti)
 	}
+}
+
+// checkAttrs checks a sink key's attributes against the sink's aggregate spec, when it tells.
+func (p *processor[K]) checkAttrs(k K, sk SinkKey) error {
+	if p.s.agg == nil {
+		return nil
+	}
+	for name := range sk.Attrs {
+		if !slices.Contains(p.s.agg.Attributes, name) {
+			return fmt.Errorf("%w: Keys: the sink key of %v carries attribute %q; the sink's aggregate spec declares %q",
+				ErrConfig, k, name, p.s.agg.Attributes)
+		}
+	}
+	return nil
 }

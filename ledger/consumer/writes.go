@@ -30,6 +30,7 @@ type writeJob[K comparable] struct {
 
 	closes []*part[K]        // the partitions of the first len(closes) batches, in order
 	batch  []sink.CloseBatch // one call, atomic: closes, then registrations of other partitions
+	bytes  int64             // estimate of the memory the job's rows and partials hold
 	closed writeResult
 
 	run    func() // makes the writes once; a later call waits for the first
@@ -51,6 +52,11 @@ type writeResult struct {
 func (p *processor[K]) prepare(parts []*part[K], revoke bool) *writeJob[K] {
 	job := &writeJob[K]{revoke: revoke}
 	if state := p.takeState(); len(state) > 0 {
+		for _, rows := range state {
+			for _, r := range rows {
+				job.bytes += rowBytes(r)
+			}
+		}
 		job.seq, job.state = p.seq, state
 		p.seq++
 		for t := range state {
@@ -67,7 +73,8 @@ func (p *processor[K]) prepare(parts []*part[K], revoke bool) *writeJob[K] {
 		if ok {
 			job.closes = append(job.closes, pt)
 			job.batch = append(job.batch, b)
-			pt.unwritten = nil
+			job.bytes += pt.unwrittenBytes
+			pt.unwritten, pt.unwrittenBytes = nil, 0
 		}
 	}
 	if len(job.batch) > 0 || len(p.toRegister) > 0 {
@@ -82,23 +89,36 @@ func (p *processor[K]) prepare(parts []*part[K], revoke bool) *writeJob[K] {
 // takeState returns the rows of a failed flush and every partition's buffered rows, by
 // table: per table, the retried rows first, then each partition's in partition order, so
 // that the rows (and which of two rows of a key with the same time wins) do not depend on
-// how the partitions' decisions interleaved. Each partition's buffer is sized for the next
-// flush from this one.
+// how the partitions' decisions interleaved. The rows are copied into one slice per table,
+// and each partition keeps its buffer, emptied, for the next flush.
 func (p *processor[K]) takeState() map[string][]sink.StateRow {
-	out := p.stateRetry
-	p.stateRetry = make(map[string][]sink.StateRow)
+	sizes := make(map[string]int, len(p.stateRetry)+2)
+	for t, rows := range p.stateRetry {
+		sizes[t] += len(rows)
+	}
 	for _, pt := range p.order {
-		if pt.stateRows == 0 {
-			continue
+		for t, rows := range pt.state {
+			sizes[t] += len(rows)
 		}
+	}
+	out := make(map[string][]sink.StateRow, len(sizes))
+	for t, n := range sizes {
+		if n > 0 {
+			out[t] = append(make([]sink.StateRow, 0, n), p.stateRetry[t]...)
+		}
+	}
+	clear(p.stateRetry)
+	for _, pt := range p.order {
 		for t, rows := range pt.state {
 			if len(rows) == 0 {
 				continue
 			}
 			out[t] = append(out[t], rows...)
-			pt.state[t] = make([]sink.StateRow, 0, len(rows))
+			clear(rows) // the buffer must not keep the rows' values alive
+			pt.state[t] = rows[:0]
 		}
 		pt.stateRows = 0
+		pt.stateBytes.Store(0)
 	}
 	return out
 }
@@ -107,6 +127,7 @@ func (p *processor[K]) takeState() map[string][]sink.StateRow {
 // here when inline (a revocation) or SyncWrites is set.
 func (p *processor[K]) launch(ctx context.Context, job *writeJob[K], inline bool) {
 	p.job = job
+	p.live.writingFrom.CompareAndSwap(0, time.Now().UnixNano())
 	ctx, job.cancel = context.WithCancel(ctx)
 	job.run = sync.OnceFunc(func() {
 		p.write(ctx, job)
@@ -211,12 +232,23 @@ func (p *processor[K]) await(ctx context.Context) {
 func (p *processor[K]) complete() {
 	job := p.job
 	p.job = nil
+	p.live.wrote(time.Now(), job.ok())
 	if !p.completeState(job) {
 		return
 	}
 	if len(job.batch) > 0 {
 		p.completeCloses(job)
 	}
+}
+
+// ok reports whether every write of the job succeeded.
+func (job *writeJob[K]) ok() bool {
+	for _, r := range job.states {
+		if r.err != nil {
+			return false
+		}
+	}
+	return len(job.batch) == 0 || job.closed.err == nil
 }
 
 // completeState applies the state flushes of job; false means Run must stop.
@@ -275,6 +307,7 @@ func (p *processor[K]) completeCloses(job *writeJob[K]) {
 		}
 		if r.err != nil {
 			pt.unwritten = append(b.Partials, pt.unwritten...)
+			pt.unwrittenBytes = partialBytes(pt.unwritten)
 			p.pause(pt, pauseWrite)
 			continue
 		}
@@ -312,8 +345,9 @@ func (p *processor[K]) hookWrite(w WriteInfo) {
 
 // poll is the loop's side of a job in flight: once its writes are done it applies them,
 // commits what they made durable, and runs the tick that waited for them, if any. When a tick
-// is due and the writes still run, it waits for them: the loop decides at most one tick's
-// messages ahead of the sink, which bounds the rows and ledger entries waiting for writes.
+// is due and the writes still run, it waits for them: the consumer decides at most one
+// tick's messages ahead of the sink, which bounds the rows and ledger entries waiting for
+// writes.
 func (p *processor[K]) poll(ctx context.Context) {
 	if p.tickDue && p.job != nil {
 		start := time.Now()

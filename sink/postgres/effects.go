@@ -43,8 +43,8 @@ type EffectConfig struct {
 	// Rand provides the token that tells a call its own marker after a commit whose
 	// acknowledgement was lost [crypto/rand.Reader].
 	Rand io.Reader
-	// Hooks are called at fixed points of every attempt (fault injection in tests).
-	Hooks Hooks
+	// Faults are called at fixed points of every attempt (fault injection in tests).
+	Faults Faults
 }
 
 // Effects applies effects that are not naturally idempotent exactly once per operation ID,
@@ -146,7 +146,7 @@ func (e *Effects) Apply(ctx context.Context, op sink.Operation, effect Effect) (
 	outcome := sink.Applied
 	err := e.cfg.Retry.Do(ctx, opApplyEffect, IsTransient, func(ctx context.Context, n int) error {
 		outcome = sink.Applied
-		err := attemptTx(ctx, e.pool, e.cfg.Hooks, Attempt{Op: opApplyEffect, N: n}, func(ctx context.Context, tx pgx.Tx) error {
+		err := attemptTx(ctx, e.pool, e.cfg.Faults, Attempt{Op: opApplyEffect, N: n}, func(ctx context.Context, tx pgx.Tx) error {
 			var id string
 			err := tx.QueryRow(ctx, e.insert, op.ID, hash[:], token, e.cfg.Clock().UTC()).Scan(&id)
 			switch {
@@ -165,7 +165,7 @@ func (e *Effects) Apply(ctx context.Context, op sink.Operation, effect Effect) (
 			case err != nil:
 				return fmt.Errorf("insert marker of %q: %w", op.ID, err)
 			}
-			if err := e.cfg.Hooks.call(ctx, AfterMarker, Attempt{Op: opApplyEffect, N: n, PID: tx.Conn().PgConn().PID()}); err != nil {
+			if err := e.cfg.Faults.call(ctx, AfterMarker, Attempt{Op: opApplyEffect, N: n, PID: tx.Conn().PgConn().PID()}); err != nil {
 				return err
 			}
 			tag, err := effect(ctx, tx)

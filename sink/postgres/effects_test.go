@@ -223,7 +223,7 @@ func TestEffectCrashPoints(t *testing.T) {
 			crash.Store(tc.point != 0)
 			e := newEffects(t, db.Pool, db, func(c *postgres.EffectConfig) {
 				c.Retry = sink.RetryPolicy{MaxAttempts: 1} // a crashed process does not retry
-				c.Hooks.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
+				c.Faults.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
 					if p != tc.point || !crash.CompareAndSwap(true, false) {
 						return nil
 					}
@@ -275,7 +275,7 @@ func TestEffectCommitAcknowledgementLost(t *testing.T) {
 	b := newBank(t, db, map[string]int64{"a7": 100})
 	var lost atomic.Bool
 	e := newEffects(t, db.Pool, db, func(c *postgres.EffectConfig) {
-		c.Hooks.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
+		c.Faults.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
 			if p == postgres.AfterCommit && lost.CompareAndSwap(false, true) {
 				terminate(ctx, t, db, a.PID)
 				return &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}
@@ -321,7 +321,7 @@ func TestEffectRaceOnOneID(t *testing.T) {
 			inserted := make(chan struct{})
 			first := newEffects(t, db.NewPool(t, nil), db, func(c *postgres.EffectConfig) {
 				c.Retry = sink.RetryPolicy{MaxAttempts: 1}
-				c.Hooks.At = func(ctx context.Context, p postgres.Point, _ postgres.Attempt) error {
+				c.Faults.At = func(ctx context.Context, p postgres.Point, _ postgres.Attempt) error {
 					switch p {
 					case postgres.AfterMarker:
 						close(inserted)

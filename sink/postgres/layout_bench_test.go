@@ -117,23 +117,46 @@ func walNow(b *testing.B, ctx context.Context, db *pgtest.DB) string {
 	return lsn
 }
 
-// BenchmarkCloseLayout writes an OV-like workload (see ovWorkload) window after window, as
-// one consumer owning six partitions does: each window closes over two ticks, partitions
-// 0, 2 and 4 closing it at the first and 1, 3 and 5 at the second, each tick one WriteClose
-// call with all six partitions' batches. One op is one window. It reports merged rows per
-// second, row writes per stored merged row ((n_tup_ins + n_tup_upd) of every table of the
-// schema over the merged rows), WAL bytes per merged row, and table bytes per merged row
-// (merged table, the rest). The merged-only case writes the same merged rows, computed
-// beforehand, with one plain INSERT per window into a table of the same shape: the
-// baseline of what storing the result alone costs.
+// BenchmarkCloseLayout writes an OV-like workload (see ovWorkload) window after window. One
+// op is one window. The fold cases differ in how the partitions' closes of a window reach
+// the sink:
+//
+//   - aligned: one consumer whose partitions close the window at the same tick: one
+//     WriteClose call with every partition's batch;
+//   - straddled: one consumer whose partitions close it over two ticks (0, 2, 4 at the
+//     first, 1, 3, 5 at the second), each tick one call with all six partitions' batches;
+//   - consumers=N: N consumers, each owning every Nth partition, closing the window one
+//     after another, each with one call holding its own partitions' batches.
+//
+// It reports merged rows per second, row writes per stored merged row ((n_tup_ins +
+// n_tup_upd) of every table of the schema over the merged rows), WAL bytes per merged row,
+// and table bytes per merged row (merged table, the rest). The merged-only case writes the
+// same merged rows, computed beforehand, with one plain INSERT per window into a table of
+// the same shape: the baseline of what storing the result alone costs.
 func BenchmarkCloseLayout(b *testing.B) {
-	const partitions = 6
-	data := []ovWindow{ovWorkload(b, 1, partitions), ovWorkload(b, 2, partitions)}
-	b.Run("fold", func(b *testing.B) { benchFold(b, data, partitions) })
+	for _, tc := range []struct {
+		name              string
+		partitions, calls int
+		ownCalls          bool // each call holds only its own partitions' batches (several consumers)
+	}{
+		{"aligned", 6, 1, false},
+		{"straddled", 6, 2, false},
+		{"consumers=2", 6, 2, true},
+		{"consumers=3", 6, 3, true},
+		{"consumers=3/partitions=12", 12, 3, true},
+	} {
+		data := []ovWindow{ovWorkload(b, 1, tc.partitions), ovWorkload(b, 2, tc.partitions)}
+		b.Run("fold/"+tc.name, func(b *testing.B) { benchFold(b, data, tc.partitions, tc.calls, tc.ownCalls) })
+	}
+	data := []ovWindow{ovWorkload(b, 1, 6), ovWorkload(b, 2, 6)}
 	b.Run("merged-only", func(b *testing.B) { benchMergedOnly(b, data) })
 }
 
-func benchFold(b *testing.B, data []ovWindow, partitions int) {
+// benchFold closes each window over calls WriteClose calls: call g carries the partials of
+// the partitions p with p % calls == g. With ownCalls a call holds only those partitions'
+// batches (each call is another consumer's); otherwise every call holds every partition's,
+// the others' progress short of the window's end (one consumer's ticks).
+func benchFold(b *testing.B, data []ovWindow, partitions, calls int, ownCalls bool) {
 	ctx := testCtx(b)
 	db := pgtest.New(b)
 	newSinkOn(b, db, nil) // migrates
@@ -152,27 +175,39 @@ func benchFold(b *testing.B, data []ovWindow, partitions int) {
 		b.StopTimer()
 		w := data[i%len(data)]
 		start := sinktest.T0().Add(time.Duration(i) * 5 * time.Minute)
-		end := start.Add(5 * time.Minute)
-		first, second := make([]sink.CloseBatch, partitions), make([]sink.CloseBatch, partitions)
-		for p := range partitions {
-			src := sink.TopicPartition{Topic: sinktest.Topic, Partition: int32(p)}
-			if p%2 == 0 {
-				first[p] = sink.CloseBatch{Source: src, ClosedThrough: end, Partials: at(w.partials[p], start)}
-				second[p] = sink.CloseBatch{Source: src, ClosedThrough: end.Add(time.Minute)}
-			} else {
-				first[p] = sink.CloseBatch{Source: src, ClosedThrough: end.Add(-time.Minute)}
-				second[p] = sink.CloseBatch{Source: src, ClosedThrough: end.Add(time.Minute), Partials: at(w.partials[p], start)}
-			}
-		}
+		batches := foldCalls(w, start, partitions, calls, ownCalls)
 		rows += len(w.merged)
 		b.StartTimer()
-		require.NoError(b, s.WriteClose(ctx, first...))
-		require.NoError(b, s.WriteClose(ctx, second...))
+		for _, call := range batches {
+			require.NoError(b, s.WriteClose(ctx, call...))
+		}
 	}
 	b.StopTimer()
 	elapsed := b.Elapsed()
 	pool.Close()
 	reportLayout(b, ctx, db, wal, rows, elapsed, sinktest.AggregatesTable)
+}
+
+// foldCalls returns the WriteClose calls that close the window starting at start (see
+// benchFold).
+func foldCalls(w ovWindow, start time.Time, partitions, calls int, ownCalls bool) [][]sink.CloseBatch {
+	end := start.Add(5 * time.Minute)
+	out := make([][]sink.CloseBatch, calls)
+	for g := range calls {
+		for p := range partitions {
+			src := sink.TopicPartition{Topic: sinktest.Topic, Partition: int32(p)}
+			switch {
+			case p%calls == g:
+				out[g] = append(out[g], sink.CloseBatch{Source: src, ClosedThrough: end.Add(time.Duration(g) * time.Second), Partials: at(w.partials[p], start)})
+			case ownCalls:
+			case p%calls < g:
+				out[g] = append(out[g], sink.CloseBatch{Source: src, ClosedThrough: end.Add(time.Duration(g) * time.Second)})
+			default:
+				out[g] = append(out[g], sink.CloseBatch{Source: src, ClosedThrough: end.Add(-time.Minute)})
+			}
+		}
+	}
+	return out
 }
 
 func benchMergedOnly(b *testing.B, data []ovWindow) {
@@ -196,7 +231,7 @@ func benchMergedOnly(b *testing.B, data []ovWindow) {
 		counts := make([]int64, n)
 		means, qs, maxs, mins := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
 		for k, m := range w.merged {
-			sum, err := sink.Merge(0.9, m.Stats)
+			sum, err := sink.Merge(sink.AggregateSpec{}, m.Stats)
 			require.NoError(b, err)
 			starts[k], ends[k], dims[k], ids[k], ops[k] = start, start.Add(5*time.Minute), m.Dimension, m.DimensionID, m.Attrs["operator"]
 			counts[k], means[k], qs[k], maxs[k], mins[k] = sum.Count, sum.Mean, sum.Quantile, sum.Max, sum.Min

@@ -51,7 +51,7 @@ func TestConcurrentDuplicateDelivery(t *testing.T) {
 	force := func(name string, cfg *service.Config) {
 		var armed bool // set and read on this consumer's loop goroutine
 		cfg.Hooks.BeforeApply = func(d service.Delivery) { armed = d.Credit.ID == "c00" }
-		cfg.SinkHooks.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
+		cfg.SinkFaults.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
 			if !armed || p != postgres.AfterMarker || !held.CompareAndSwap(false, true) {
 				return nil
 			}

@@ -66,7 +66,7 @@ func TestCrashPoints(t *testing.T) {
 			arm: func(t *testing.T, e *env, cfg *service.Config, crash func()) {
 				var armed bool
 				cfg.Hooks.BeforeApply = func(d service.Delivery) { armed = d.Credit.ID == "c3" }
-				cfg.SinkHooks.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
+				cfg.SinkFaults.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
 					if !armed || p != postgres.BeforeCommit {
 						return nil
 					}

@@ -156,7 +156,7 @@ func TestInfrastructureFailureStops(t *testing.T) {
 	cfg := e.config("g")
 	var armed bool
 	cfg.Hooks.BeforeApply = func(d service.Delivery) { armed = d.Credit.ID == "c2" }
-	cfg.SinkHooks.At = func(_ context.Context, p postgres.Point, _ postgres.Attempt) error {
+	cfg.SinkFaults.At = func(_ context.Context, p postgres.Point, _ postgres.Attempt) error {
 		if armed && p == postgres.BeforeBegin {
 			return outage
 		}

@@ -2,12 +2,11 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"runtime"
-	"sync/atomic"
+	"runtime/debug"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -19,7 +18,6 @@ import (
 	"github.com/streamledger/streamledger/examples/ov/internal/feed"
 	"github.com/streamledger/streamledger/examples/ov/internal/pipeline"
 	"github.com/streamledger/streamledger/examples/ov/internal/produce"
-	"github.com/streamledger/streamledger/examples/ov/internal/tables"
 	"github.com/streamledger/streamledger/ledger/consumer"
 )
 
@@ -53,13 +51,12 @@ type Case struct {
 	Duration time.Duration
 	// Seed of the feed.
 	Seed uint64
-	// FormerHandlers runs the pipeline with the OV handlers as they were before the profile
-	// (FormerHandlers), for a before/after measurement in one run.
-	FormerHandlers bool
-	// SyncWrites runs the pipeline with the runtime's writes as they were before the profile:
-	// each tick writes, one write at a time, while the loop waits (consumer.Config.SyncWrites,
-	// WriteConcurrency 1), for a before/after measurement in one run.
-	SyncWrites bool
+	// Procs is the GOMAXPROCS of the consuming phases (the raw consumer and the pipeline);
+	// zero leaves it as it is.
+	Procs int
+	// BufferLimit is the pipeline's (consumer.Config.BufferLimit); zero: the runtime's
+	// default.
+	BufferLimit int64
 }
 
 // Config is what every case shares.
@@ -195,8 +192,14 @@ func Consume(ctx context.Context, cfg Config, spec Spec, res *Result) error {
 	}
 	res.Name, res.Size, res.Scale, res.Partitions = c.Name, c.Size, c.Scale, c.Partitions
 	res.FeedStart, res.FeedDuration, res.FlushInterval = c.Start, c.Duration.String(), cfg.FlushInterval.String()
-	res.FormerHandlers = c.FormerHandlers
-	res.SyncWrites = c.SyncWrites
+	if c.Procs > 0 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(c.Procs))
+	}
+	res.BufferLimit = c.BufferLimit
+	res.GOGC = debug.SetGCPercent(-1)
+	debug.SetGCPercent(res.GOGC)
+	res.MemoryLimit = debug.SetMemoryLimit(-1)
+	res.Procs = runtime.GOMAXPROCS(0)
 	if res.Records == 0 {
 		res.Records = spec.Records
 	}
@@ -205,11 +208,13 @@ func Consume(ctx context.Context, cfg Config, spec Spec, res *Result) error {
 		ends[partKey{e.Topic, e.Partition}] = e.Offset
 	}
 	resetPeakRSS()
+	cpu := cpuTime()
 	raw, err := consumeRaw(ctx, spec.Brokers, cfg.Kafka, spec.Records)
 	if err != nil {
 		return err
 	}
 	res.Raw = raw
+	res.RawCPUNsPerEvent = float64(cpuTime()-cpu) / float64(max(raw.Events, 1))
 	if err := runPipeline(ctx, cfg, c, spec.Brokers, ends, res); err != nil {
 		return err
 	}
@@ -340,76 +345,61 @@ func runPipeline(ctx context.Context, cfg Config, c Case, brokers string, ends m
 		defer cancel()
 		_, _ = pool.Exec(dctx, "DROP SCHEMA IF EXISTS "+ident+" CASCADE")
 	}()
+	// The pipeline writes through a pool of its own, closed when it is done, so that its
+	// server processes report their table statistics before they are read.
+	sinkPool, err := pgxpool.New(ctx, cfg.DSN)
+	if err != nil {
+		return fmt.Errorf("bench: postgres: %w", err)
+	}
+	defer sinkPool.Close()
 
-	// The clock jumps an hour ahead once every record is consumed, so that the partitions go
-	// idle and close their last windows at the next tick.
-	var skew atomic.Int64
-	clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
-	m := newMeter(res.Records, ends, func() { skew.Store(int64(time.Hour)) })
+	// A bounded run: every partition up to its end, the last windows closed at the end of
+	// input, then Run returns.
+	m := newMeter(res.Records, ends)
 	m.atProbe = cfg.AtProbe
 
 	runtime.GC()
 	m.baseHeap = liveHeap()
 	rssBase := rssNow()
 	resetPeakRSS()
-
-	wrap := m.wrap
-	if c.FormerHandlers {
-		former, err := FormerHandlers()
-		if err != nil {
-			return err
-		}
-		wrap = func(topic string, h consumer.Handler[tables.Key]) consumer.Handler[tables.Key] {
-			return m.wrap(topic, former(topic, h))
-		}
+	walStart, err := walLSN(ctx, pool)
+	if err != nil {
+		return err
 	}
+	cpuStart, gcStart := cpuTime(), gcCPU()
 	if cfg.AroundPipeline != nil {
 		end := cfg.AroundPipeline(c)
 		defer end()
 	}
-	writers := 0 // the pipeline's default
-	if c.SyncWrites {
-		writers = 1
-	}
 	p, err := pipeline.New(ctx, pipeline.Config{
 		Brokers: brokers, Group: "ov-bench", Schema: schema, Migrate: true, FlushInterval: cfg.FlushInterval,
 		ProcessorID: "ov-bench", CreateDLQTopics: true, Kafka: quiet(cfg.Kafka), Logger: cfg.Logger,
-		Clock: clock, Hooks: []consumer.Hook{m}, WrapHandler: wrap, SyncWrites: c.SyncWrites, WriteConcurrency: writers,
-	}, pool)
+		Until: consumer.Until{End: true}, Hooks: []consumer.Hook{m}, WrapHandler: m.wrap, BufferLimit: c.BufferLimit,
+	}, sinkPool)
 	if err != nil {
 		return err
 	}
-	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	defer stop()
-	runDone := make(chan error, 1)
-	go func() { runDone <- p.Run(runCtx) }()
-
-	var runErr error
-	timeout := time.NewTimer(15 * time.Minute)
-	defer timeout.Stop()
-	select {
-	case <-m.drained:
-	case err := <-runDone:
-		runErr = err
-		if runErr == nil {
-			runErr = errors.New("the processor stopped before draining the feed")
-		}
-		return fmt.Errorf("bench: pipeline: %w", runErr)
-	case <-ctx.Done():
-		stop()
-		<-runDone
-		return ctx.Err()
-	case <-timeout.C:
-		stop()
-		<-runDone
-		return fmt.Errorf("bench: pipeline did not drain in 15 minutes (%s)", m.progress())
+	if err := drain(ctx, p, m); err != nil {
+		return err
 	}
-	stop()
-	if err := <-runDone; err != nil {
-		return fmt.Errorf("bench: pipeline shutdown: %w", err)
-	}
-	m.fill(res, p.Counters())
+	m.fill(res, p.Counters(), cpuTime()-cpuStart, gcCPU()-gcStart)
 	res.RSSGrowth = max(0, peakRSS()-rssBase)
 	res.PeakRSS = peakRSS()
+	sinkPool.Close()
+	res.Storage, err = measureStorage(ctx, pool, schema, walStart)
+	return err
+}
+
+// drain runs the bounded pipeline until it returns, which it does once every partition is
+// written and committed through its end.
+func drain(ctx context.Context, p *pipeline.Pipeline, m *meter) error {
+	runCtx, stop := context.WithTimeout(ctx, 15*time.Minute)
+	defer stop()
+	if err := p.Run(runCtx); err != nil {
+		return fmt.Errorf("bench: pipeline (%s): %w", m.progress(), err)
+	}
+	if !m.done() {
+		return fmt.Errorf("bench: the pipeline returned before committing every partition's end (%s)", m.progress())
+	}
 	return nil
 }

@@ -35,7 +35,13 @@ func TestRun(t *testing.T) {
 	assert.Positive(t, res.Stages.DecodeNsPerEvent)
 	assert.Positive(t, res.Stages.Ticks)
 	assert.GreaterOrEqual(t, res.Stages.SinkWaitNsPerEvent, 0.0)
-	assert.Positive(t, res.Stages.ClientNsPerEvent, "the ticks and the sink waits come out of the time between messages, once")
+	assert.Positive(t, res.Stages.CPUNsPerEvent)
+	assert.Positive(t, res.Procs)
+	st := res.Storage
+	assert.Positive(t, st.StoredRows, "complete windows were folded into merged rows")
+	assert.GreaterOrEqual(t, st.RowWritesPerRow, 1.0, "every stored row was written at least once")
+	assert.Positive(t, st.WALBytes)
+	assert.Positive(t, st.MergedBytes)
 	assert.GreaterOrEqual(t, res.TickP99Ms, res.TickP50Ms)
 
 	rep := NewReport("test")
@@ -44,6 +50,7 @@ func TestRun(t *testing.T) {
 	require.NoError(t, rep.WriteTables(&tables))
 	assert.Contains(t, tables.String(), "tiny")
 	assert.Contains(t, tables.String(), "sink wait")
+	assert.Contains(t, tables.String(), "writes/row")
 	require.NoError(t, rep.WriteJSON(&js))
 	var back Report
 	require.NoError(t, json.Unmarshal(js.Bytes(), &back))
@@ -66,7 +73,8 @@ func TestQuantile(t *testing.T) {
 // figure, and leaves out cases that ran once.
 func TestWriteMedians(t *testing.T) {
 	run := func(name string, pipe, raw, bpk float64) Result {
-		return Result{Name: name, Pipeline: Rate{EventsPerSec: pipe}, Raw: Rate{EventsPerSec: raw}, Ratio: pipe / raw, BytesPerOpenKey: bpk}
+		return Result{Name: name, Pipeline: Rate{EventsPerSec: pipe}, Raw: Rate{EventsPerSec: raw}, Ratio: pipe / raw, BytesPerOpenKey: bpk,
+			SinkWaitShare: raw / 10000, Storage: Storage{RowWritesPerRow: 1 + pipe/1000}}
 	}
 	rep := NewReport("test")
 	rep.Cases = []Result{
@@ -78,7 +86,7 @@ func TestWriteMedians(t *testing.T) {
 	require.NoError(t, rep.WriteMedians(&out))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.Len(t, lines, 4, out.String())
-	assert.Equal(t, []string{"p1-1x", "3", "400", "120", "100", "130", "0.30", "0", "9000"}, strings.Fields(lines[2]))
-	assert.Equal(t, []string{"p6-100x", "4", "495", "82", "70", "90", "0.17", "0", "405"}, strings.Fields(lines[3]), "an even count: the mean of the middle two")
+	assert.Equal(t, []string{"p1-1x", "3", "400", "120", "100", "130", "0.30", "4.0%", "1.12", "0", "9000"}, strings.Fields(lines[2]))
+	assert.Equal(t, []string{"p6-100x", "4", "495", "82", "70", "90", "0.17", "5.0%", "1.08", "0", "405"}, strings.Fields(lines[3]), "an even count: the mean of the middle two")
 	assert.NotContains(t, out.String(), "once")
 }

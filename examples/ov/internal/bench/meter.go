@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,28 +19,27 @@ import (
 // a GC to measure the live heap again: a few probes per run, not one per tick.
 const probeGrowth = 1.15
 
-// meter implements the consumer's hooks and wraps the handlers. Everything but drained, done
-// and the atomics runs on the consumer's loop goroutine.
+// meter implements the consumer's hooks and wraps the handlers. The handlers and OnMessage
+// run on the consumer's workers, concurrently: they touch only the atomics. Everything else
+// runs on the consumer's polling goroutine; drained, done and the atomics are safe anywhere.
 type meter struct {
 	total         int64
 	ends          map[partKey]int64
 	left          int // partitions not yet committed through their end
-	consumedAll   func()
-	drained       chan struct{}
-	drainedOnce   sync.Once
 	decidedAtomic atomic.Int64
+	firstNs       atomic.Int64 // wall clock of the first decode, Unix ns
+	lastNs        atomic.Int64 // wall clock of the last decision, Unix ns
+	decodeNs      atomic.Int64 // decoding time summed over the workers
 
-	first, decEnd, lastEnd, lastCommit time.Time
-	decided                            int64
-	decode, apply, gap                 time.Duration
-	tickWhileConsuming, probe          time.Duration
-	waitWhileConsuming                 time.Duration // for the sink (TickInfo.Waited)
-	ticks                              []time.Duration
-	writeState, writeClose, commit     time.Duration
-	writesState, writesClose           int64
-	rowsState, rowsPartials            int64
-	peakPending                        int64
-	peakOpenKeys                       int
+	lastCommit                     time.Time
+	tickWhileConsuming, probe      time.Duration
+	waitWhileConsuming             time.Duration // for the sink (TickInfo.Waited)
+	ticks                          []time.Duration
+	writeState, writeClose, commit time.Duration
+	writesState, writesClose       int64
+	rowsState, rowsPartials        int64
+	peakPending                    int64
+	peakOpenKeys                   int
 
 	baseHeap, peakHeapDelta uint64
 	probeKeys               int
@@ -49,47 +47,39 @@ type meter struct {
 	atProbe                 func(openKeys int) // Config.AtProbe
 }
 
-func newMeter(total int64, ends map[partKey]int64, consumedAll func()) *meter {
+func newMeter(total int64, ends map[partKey]int64) *meter {
 	left := 0
 	for _, e := range ends {
 		if e > 0 {
 			left++
 		}
 	}
-	return &meter{total: total, ends: ends, left: left, consumedAll: consumedAll, drained: make(chan struct{})}
+	return &meter{total: total, ends: ends, left: left}
 }
 
 func (m *meter) wrap(_ string, h consumer.Handler[tables.Key]) consumer.Handler[tables.Key] {
 	return func(msg *kafka.Message) (consumer.Event[tables.Key], error) {
 		t := time.Now()
-		if m.first.IsZero() {
-			m.first = t
-		} else if !m.lastEnd.IsZero() {
-			m.gap += t.Sub(m.lastEnd)
-		}
+		m.firstNs.CompareAndSwap(0, t.UnixNano())
 		ev, err := h(msg)
-		m.decEnd = time.Now()
-		m.decode += m.decEnd.Sub(t)
+		m.decodeNs.Add(int64(time.Since(t)))
 		return ev, err
 	}
 }
 
 // OnMessage implements consumer.HookMessage.
 func (m *meter) OnMessage(consumer.MessageInfo) {
-	now := time.Now()
-	m.apply += now.Sub(m.decEnd)
-	m.lastEnd = now
-	m.decided++
-	m.decidedAtomic.Store(m.decided)
-	if m.decided == m.total {
-		m.consumedAll()
+	if m.decidedAtomic.Add(1) == m.total {
+		m.lastNs.Store(time.Now().UnixNano())
 	}
 }
+
+func (m *meter) decided() int64 { return m.decidedAtomic.Load() }
 
 // OnTick implements consumer.HookTick.
 func (m *meter) OnTick(i consumer.TickInfo) {
 	m.ticks = append(m.ticks, i.Duration)
-	if m.decided > 0 && m.decided < m.total {
+	if d := m.decided(); d > 0 && d < m.total {
 		m.tickWhileConsuming += i.Duration
 		m.waitWhileConsuming += i.Waited
 	}
@@ -101,7 +91,7 @@ func (m *meter) OnTick(i consumer.TickInfo) {
 		h := liveHeap()
 		d := time.Since(start)
 		m.probe += d
-		if m.decided > 0 && m.decided < m.total {
+		if n := m.decided(); n > 0 && n < m.total {
 			m.tickWhileConsuming += d
 		}
 		delta := uint64(0)
@@ -151,47 +141,52 @@ func (m *meter) OnCommit(i consumer.CommitInfo) {
 		m.ends[k] = 0 // reached: counted once
 		m.left--
 	}
-	if m.left == 0 && m.decided >= m.total {
-		m.drainedOnce.Do(func() {
-			m.lastCommit = time.Now()
-			close(m.drained)
-		})
+	if m.left == 0 && m.decided() >= m.total && m.lastCommit.IsZero() {
+		m.lastCommit = time.Now()
 	}
 }
 
+// done reports whether every partition was committed through its end; call it after Run.
+func (m *meter) done() bool { return !m.lastCommit.IsZero() }
+
 // progress says how far the pipeline got, from any goroutine.
 func (m *meter) progress() string {
-	return fmt.Sprintf("%d of %d records decided", m.decidedAtomic.Load(), m.total)
+	return fmt.Sprintf("%d of %d records decided", m.decided(), m.total)
 }
 
-// fill writes the figures into res; call it after Run returned.
-func (m *meter) fill(res *Result, c consumer.Counters) {
-	elapsed := m.lastCommit.Sub(m.first) - m.probe
+// fill writes the figures into res; call it after Run returned. cpu is the process's CPU
+// time and gc the garbage collector's during the pipeline phase.
+func (m *meter) fill(res *Result, c consumer.Counters, cpu, gc time.Duration) {
+	first, last := time.Unix(0, m.firstNs.Load()), time.Unix(0, m.lastNs.Load())
+	elapsed := m.lastCommit.Sub(first) - m.probe
 	sec := elapsed.Seconds()
 	res.Pipeline = Rate{Events: c.Consumed, Seconds: sec, EventsPerSec: float64(c.Consumed) / sec}
 	res.Admitted, res.Late, res.DeadLettered = c.Admitted, c.Late, c.DeadLettered
-	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(max(m.decided, 1)) }
-	client := m.gap - m.tickWhileConsuming - m.waitWhileConsuming
+	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(max(m.decided(), 1)) }
+	decode := time.Duration(m.decodeNs.Load())
 	res.Stages = Stages{
-		ClientNsPerEvent:   per(client),
-		DecodeNsPerEvent:   per(m.decode),
-		ApplyNsPerEvent:    per(m.apply),
+		CPUNsPerEvent:      per(cpu),
+		GCNsPerEvent:       per(gc),
+		DecodeNsPerEvent:   per(decode),
 		TickNsPerEvent:     per(sum(m.ticks)),
 		SinkWaitNsPerEvent: per(m.waitWhileConsuming),
-		ClientSeconds:      client.Seconds(),
-		DecodeSeconds:      m.decode.Seconds(),
-		ApplySeconds:       m.apply.Seconds(),
+		CPUSeconds:         cpu.Seconds(),
+		GCSeconds:          gc.Seconds(),
+		DecodeSeconds:      decode.Seconds(),
 		TickSeconds:        sum(m.ticks).Seconds(),
 		SinkWaitSeconds:    m.waitWhileConsuming.Seconds(),
 		StateWriteSeconds:  m.writeState.Seconds(),
 		CloseWriteSeconds:  m.writeClose.Seconds(),
 		CommitSeconds:      m.commit.Seconds(),
-		DrainSeconds:       m.lastCommit.Sub(m.lastEnd).Seconds(),
+		DrainSeconds:       m.lastCommit.Sub(last).Seconds(),
 		GCProbeSeconds:     m.probe.Seconds(),
 		StateWrites:        m.writesState,
 		CloseWrites:        m.writesClose,
 		Ticks:              len(m.ticks),
 		TickWhileConsuming: m.tickWhileConsuming.Seconds(),
+	}
+	if sec > 0 {
+		res.SinkWaitShare = m.waitWhileConsuming.Seconds() / sec
 	}
 	sorted := slices.Clone(m.ticks)
 	slices.Sort(sorted)

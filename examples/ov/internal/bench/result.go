@@ -18,26 +18,25 @@ type Rate struct {
 	EventsPerSec float64 `json:"events_per_sec"`
 }
 
-// Stages splits the pipeline's time. The per-event figures divide each stage's total by the
-// messages decided.
+// Stages splits the pipeline's time. The per-event figures divide each total by the messages
+// decided. Decoding runs on several workers at once, so its total is CPU time, not wall time.
 type Stages struct {
-	// Client is the time between two messages (the client's Poll and the loop), ticks and
-	// the waits for the sink excluded.
-	ClientNsPerEvent float64 `json:"client_ns_per_event"`
-	// Decode is the handler: scan, validate, build the event.
+	// CPU is the consuming process's CPU time (user and system, every thread: the client's,
+	// the polling goroutine, the workers, the garbage collector) during the pipeline phase.
+	CPUNsPerEvent float64 `json:"cpu_ns_per_event"`
+	// GC is the garbage collector's share of CPU (runtime/metrics).
+	GCNsPerEvent float64 `json:"gc_ns_per_event"`
+	// Decode is the handler: scan, validate, build the event; summed over the workers.
 	DecodeNsPerEvent float64 `json:"decode_ns_per_event"`
-	// Apply is the runtime's work on a decoded event: late test, windows, state buffer, ledger,
-	// watermark, hooks.
-	ApplyNsPerEvent float64 `json:"apply_ns_per_event"`
-	// Tick is the ticks' total (state flushes, close batches, commits) spread over the events.
+	// Tick is the ticks' total (barrier, close, serialization, commits) spread over the events.
 	TickNsPerEvent float64 `json:"tick_ns_per_event"`
-	// SinkWait is the time the loop waited for the previous tick's writes while consuming
+	// SinkWait is the time a tick waited for the previous tick's writes while consuming
 	// (consumer.TickInfo.Waited): where it is large, the sink holds the pipeline back.
 	SinkWaitNsPerEvent float64 `json:"sink_wait_ns_per_event"`
 
-	ClientSeconds     float64 `json:"client_seconds"`
+	CPUSeconds        float64 `json:"cpu_seconds"`
+	GCSeconds         float64 `json:"gc_seconds"`
 	DecodeSeconds     float64 `json:"decode_seconds"`
-	ApplySeconds      float64 `json:"apply_seconds"`
 	TickSeconds       float64 `json:"tick_seconds"`
 	SinkWaitSeconds   float64 `json:"sink_wait_seconds"`
 	StateWriteSeconds float64 `json:"state_write_seconds"`
@@ -53,6 +52,27 @@ type Stages struct {
 	Ticks              int     `json:"ticks"`
 }
 
+// Storage is what the pipeline's writes cost Postgres: the rows the window tables took per
+// merged row stored, and the WAL the server wrote during the pipeline phase.
+type Storage struct {
+	// StoredRows is the merged rows in the aggregates table at the end.
+	StoredRows int64 `json:"stored_rows"`
+	// RowWrites is n_tup_ins + n_tup_upd of the window tables (merged rows, compact partials,
+	// folded windows) from pg_stat_user_tables; RowWritesPerRow divides it by StoredRows.
+	RowWrites       int64   `json:"row_writes"`
+	RowWritesPerRow float64 `json:"row_writes_per_row"`
+	// WALBytes is pg_current_wal_lsn's advance over the pipeline phase, state tables and
+	// progress included (and any other writer of the server); WALBytesPerRow divides it by
+	// StoredRows.
+	WALBytes       int64   `json:"wal_bytes"`
+	WALBytesPerRow float64 `json:"wal_bytes_per_row"`
+	// Bytes of each table (pg_total_relation_size) at the end.
+	MergedBytes   int64 `json:"merged_bytes"`
+	PartialsBytes int64 `json:"partials_bytes"`
+	FoldedBytes   int64 `json:"folded_bytes"`
+	StateBytes    int64 `json:"state_bytes"`
+}
+
 // Result is one case's figures.
 type Result struct {
 	Name          string    `json:"name"`
@@ -63,10 +83,13 @@ type Result struct {
 	FeedStart     time.Time `json:"feed_start"`
 	FeedDuration  string    `json:"feed_duration"`
 	FlushInterval string    `json:"flush_interval"`
-	// FormerHandlers: the case ran the OV handlers as they were before the profile.
-	FormerHandlers bool `json:"former_handlers,omitempty"`
-	// SyncWrites: the case ran the runtime's writes as they were before the profile.
-	SyncWrites bool `json:"sync_writes,omitempty"`
+	// Procs is the GOMAXPROCS the consuming phases ran with.
+	Procs int `json:"gomaxprocs"`
+	// BufferLimit is the pipeline's bound (consumer.Config.BufferLimit); zero: the default.
+	BufferLimit int64 `json:"buffer_limit"`
+	// GOGC and MemoryLimit are the garbage collector's settings in the consuming process.
+	GOGC        int   `json:"gogc"`
+	MemoryLimit int64 `json:"memory_limit"`
 	// InChild: the raw consumer and the pipeline ran in a child process, apart from the
 	// broker and the producer.
 	InChild bool `json:"in_child"`
@@ -78,7 +101,9 @@ type Result struct {
 
 	ProduceSeconds float64 `json:"produce_seconds"`
 	Raw            Rate    `json:"raw"`
-	Pipeline       Rate    `json:"pipeline"`
+	// RawCPUNsPerEvent is the consuming process's CPU time per event while it consumed raw.
+	RawCPUNsPerEvent float64 `json:"raw_cpu_ns_per_event"`
+	Pipeline         Rate    `json:"pipeline"`
 	// Ratio is the pipeline's rate over the raw consumer's.
 	Ratio float64 `json:"ratio"`
 
@@ -86,10 +111,13 @@ type Result struct {
 	Late         int64 `json:"late"`
 	DeadLettered int64 `json:"dead_lettered"`
 
-	Stages    Stages  `json:"stages"`
-	TickP50Ms float64 `json:"tick_p50_ms"`
-	TickP99Ms float64 `json:"tick_p99_ms"`
-	TickMaxMs float64 `json:"tick_max_ms"`
+	Stages Stages `json:"stages"`
+	// SinkWaitShare is the sink wait's share of the pipeline's wall time.
+	SinkWaitShare float64 `json:"sink_wait_share"`
+	Storage       Storage `json:"storage"`
+	TickP50Ms     float64 `json:"tick_p50_ms"`
+	TickP99Ms     float64 `json:"tick_p99_ms"`
+	TickMaxMs     float64 `json:"tick_max_ms"`
 
 	PeakPending  int64 `json:"peak_ledger_depth"`
 	PeakOpenKeys int   `json:"peak_open_keys"`
@@ -139,16 +167,29 @@ func (r Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// WriteTables prints the end-to-end table and the scaling/memory table.
+// WriteTables prints the end-to-end table, the storage table and the scaling/memory table.
 func (r Report) WriteTables(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "End to end (events/s from first consume to last commit; ns per event by stage)")
-	fmt.Fprintln(tw, "case\tparts\trecords\traw ev/s\tpipeline ev/s\tratio\tclient\tdecode\tapply\ttick\tsink wait\ttick p50 ms\ttick p99 ms\tpeak depth\trows/s\t")
+	fmt.Fprintln(w, "End to end (events/s from first consume to last commit; ns per event; sink wait as a share of the pipeline's time)")
+	fmt.Fprintln(tw, "case\tprocs\tparts\trecords\traw ev/s\tpipeline ev/s\tratio\traw cpu\tcpu\tgc\tdecode\ttick\tsink wait\ttick p50 ms\ttick p99 ms\tpeak depth\trows/s\t")
 	for _, c := range r.Cases {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%d\t%.0f\t\n",
-			c.Name, c.Partitions, c.Records, c.Raw.EventsPerSec, c.Pipeline.EventsPerSec, c.Ratio,
-			c.Stages.ClientNsPerEvent, c.Stages.DecodeNsPerEvent, c.Stages.ApplyNsPerEvent, c.Stages.TickNsPerEvent, c.Stages.SinkWaitNsPerEvent,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f%%\t%.1f\t%.1f\t%d\t%.0f\t\n",
+			c.Name, c.Procs, c.Partitions, c.Records, c.Raw.EventsPerSec, c.Pipeline.EventsPerSec, c.Ratio,
+			c.RawCPUNsPerEvent, c.Stages.CPUNsPerEvent, c.Stages.GCNsPerEvent, c.Stages.DecodeNsPerEvent, c.Stages.TickNsPerEvent, 100*c.SinkWaitShare,
 			c.TickP50Ms, c.TickP99Ms, c.PeakPending, c.RowsPerSec)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Storage (row writes of the window tables per merged row stored; WAL of the pipeline phase, state tables included)")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "case\tstored rows\trow writes\twrites/row\tWAL MB\tWAL B/row\tmerged MB\tpartials MB\tfolded MB\tstate MB\t")
+	for _, c := range r.Cases {
+		st := c.Storage
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.1f\t%.0f\t%.1f\t%.2f\t%.1f\t%.1f\t\n", c.Name, st.StoredRows, st.RowWrites,
+			st.RowWritesPerRow, mb(uint64(st.WALBytes)), st.WALBytesPerRow, mb(uint64(st.MergedBytes)),
+			mb(uint64(st.PartialsBytes)), mb(uint64(st.FoldedBytes)), mb(uint64(st.StateBytes)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -156,11 +197,15 @@ func (r Report) WriteTables(w io.Writer) error {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Scaling and memory (open keys: (window, key) aggregates at the peak; x seed: over 6,994)")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "case\tparts\tfeed scale\tpeak open keys\tx seed\tB/open key\theap growth MB\tpeak RSS MB\tRSS growth MB\tpipeline ev/s\tratio\t")
+	fmt.Fprintln(tw, "case\tparts\tfeed scale\tpeak open keys\tx seed\tB/open key\theap growth MB\tbuffer limit MB\tpeak RSS MB\tRSS growth MB\tpipeline ev/s\tratio\t")
 	for _, c := range r.Cases {
-		fmt.Fprintf(tw, "%s\t%d\t%g\t%d\t%.1f\t%.0f\t%.1f\t%.0f\t%.0f\t%.0f\t%.2f\t\n",
+		limit := "default"
+		if c.BufferLimit != 0 {
+			limit = fmt.Sprintf("%.0f", mb(uint64(max(c.BufferLimit, 0))))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%g\t%d\t%.1f\t%.0f\t%.1f\t%s\t%.0f\t%.0f\t%.0f\t%.2f\t\n",
 			c.Name, c.Partitions, c.Scale, c.PeakOpenKeys, c.SizeMeasured, c.BytesPerOpenKey,
-			mb(c.HeapPeakGrowth), mb(c.PeakRSS), mb(c.RSSGrowth), c.Pipeline.EventsPerSec, c.Ratio)
+			mb(c.HeapPeakGrowth), limit, mb(c.PeakRSS), mb(c.RSSGrowth), c.Pipeline.EventsPerSec, c.Ratio)
 	}
 	return tw.Flush()
 }
@@ -185,7 +230,7 @@ func (r Report) WriteMedians(w io.Writer) error {
 	}
 	fmt.Fprintln(w, "Medians over the passes (min-max of the pipeline's rate)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "case\truns\traw ev/s\tpipeline ev/s\tmin\tmax\tratio\tsink wait\tB/open key\t")
+	fmt.Fprintln(tw, "case\truns\traw ev/s\tpipeline ev/s\tmin\tmax\tratio\tsink wait\twrites/row\tWAL B/row\tB/open key\t")
 	for _, base := range order {
 		rs := runs[base]
 		if len(rs) < 2 {
@@ -200,10 +245,12 @@ func (r Report) WriteMedians(w io.Writer) error {
 			return out
 		}
 		pipe := pick(func(c Result) float64 { return c.Pipeline.EventsPerSec })
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f\t\n", base, len(rs),
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t%.1f%%\t%.2f\t%.0f\t%.0f\t\n", base, len(rs),
 			median(pick(func(c Result) float64 { return c.Raw.EventsPerSec })), median(pipe), pipe[0], pipe[len(pipe)-1],
 			median(pick(func(c Result) float64 { return c.Ratio })),
-			median(pick(func(c Result) float64 { return c.Stages.SinkWaitNsPerEvent })),
+			100*median(pick(func(c Result) float64 { return c.SinkWaitShare })),
+			median(pick(func(c Result) float64 { return c.Storage.RowWritesPerRow })),
+			median(pick(func(c Result) float64 { return c.Storage.WALBytesPerRow })),
 			median(pick(func(c Result) float64 { return c.BytesPerOpenKey })))
 	}
 	return tw.Flush()

@@ -82,9 +82,19 @@ func newEnv(t *testing.T) *env {
 }
 
 // runOpts are the processor settings a test varies.
+// closing is how far a run closed each partition.
+type closing int
+
+const (
+	closedByWatermark closing = iota // exactly through the oracle's watermark
+	closedIdle                       // past the last event: idle partitions followed the clock
+	closedAtEnd                      // through the end of the last window: a bounded run's end of input
+)
+
 type runOpts struct {
 	clock func() time.Time
 	idle  time.Duration
+	until consumer.Until
 }
 
 func (e *env) pipeline(ctx context.Context, o runOpts) *pipeline.Pipeline {
@@ -110,6 +120,7 @@ func (e *env) pipeline(ctx context.Context, o runOpts) *pipeline.Pipeline {
 		Kafka:         kcfg,
 		Logger:        slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: level})),
 		Hooks:         []consumer.Hook{e.rec},
+		Until:         o.until,
 	}, e.db.Pool)
 	require.NoError(e.t, err)
 	return p
@@ -162,10 +173,11 @@ func (e *env) run(until int, abort bool) consumer.Counters {
 	return c
 }
 
-// check compares everything the processor stored with the oracle. With idle set, partitions
-// went idle after the last record and closed every window: closed_through is past the oracle's
-// watermark and every offset is committed.
-func (e *env) check(idle bool) {
+// check compares everything the processor stored with the oracle. Unless end is
+// closedByWatermark, every partition closed every window (idle after the last record, or at
+// the end of a bounded run): closed_through is past the oracle's watermark and every offset is
+// committed.
+func (e *env) check(end closing) {
 	t := e.t
 	ctx := context.Background()
 	r := e.oracle
@@ -226,10 +238,14 @@ func (e *env) check(idle bool) {
 	for src, wm := range closable {
 		got, ok := progress[tp(src)]
 		require.True(t, ok, "no progress for %s", src)
-		if idle {
-			last := r.Partitions[src].MaxEventTime
+		last := r.Partitions[src].MaxEventTime
+		switch end {
+		case closedIdle:
 			assert.True(t, !got.Before(last.Add(window)), "%s closed through %v, not past its last event %v", src, got, last)
-		} else {
+		case closedAtEnd:
+			lastEnd := last.Truncate(window).Add(window)
+			assert.True(t, got.Equal(lastEnd), "%s closed through %v, want the end of its last window %v", src, got, lastEnd)
+		default:
 			assert.True(t, got.Equal(wm), "%s closed through %v, oracle watermark %v", src, got, wm)
 		}
 		closed[src] = got
@@ -287,7 +303,7 @@ func (e *env) check(idle bool) {
 		for p := range int32(partitions) {
 			src := oracle.Source{Topic: topic, Partition: p}
 			assert.Equal(t, wantOffsets[src], committed[p].Offset, "%s committed offset (of %d records)", src, r.Partitions[src].Records)
-			if idle {
+			if end != closedByWatermark {
 				assert.Equal(t, r.Partitions[src].Records, committed[p].Offset, "%s: everything is durable", src)
 			}
 		}
@@ -309,7 +325,7 @@ func TestEndToEnd(t *testing.T) {
 	assert.Equal(t, e.oracle.Total.Admitted, c.Admitted)
 	assert.Equal(t, e.oracle.Total.Late, c.Late)
 	assert.Equal(t, e.oracle.Total.DeadLettered, c.DeadLettered)
-	e.check(false)
+	e.check(closedByWatermark)
 }
 
 // TestEndToEndRestarts stops the processor four times in the middle, gracefully or by
@@ -331,7 +347,7 @@ func TestEndToEndRestarts(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, sum.Consumed, e.oracle.Total.Consumed, "redelivery only adds deliveries")
 	t.Logf("all runs: %+v (the oracle: %+v)", sum, e.oracle.Total)
-	e.check(false)
+	e.check(closedByWatermark)
 }
 
 // TestEndToEndIdle lets the partitions go idle once everything is consumed and moves the
@@ -355,7 +371,20 @@ func TestEndToEndIdle(t *testing.T) {
 	}, time.Minute, 20*time.Millisecond, "the ledger drains once idle partitions close their windows")
 	cancel()
 	require.NoError(t, <-done)
-	e.check(true)
+	e.check(closedIdle)
+}
+
+// TestEndToEndBounded runs the processor bounded, to the end of every partition: it returns
+// by itself once everything is written and committed, and its rows equal the oracle's, every
+// window included, as the idle partitions' rows do.
+func TestEndToEndBounded(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	p := e.pipeline(ctx, runOpts{until: consumer.Until{End: true}})
+	require.NoError(t, p.Run(ctx))
+	require.Equal(t, len(e.records), e.rec.distinct(), "every record decided")
+	e.check(closedAtEnd)
 }
 
 // recorder is a hook that remembers every decision by partition and offset, with the

@@ -15,6 +15,8 @@ import (
 	"github.com/streamledger/streamledger/examples/ov/internal/event"
 	"github.com/streamledger/streamledger/examples/ov/internal/tables"
 	"github.com/streamledger/streamledger/ledger/consumer"
+	"github.com/streamledger/streamledger/ledger/consumer/prom"
+	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/postgres"
 )
 
@@ -73,15 +75,22 @@ type Config struct {
 	// Kafka holds extra librdkafka settings (TLS, SASL, log levels) for both the consumer
 	// and the dead-letter producer.
 	Kafka kafka.ConfigMap
-	// MaxPending and MaxOpenKeys bound memory; see consumer.Config. Zero means no bound.
-	MaxPending  int64
-	MaxOpenKeys int
+	// Until makes the run bounded: it stops each partition there, closes its windows and
+	// returns once everything is written and committed (see consumer.Config.Until). The zero
+	// value runs until the context is cancelled.
+	Until consumer.Until
+	// BufferLimit bounds the bytes the runtime holds (see consumer.Config.BufferLimit). Zero
+	// means consumer.DefaultBufferLimit; negative means no bound.
+	BufferLimit int64
 	// Clock, Ticks, Logger and Hooks pass through to the runtime (see consumer.Config); Clock
 	// also stamps computed_at and updated_at.
 	Clock  func() time.Time
 	Ticks  <-chan time.Time
 	Logger *slog.Logger
 	Hooks  []consumer.Hook
+	// Metrics, if set, receives the metrics of the consumer, the sink and the dead-letter
+	// producer.
+	Metrics *prom.Metrics
 	// WrapHandler, if set, wraps the handler of each topic, for instrumentation (the bench
 	// command times decoding with it). Nil means the handlers run as they are.
 	WrapHandler func(topic string, h consumer.Handler[tables.Key]) consumer.Handler[tables.Key]
@@ -103,11 +112,8 @@ func (c Config) withDefaults() Config {
 	if c.WriteConcurrency == 0 {
 		c.WriteConcurrency = DefaultWriteConcurrency
 	}
-	switch flush := cmp.Or(c.FlushInterval, consumer.DefaultFlushInterval); {
-	case c.FlushWhenCaughtUp == 0:
-		c.FlushWhenCaughtUp = flush / 5
-	case c.FlushWhenCaughtUp < 0:
-		c.FlushWhenCaughtUp = 0 // the runtime's never
+	if c.FlushWhenCaughtUp == 0 {
+		c.FlushWhenCaughtUp = cmp.Or(c.FlushInterval, consumer.DefaultFlushInterval) / 5
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -136,6 +142,10 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 	}
 	pgcfg := tables.Postgres(cfg.Schema)
 	pgcfg.Clock = cfg.Clock
+	hooks := cfg.Hooks
+	if m := cfg.Metrics; m != nil {
+		pgcfg.Hooks, hooks = []sink.Hook{m}, append([]consumer.Hook{m}, hooks...)
+	}
 	snk, err := postgres.New(pool, pgcfg)
 	if err != nil {
 		return nil, err
@@ -149,21 +159,9 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 	for k, v := range cfg.Kafka {
 		common[k] = v
 	}
-	prodCfg := kafka.ConfigMap{}
-	for k, v := range common {
-		prodCfg[k] = v
-	}
-	dlqProducer, err := dlqkafka.NewProducer(dlqkafka.Config{
-		Kafka:        prodCfg,
-		ProcessorID:  cfg.ProcessorID,
-		CreateTopics: cfg.CreateDLQTopics,
-		Clock:        cfg.Clock,
-		OnError: func(err error) {
-			cfg.Logger.Warn("dead-letter producer", "error", err)
-		},
-	})
+	dlqProducer, err := newDeadLetters(cfg, common)
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: dead-letter producer: %w", err)
+		return nil, err
 	}
 	consCfg := kafka.ConfigMap{"group.id": cfg.Group, "auto.offset.reset": "earliest"}
 	for k, v := range common {
@@ -192,11 +190,11 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 		WriteConcurrency:  cfg.WriteConcurrency,
 		ShutdownTimeout:   cfg.ShutdownTimeout,
 		Ticks:             cfg.Ticks,
-		MaxPending:        cfg.MaxPending,
-		MaxOpenKeys:       cfg.MaxOpenKeys,
+		BufferLimit:       cfg.BufferLimit,
+		Until:             cfg.Until,
 		Clock:             cfg.Clock,
 		Logger:            cfg.Logger,
-		Hooks:             cfg.Hooks,
+		Hooks:             hooks,
 	})
 	if err != nil {
 		closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -207,8 +205,35 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 	return &Pipeline{cfg: cfg, cons: cons, dlq: dlqProducer, sink: snk}, nil
 }
 
-// Run consumes until ctx is cancelled, then shuts down gracefully (see consumer.Consumer.Run)
-// and closes the dead-letter producer. It may be called once.
+// newDeadLetters starts the dead-letter producer with the common Kafka settings.
+func newDeadLetters(cfg Config, common kafka.ConfigMap) (*dlqkafka.Producer, error) {
+	prodCfg := kafka.ConfigMap{}
+	for k, v := range common {
+		prodCfg[k] = v
+	}
+	var hooks []dlqkafka.Hook
+	if cfg.Metrics != nil {
+		hooks = []dlqkafka.Hook{cfg.Metrics}
+	}
+	p, err := dlqkafka.NewProducer(dlqkafka.Config{
+		Kafka:        prodCfg,
+		ProcessorID:  cfg.ProcessorID,
+		CreateTopics: cfg.CreateDLQTopics,
+		Clock:        cfg.Clock,
+		OnError: func(err error) {
+			cfg.Logger.Warn("dead-letter producer", "error", err)
+		},
+		Hooks: hooks,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: dead-letter producer: %w", err)
+	}
+	return p, nil
+}
+
+// Run consumes until ctx is cancelled (or, with Until, until every partition is written and
+// committed through its stop), then shuts down gracefully (see consumer.Consumer.Run) and
+// closes the dead-letter producer. It may be called once.
 func (p *Pipeline) Run(ctx context.Context) error {
 	err := p.cons.Run(ctx)
 	closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -221,6 +246,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 
 // Abort abandons the graceful shutdown (see consumer.Consumer.Abort).
 func (p *Pipeline) Abort() { p.cons.Abort() }
+
+// Health returns the runtime's liveness (see consumer.Consumer.Health).
+func (p *Pipeline) Health() consumer.Health { return p.cons.Health() }
 
 // Counters returns the runtime's totals.
 func (p *Pipeline) Counters() consumer.Counters { return p.cons.Counters() }

@@ -1,0 +1,182 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/streamledger/streamledger/ledger"
+)
+
+// Until is where a bounded Run stops each partition (see [Config.Until]). Set at most one
+// field; the zero Until runs until Run's context is cancelled.
+type Until struct {
+	// End stops each partition at its end offset (its high watermark, or its last stable
+	// offset for a read_committed consumer) as of when Run first learns of the partition,
+	// which for the partitions of the topics assigned first is when Run starts.
+	End bool
+	// Time stops each partition at its first message whose timestamp is at or after Time
+	// (the broker's offset for the time); a partition without such a message stops at its
+	// end as of then.
+	Time time.Time
+	// Offsets stops each listed partition before the given offset. A partition not listed
+	// stops at its end as of when Run first learns of it.
+	Offsets map[ledger.TopicPartition]int64
+}
+
+// bounded reports whether u bounds Run.
+func (u Until) bounded() bool { return u.End || !u.Time.IsZero() || len(u.Offsets) > 0 }
+
+// validate checks that at most one field is set and that the offsets are offsets.
+func (u Until) validate() error {
+	set := 0
+	for _, b := range []bool{u.End, !u.Time.IsZero(), len(u.Offsets) > 0} {
+		if b {
+			set++
+		}
+	}
+	if set > 1 {
+		return fmt.Errorf("%w: Until: expected at most one of End, Time and Offsets, found %d", ErrConfig, set)
+	}
+	for tp, off := range u.Offsets {
+		if off < 0 {
+			return fmt.Errorf("%w: Until.Offsets: %s: expected an offset >= 0, found %d", ErrConfig, tp, off)
+		}
+	}
+	return nil
+}
+
+// stopOffsets computes the stop offset of each partition of tps not known yet: from
+// Until.Offsets, the offsets for Until.Time, or the end offsets, read from the broker.
+func (c *Consumer[K]) stopOffsets(ctx context.Context, kc *kafka.Consumer, tps []ledger.TopicPartition) error {
+	u := c.s.Until
+	var todo []ledger.TopicPartition
+	for _, tp := range tps {
+		if _, ok := c.stops[tp]; ok {
+			continue
+		}
+		if off, ok := u.Offsets[tp]; ok {
+			c.stops[tp] = off
+			continue
+		}
+		todo = append(todo, tp)
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	if !u.Time.IsZero() {
+		if err := c.offsetsForTime(ctx, kc, todo); err != nil {
+			return err
+		}
+	}
+	for _, tp := range todo {
+		if _, ok := c.stops[tp]; ok {
+			continue
+		}
+		_, hi, err := kc.QueryWatermarkOffsets(tp.Topic, tp.Partition, timeoutMs(ctx, 10*time.Second))
+		if err != nil {
+			return fmt.Errorf("%w: reading the end offset of %s: %w", ErrAssign, tp, err)
+		}
+		c.stops[tp] = hi
+	}
+	return nil
+}
+
+// offsetsForTime stores the broker's offset for Until.Time of each of tps that has a
+// message at or after it.
+func (c *Consumer[K]) offsetsForTime(ctx context.Context, kc *kafka.Consumer, tps []ledger.TopicPartition) error {
+	query := make([]kafka.TopicPartition, len(tps))
+	for i, tp := range tps {
+		topic := tp.Topic
+		query[i] = kafka.TopicPartition{Topic: &topic, Partition: tp.Partition, Offset: kafka.Offset(c.s.Until.Time.UnixMilli())}
+	}
+	got, err := kc.OffsetsForTimes(query, timeoutMs(ctx, 10*time.Second))
+	if err != nil {
+		return fmt.Errorf("%w: reading the offsets for %s: %w", ErrAssign, c.s.Until.Time.Format(time.RFC3339), err)
+	}
+	for _, r := range got {
+		if r.Topic != nil && r.Error == nil && r.Offset >= 0 {
+			c.stops[ledger.TopicPartition{Topic: *r.Topic, Partition: r.Partition}] = int64(r.Offset)
+		}
+	}
+	return nil
+}
+
+// timeoutMs is what is left of ctx's deadline, at most limit, in milliseconds (at least 1).
+func timeoutMs(ctx context.Context, limit time.Duration) int {
+	d := limit
+	if dl, ok := ctx.Deadline(); ok {
+		d = min(time.Until(dl), d)
+	}
+	return max(int(d/time.Millisecond), 1)
+}
+
+// reachedStop records that every message of pt below its stop offset was dispatched: it
+// fetches nothing more (once the client holds the partition: pause), and the next tick
+// closes its windows with the end-of-input watermark.
+func (p *processor[K]) reachedStop(pt *part[K], pause bool) {
+	if pt.ended {
+		return
+	}
+	pt.ended = true
+	p.endedSinceTick = true
+	if pause {
+		p.pauseEnded(pt)
+	}
+	p.log.Info("partition reached its stop offset", "partition", pt.tp.String(), "stop", pt.stop)
+}
+
+// pauseEnded stops the client fetching a partition that reached its stop.
+func (p *processor[K]) pauseEnded(pt *part[K]) {
+	if err := p.cl.Pause([]kafka.TopicPartition{pt.ktp}); err != nil {
+		p.log.Warn("pause at the stop offset failed", "partition", pt.tp.String(), "error", err)
+	}
+}
+
+// endOfInput applies the end-of-input watermark to a partition that reached its stop, at a
+// tick: the end of its last window holding data, so that every window closes and is written,
+// while a later run of the same group still admits events of later windows.
+func (p *processor[K]) endOfInput(pt *part[K]) {
+	if !pt.ended || pt.finished {
+		return
+	}
+	pt.finished = true
+	var last int64
+	for end := range pt.open {
+		last = max(last, end)
+	}
+	if last != 0 {
+		pt.wm.EndOfInput(time.Unix(0, last).UTC())
+	}
+}
+
+// boundedDone reports whether a bounded Run is done: it was assigned partitions at least
+// once, and every partition it owns reached its stop, is written and committed, with no
+// write in flight.
+func (p *processor[K]) boundedDone() bool {
+	if !p.s.Until.bounded() || !p.assignedOnce || p.job != nil || p.tickDue {
+		return false
+	}
+	for _, pt := range p.order {
+		if !pt.ended || !pt.finished || pt.paused&pauseWrite != 0 || len(pt.unwritten) > 0 || pt.led.Pending() > 0 {
+			return false
+		}
+	}
+	for _, c := range p.tracker.AppendCommits(p.commitBuf[:0]) {
+		if p.parts[c.TopicPartition] != nil {
+			return false // committable, not yet committed
+		}
+	}
+	return true
+}
+
+// pauseEndedAll pauses, after an assignment, the owned partitions that start at their stop.
+func (p *processor[K]) pauseEndedAll() {
+	for _, pt := range p.order {
+		if pt.ended {
+			p.pauseEnded(pt)
+		}
+	}
+}

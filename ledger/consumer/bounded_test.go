@@ -1,0 +1,139 @@
+package consumer
+
+import (
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamledger/streamledger/internal/kafkatest"
+	"github.com/streamledger/streamledger/ledger"
+)
+
+func TestUntilValidation(t *testing.T) {
+	tp0 := ledger.TopicPartition{Topic: "t", Partition: 0}
+	for _, tc := range []struct {
+		name  string
+		until Until
+		want  string
+	}{
+		{"two fields", Until{End: true, Time: T0}, "Until: expected at most one of End, Time and Offsets, found 2"},
+		{"negative offset", Until{Offsets: map[ledger.TopicPartition]int64{tp0: -1}}, "Until.Offsets: t[0]: expected an offset >= 0, found -1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(Config[string]{
+				Kafka:  kafka.ConfigMap{"bootstrap.servers": "unused:9092", "group.id": "g"},
+				Topics: map[string]Handler[string]{"t": testHandler}, Sink: newMemory(t), Keys: testKeys,
+				Until: tc.until,
+			})
+			require.ErrorIs(t, err, ErrConfig)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// A partition that reaches its stop offset decides nothing at or past it, and the next tick
+// closes its windows with the end-of-input watermark (the end of its last window holding
+// data): every window written, the ledger committable through the stop, the watermark of that
+// end in the commit's metadata.
+func TestBoundedPartitionClosesAtItsStop(t *testing.T) {
+	h := newHarness(t, func(c *Config[string]) { c.Until = Until{End: true} })
+	p0 := tp("t", 0)
+	ctx := h.ctx
+	require.NoError(t, h.p.assign(ctx, []assignment{{tp: p0, committed: -1, stop: 3}}, nil))
+	h.p.assignedOnce = true
+	h.feed(p0, 0, "w 1 A 1", "w 6 A 2", "ws 11 B 3", "w 30 A 4", "w 31 A 5")
+	assert.Equal(t, []Outcome{Admitted, Admitted, Admitted, 0, 0}, h.outcomes(p0, 5), "nothing at or past the stop")
+	assert.True(t, h.cl.paused[p0], "fetches nothing more")
+	assert.False(t, h.p.boundedDone(), "not written yet")
+
+	h.tick()
+	assert.Equal(t, int64(3), h.committed(p0))
+	assert.Equal(t, at("15"), h.checkpoint(p0), "the end of the last window holding data")
+	assert.Equal(t, at("15"), progress(t, h.mem, "t", 1)[0])
+	assert.Len(t, aggregates(t, h.mem, T0, at("60")), 6, "three windows, two keys each")
+	assert.True(t, h.p.boundedDone())
+}
+
+// A partition assigned at or past its stop is done at the next tick, with nothing decided.
+func TestBoundedPartitionAssignedAtItsStop(t *testing.T) {
+	h := newHarness(t, func(c *Config[string]) { c.Until = Until{End: true} })
+	p0 := tp("t", 0)
+	require.NoError(t, h.p.assign(h.ctx, []assignment{{tp: p0, committed: 4, stop: 4}}, nil))
+	h.p.assignedOnce = true
+	assert.False(t, h.p.boundedDone())
+	h.tick()
+	assert.True(t, h.p.boundedDone())
+	assert.Zero(t, h.p.counters.snapshot().Consumed)
+}
+
+// With the real client and broker: a bounded run returns nil by itself once every partition is
+// written and committed through its end; it stores the rows an unbounded run stores (whose last
+// windows close by the idle advance); and a later run of the same group decides events of the
+// windows the first one closed as late and admits later ones.
+func TestKafkaBoundedRunEqualsTheUnboundedOne(t *testing.T) {
+	const partitions = 2
+	rng := rand.New(rand.NewPCG(3, 4))
+	c := kafkatest.Start(t, kafkatest.Config{Topics: map[string]int32{"bd": partitions, "ub": partitions}})
+	payloads := generate(rng, partitions, 60, 0)
+	bdRecs, ubRecs := records("bd", payloads), records("ub", payloads)
+	c.Produce(t, append(bdRecs, ubRecs...)...)
+
+	bounded := newMemory(t)
+	in := start(t, "bounded", clientConfig(c, "gbd", ""), bounded, []string{"bd"}, func(cfg *Config[string]) {
+		cfg.Until = Until{End: true}
+	})
+	select {
+	case err := <-in.done:
+		in.ended, in.result = true, err
+		require.NoError(t, err)
+	case <-time.After(kafkatest.Timeout):
+		t.Fatal("the bounded run did not return")
+	}
+	in.chk.verify(t)
+	ends := lastOffsets(bdRecs)
+	for p, co := range c.Committed(t, "gbd", "bd") {
+		assert.Equal(t, ends[ledger.TopicPartition{Topic: "bd", Partition: p}]+1, co.Offset, "partition %d committed through its end", p)
+	}
+
+	// The unbounded reference closes its last windows by the idle advance, a day later.
+	unbounded := newMemory(t)
+	var skew atomic.Int64
+	ref := start(t, "unbounded", clientConfig(c, "gub", ""), unbounded, []string{"ub"}, func(cfg *Config[string]) {
+		cfg.IdleTimeout = 10 * time.Millisecond
+		cfg.Clock = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	})
+	waitDecided(t, lastOffsets(ubRecs), ref)
+	skew.Store(int64(24 * time.Hour))
+	eventually(t, "the unbounded run wrote its last windows", func() bool {
+		return len(aggregates(t, unbounded, T0.Add(-time.Hour), T0.Add(3*time.Hour))) ==
+			len(aggregates(t, bounded, T0.Add(-time.Hour), T0.Add(3*time.Hour)))
+	})
+	require.NoError(t, ref.stop(t))
+	require.NotEmpty(t, aggregates(t, bounded, T0.Add(-time.Hour), T0.Add(3*time.Hour)))
+	assert.Equal(t, aggregates(t, bounded, T0.Add(-time.Hour), T0.Add(3*time.Hour)),
+		aggregates(t, unbounded, T0.Add(-time.Hour), T0.Add(3*time.Hour)), "the same merged rows")
+
+	// A later run of the same group: events of written windows are late, later ones admitted.
+	closed := progress(t, bounded, "bd", partitions)
+	more := [][]string{{"w 1 A 7", "w 500 A 8"}, {"w 2 B 9", "w 501 B 10"}}
+	c.Produce(t, records("bd", more)...)
+	again := start(t, "again", clientConfig(c, "gbd", ""), bounded, []string{"bd"}, func(cfg *Config[string]) {
+		cfg.Until = Until{End: true}
+	})
+	require.NoError(t, <-again.done)
+	again.ended = true
+	for p := range int32(partitions) {
+		tp := ledger.TopicPartition{Topic: "bd", Partition: p}
+		ai, ok := again.chk.lastAssign(tp)
+		require.True(t, ok)
+		assert.Equal(t, closed[p], ai.Watermark, "partition %d restored at its end-of-input watermark", p)
+		d := again.chk.decisionsOf(tp)
+		assert.Equal(t, Late, d[ends[tp]+1], "partition %d: an event of a written window", p)
+		assert.Equal(t, Admitted, d[ends[tp]+2], "partition %d: a later event", p)
+	}
+}
