@@ -69,7 +69,7 @@ func TestHooksReportWrites(t *testing.T) {
 	failHard.Store(true)
 	require.Error(t, s.WriteClose(ctx, closeBatch(t, 1, 3)))
 	failHard.Store(false)
-	at := sinktest.T0()
+	at := sinktest.Start()
 	require.NoError(t, s.UpsertLatest(ctx, sinktest.StateTable, []sink.StateRow{
 		{Key: []any{"v1"}, ObservedAt: at, Values: []any{"t", 1.0, int64(1)}},
 		{Key: []any{"v1"}, ObservedAt: at.Add(time.Second), Values: []any{"t", 2.0, int64(2)}},

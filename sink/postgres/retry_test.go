@@ -26,7 +26,7 @@ func terminate(ctx context.Context, t *testing.T, db *pgtest.DB, pid uint32) {
 }
 
 func closeBatch(t *testing.T, p int32, values ...float64) sink.CloseBatch {
-	start := sinktest.T0()
+	start := sinktest.Start()
 	end := start.Add(5 * time.Minute)
 	return sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: p}, ClosedThrough: end,
 		Partials: []sink.Partial{{Key: sink.Key{WindowStart: start, Dimension: "line", DimensionID: "1"}, WindowEnd: end, Stats: sinktest.Stats(t, values...)}}}
@@ -84,7 +84,7 @@ func TestRetryUpsertLatestAfterConnectionTerminated(t *testing.T) {
 			return nil
 		}
 	})
-	row := sink.StateRow{Key: []any{"bus-1"}, ObservedAt: sinktest.T0(), Values: []any{"t", 2.5, int64(4)}}
+	row := sink.StateRow{Key: []any{"bus-1"}, ObservedAt: sinktest.Start(), Values: []any{"t", 2.5, int64(4)}}
 	require.NoError(t, s.UpsertLatest(ctx, sinktest.StateTable, []sink.StateRow{row}))
 	require.True(t, killed.Load())
 	got, ok, err := s.Latest(ctx, sinktest.StateTable, "bus-1")
@@ -164,7 +164,7 @@ func TestFailureBeforeCommitWritesNothing(t *testing.T) {
 	require.ErrorIs(t, err, boom)
 	assert.False(t, sink.IsTransient(err))
 	var n int
-	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM delay_aggregates) + (SELECT count(*) FROM delay_aggregates_partials) + (SELECT count(*) FROM streamledger_progress)").Scan(&n))
+	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM aggregates) + (SELECT count(*) FROM aggregates_partials) + (SELECT count(*) FROM streamledger_progress)").Scan(&n))
 	assert.Zero(t, n)
 }
 
