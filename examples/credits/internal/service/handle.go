@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/streamledger/streamledger/dlq"
 	"github.com/streamledger/streamledger/examples/credits/internal/accounts"
@@ -42,33 +40,37 @@ func (s *Service) apply(ctx context.Context, d Delivery) error {
 		return err // aborted by the hook: no transaction
 	}
 	c := d.Credit
-	out, err := s.effects.Apply(ctx, c.Operation(), func(ctx context.Context, tx pgx.Tx) (pgconn.CommandTag, error) {
-		// Here the marker was just accepted: no marker of this id exists. A credit older than
-		// the horizon may have had one that Prune deleted (a marker is created no earlier than
-		// its record's timestamp and pruned only once older than the horizon), so it is not
-		// applied. Judged inside the transaction, after the marker insert, so that a prune
-		// running meanwhile cannot slip between the check and the credit.
+	// Here the marker was just accepted: no marker of this id exists. A credit older than the
+	// horizon may have had one that Prune deleted (a marker is created no earlier than its
+	// record's timestamp and pruned only once older than the horizon), so it is not applied.
+	// Judged inside the transaction, after the marker insert, so that a prune running
+	// meanwhile cannot slip between the check and the credit.
+	check := func(int) error {
 		if s.cfg.Horizon > 0 {
 			age := s.cfg.Clock().Sub(d.Timestamp)
 			if d.Timestamp.IsZero() || age > s.cfg.Horizon {
-				return pgconn.CommandTag{}, &HorizonError{ID: c.ID, Timestamp: d.Timestamp, Age: age, Horizon: s.cfg.Horizon}
+				return &HorizonError{ID: c.ID, Timestamp: d.Timestamp, Age: age, Horizon: s.cfg.Horizon}
 			}
 		}
-		return s.store.Credit(ctx, tx, c)
-	})
+		return nil
+	}
+	res, err := s.effects.Apply(ctx, []sink.Operation{c.Operation()}, s.store.Effect([]credit.Credit{c}, check))
 	if err != nil {
-		if cause := refused(c, err); cause != nil {
-			return consumer.Reject(cause)
-		}
 		s.cfg.Logger.Error("cannot apply a credit; stopping", "delivery", d.String(), "op_id", c.ID, "error", err)
 		return fmt.Errorf("service: credit %q: %w", c.ID, err)
 	}
-	if out == sink.Duplicate {
+	switch r := res[0]; r.Outcome {
+	case sink.Duplicate:
 		s.outcome = Duplicate
 		s.duplicate.Add(1)
-	} else {
+	case sink.Applied:
 		s.outcome = Applied
 		s.applied.Add(1)
+	default:
+		if cause := refused(c, r.Err); cause != nil {
+			return consumer.Reject(cause)
+		}
+		return fmt.Errorf("service: credit %q: %w", c.ID, r.Err)
 	}
 	return nil
 }
@@ -89,7 +91,7 @@ func refused(c credit.Credit, err error) error {
 	case errors.As(err, &rejected), errors.As(err, &horizon):
 		return err
 	}
-	return nil
+	return accounts.Refused(c, err)
 }
 
 // observer turns the runtime's hooks into the service's [Hooks], and ticks the runtime after
