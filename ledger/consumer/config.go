@@ -30,6 +30,8 @@ const (
 	DefaultShutdownTimeout   = 30 * time.Second
 	DefaultCloseTimeout      = 10 * time.Second
 	DefaultResumeAt          = 0.5
+	DefaultEffectBatch       = 256
+	MaxEffectBatch           = 8192
 	// DefaultFetchQueueBackoff is the fetch.queue.backoff.ms the consumer gives librdkafka
 	// when the configuration does not set it; see Config.Kafka.
 	DefaultFetchQueueBackoff = 20 * time.Millisecond
@@ -73,6 +75,32 @@ type Config[K comparable] struct {
 	// return effects only ([Event.Effect]), or nothing: an event with window values or state
 	// rows is then dead-lettered as an [EventError].
 	Sink sink.Sink
+
+	// ApplyEffects applies a batch of effects ([Event.Effect]): consecutive effect messages
+	// of one partition, in offset order, at most EffectBatch of them. It must commit every
+	// effect it applies before it returns (for example one database transaction holding an
+	// operation marker and the effect of each, as sink/postgres Effects.Apply does), because
+	// the messages are durable once it returned: their offsets are committed at the next tick.
+	// It sets the Err of each [Effect] it refused (see [Effect.Err]).
+	//
+	// A returned error means the batch failed as a whole and nothing of it may be assumed
+	// committed (a database that stays unreachable after the retries of a connection lost or a
+	// serialization failure): Run stops with an error wrapping [ErrEffect] before the batch's
+	// first message is recorded, commits what is durable, and a restart applies the batch
+	// again. ctx is cancelled by [Consumer.Abort] and after [Config.WriteTimeout].
+	//
+	// It runs on the worker that decides the partition: batches of different partitions run
+	// concurrently, up to [Config.Workers] at once, so it must be safe for concurrent use, and
+	// those of one partition one after another. Nil means the handlers return no effects: an
+	// event with an Effect is then dead-lettered as an [EventError].
+	ApplyEffects func(ctx context.Context, batch []Effect) error
+	// EffectBatch bounds the effects in one ApplyEffects call. A batch is what a worker holds
+	// of a partition: the messages the polling goroutine gathered for it until EffectBatch of
+	// them came, a Poll found nothing at hand, or a tick, a rebalance or the polling of other
+	// partitions sealed them; so a slow stream's batches are small and wait for nothing. Zero
+	// means DefaultEffectBatch (256); negative means one effect per call; at most
+	// MaxEffectBatch.
+	EffectBatch int
 
 	// Keys maps a window key to the merged row it feeds. Two keys that map to the same row
 	// in one window are merged into one partial. Required with a Sink, unused without one.
@@ -218,6 +246,9 @@ type settings[K comparable] struct {
 	hooks  hooks
 	// workers is the number of worker goroutines; 0 decides on the polling goroutine.
 	workers int
+	// effectBatch bounds a batch of effects; chunk bounds the messages of a chunk (at least
+	// effectBatch) and sealEvery the messages dispatched between two sealings of every chunk.
+	effectBatch, chunk, sealEvery int
 }
 
 // validate checks cfg and fills in its defaults. Every error wraps ErrConfig.
@@ -290,6 +321,9 @@ func (cfg Config[K]) validate() (*settings[K], error) {
 	case s.Workers > 0:
 		s.workers = s.Workers
 	}
+	if err := s.effectBounds(); err != nil {
+		return nil, err
+	}
 	if s.WriteConcurrency < 0 {
 		return bad("WriteConcurrency: expected a count >= 0 (0: 1), found %d", s.WriteConcurrency)
 	}
@@ -336,6 +370,23 @@ func (cfg Config[K]) validate() (*settings[K], error) {
 	}
 	s.hooks = newHooks(s.Hooks)
 	return s, nil
+}
+
+// effectBounds checks EffectBatch and sets the batch and chunk sizes.
+func (s *settings[K]) effectBounds() error {
+	switch {
+	case s.EffectBatch > MaxEffectBatch:
+		return fmt.Errorf("%w: EffectBatch: expected at most MaxEffectBatch (%d), found %d", ErrConfig, MaxEffectBatch, s.EffectBatch)
+	case s.EffectBatch < 0:
+		s.effectBatch = 1
+	case s.EffectBatch == 0:
+		s.effectBatch = DefaultEffectBatch
+	default:
+		s.effectBatch = s.EffectBatch
+	}
+	s.chunk = max(chunkSize, s.effectBatch)
+	s.sealEvery = max(sealEvery, s.chunk)
+	return nil
 }
 
 // kafkaConfig returns a copy of user with the forced properties, or an error naming a property

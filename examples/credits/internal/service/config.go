@@ -22,9 +22,10 @@ const (
 	DefaultPruneInterval  = time.Hour
 )
 
-// EveryMessage as [Config.CommitInterval] commits after every decided message (and every
-// dead-letter delivery report): one commit request per credit, for tests and demonstrations
-// that need to know exactly which offsets are committed when.
+// EveryMessage as [Config.CommitInterval] commits after every decided message, once the
+// partition's messages at hand are decided, and within 20 ms of every dead-letter
+// delivery report: commits close behind the decisions, for tests and demonstrations that need
+// to know which offsets are committed when.
 const EveryMessage time.Duration = -1
 
 // Forever as [Config.SourceRetention] declares a source that keeps records forever
@@ -71,6 +72,15 @@ type Config struct {
 	Clock func() time.Time
 	// Rand provides the effect sink's attempt tokens [crypto/rand.Reader].
 	Rand io.Reader
+
+	// Batch bounds the credits applied in one transaction: a partition's credits at hand, in
+	// offset order (consumer.Config.EffectBatch) [consumer.DefaultEffectBatch]; negative applies
+	// each credit alone.
+	Batch int
+	// Workers is how many partitions' batches are decided and applied at once, on as many
+	// connections (consumer.Config.Workers) [runtime.GOMAXPROCS]; negative decides every
+	// credit on the polling goroutine, one transaction each.
+	Workers int
 
 	// CommitInterval is how often the durable prefix is committed [DefaultCommitInterval];
 	// [EveryMessage] commits after every decided message. Revocations and shutdowns commit too.
