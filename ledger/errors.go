@@ -7,8 +7,11 @@ import "errors"
 var (
 	// ErrOffsetOrder: an offset was added that is not above the last offset added.
 	ErrOffsetOrder = errors.New("ledger: offsets must increase")
-	// ErrUnknownOffset: an ack names an offset that is not pending in the ledger.
+	// ErrUnknownOffset: an ack names an offset that was never added to the ledger.
 	ErrUnknownOffset = errors.New("ledger: unknown offset")
+	// ErrReleased: an ack names an offset below the first pending one: its entry was released
+	// already (it was durable and the prefix committable), or it is a gap that was never added.
+	ErrReleased = errors.New("ledger: entry already released")
 	// ErrNotAckable: an ack names an entry that was added without [Ack].
 	ErrNotAckable = errors.New("ledger: entry does not wait for an ack")
 	// ErrAlreadyAcked: an ack names an entry that was acked before.

@@ -89,15 +89,19 @@ func (r *run) growAcks() {
 }
 
 // Ack marks the entry at offset as acknowledged. It is an error to ack an offset that was
-// never added, that was added without [Ack], or that was acked before.
+// never added ([ErrUnknownOffset]), whose entry was released already ([ErrReleased]), that was
+// added without [Ack] ([ErrNotAckable]), or that was acked before ([ErrAlreadyAcked]).
 func (p *Partition) Ack(offset int64) error {
 	r := p.runs.find(offset)
 	if r == nil {
-		if head := p.runs.head(); head != nil && offset < head.first+head.done {
-			return fmt.Errorf("%w: offset %d is below the ledger's first pending offset %d (already released, or never added)",
-				ErrUnknownOffset, offset, head.first+head.done)
+		first := p.lastAdded + 1 // nothing pending: everything added was released
+		if head := p.runs.head(); head != nil {
+			first = head.first + head.done
 		}
-		return fmt.Errorf("%w: offset %d was not added to this partition", ErrUnknownOffset, offset)
+		if offset >= 0 && offset < first && offset <= p.lastAdded {
+			return fmt.Errorf("%w: offset %d is below the first pending offset %d", ErrReleased, offset, first)
+		}
+		return fmt.Errorf("%w: offset %d was not added to this partition (last added %d)", ErrUnknownOffset, offset, p.lastAdded)
 	}
 	if !r.cond.ack {
 		return fmt.Errorf("%w: offset %d lies among entries with condition %v", ErrNotAckable, offset, r.cond)
@@ -166,7 +170,8 @@ func (p *Partition) Checkpoint() (Checkpoint, bool) {
 	return Checkpoint{Watermark: time.Unix(0, mark).UTC()}, true
 }
 
-// Pending returns the number of entries added and not yet durable.
+// Pending returns the number of entries added and not yet committable: not durable, or
+// durable behind an entry that is not.
 func (p *Partition) Pending() int64 {
 	p.release()
 	return p.pending

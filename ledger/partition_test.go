@@ -102,7 +102,9 @@ func TestGapsInOffsets(t *testing.T) {
 	assert.EqualValues(t, 10, committable(t, p))
 	require.NoError(t, p.Ack(20))
 	assert.EqualValues(t, 23, committable(t, p))
-	require.ErrorIs(t, p.Ack(21), ledger.ErrUnknownOffset)
+	require.ErrorIs(t, p.Ack(21), ledger.ErrReleased, "a gap below the first pending offset")
+	require.ErrorIs(t, p.Ack(20), ledger.ErrReleased, "acked and released")
+	require.ErrorIs(t, p.Ack(23), ledger.ErrUnknownOffset, "above the last added")
 }
 
 func TestCombinedConditions(t *testing.T) {
@@ -134,7 +136,7 @@ func TestMisuseIsAnError(t *testing.T) {
 		{"offset repeated", func(p *ledger.Partition) error { return p.Add(3, ledger.Ack()) }, ledger.ErrOffsetOrder},
 		{"offset backwards", func(p *ledger.Partition) error { return p.Add(1, ledger.Ack()) }, ledger.ErrOffsetOrder},
 		{"ack never added", func(p *ledger.Partition) error { return p.Ack(99) }, ledger.ErrUnknownOffset},
-		{"ack below head", func(p *ledger.Partition) error { return p.Ack(0) }, ledger.ErrUnknownOffset},
+		{"ack below head", func(p *ledger.Partition) error { return p.Ack(0) }, ledger.ErrReleased},
 		{"ack a window entry", func(p *ledger.Partition) error { return p.Ack(2) }, ledger.ErrNotAckable},
 		{"ack twice", func(p *ledger.Partition) error { _ = p.Ack(3); return p.Ack(3) }, ledger.ErrAlreadyAcked},
 		{"closed_through backwards", func(p *ledger.Partition) error { return p.CloseThrough(t0) }, ledger.ErrRegression},

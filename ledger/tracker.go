@@ -14,6 +14,12 @@ type TopicPartition struct {
 
 func (tp TopicPartition) String() string { return fmt.Sprintf("%s[%d]", tp.Topic, tp.Partition) }
 
+// String returns the commit as topic[partition]@offset with its metadata, so that %v and %+v
+// show all of it (the embedded TopicPartition's String alone would hide offset and metadata).
+func (c Commit) String() string {
+	return fmt.Sprintf("%s@%d metadata=%q", c.TopicPartition, c.Offset, c.Metadata)
+}
+
 // Commit is one partition's offset to commit, with the metadata that restores its watermark.
 // Offset is the next offset to consume, as Kafka commits it. Metadata is empty when the
 // partition never had a watermark (a ledger used without windows).

@@ -1,6 +1,7 @@
 package ledger_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -101,4 +102,11 @@ func TestTrackerNeverCommitsBelowTheCommittedOffset(t *testing.T) {
 	p, _ := tr.Assign(tp, 100)
 	require.NoError(t, p.Add(50, ledger.Condition{})) // a consumer reset to an earlier offset
 	assert.Empty(t, tr.Commits())
+}
+
+func TestCommitFormats(t *testing.T) {
+	c := ledger.Commit{TopicPartition: ledger.TopicPartition{Topic: "t", Partition: 3}, Offset: 42, Metadata: "v1;wm=1"}
+	for _, verb := range []string{"%v", "%+v", "%s"} {
+		assert.Equal(t, `t[3]@42 metadata="v1;wm=1"`, fmt.Sprintf(verb, c), verb)
+	}
 }

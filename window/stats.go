@@ -242,3 +242,14 @@ func (s *Stats) Clone() *Stats {
 	}
 	return c
 }
+
+// footprint estimates the memory s holds beyond its own struct: its value buffer and, as
+// much again, the smaller buffers it outgrew (a buffer doubles as it grows, and the slab it
+// came from is freed only with the window), and its digest's encoding.
+func (s *Stats) footprint() int64 {
+	n := int64(16 * cap(s.vals))
+	if s.dig != nil {
+		n += int64(cap(s.dig.enc)) + 48
+	}
+	return n
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"time"
+	"unsafe"
 )
 
 // Config configures a [Windows]. The zero value is valid.
@@ -59,7 +60,9 @@ type Windows[K comparable] struct {
 	// a window's key set resembles the previous one's, so reusing them avoids regrowing
 	// a map of thousands of keys every window.
 	spare []*openWindow[K]
-	hint  int // keys in the last closed window: the likely size of the next
+	hint  int   // keys in the last closed window: the likely size of the next
+	bytes int64 // estimate of the memory the open windows hold (Bytes)
+	kcost int64 // estimate of what a new key costs its window, besides its values
 }
 
 // openWindow keeps each key once, in its index map: the position a key maps to is its
@@ -70,6 +73,7 @@ type openWindow[K comparable] struct {
 	start int64
 	index map[K]int32 // key -> position in stats: first-Add order
 	stats []Stats
+	bytes int64 // estimate of what the window holds (see Windows.Bytes)
 }
 
 // New returns an empty Windows for one source partition, or an error wrapping
@@ -81,8 +85,17 @@ func New[K comparable](cfg Config[K]) (*Windows[K], error) {
 	}
 	w := &Windows[K]{size: int64(cfg.Size), closed: math.MinInt64, retain: cfg.Retain}
 	w.buf.slab = true
+	var k K
+	// A map slot holds the key and its int32 position, at most 7 of 8 slots used, plus a
+	// control byte; the key's Stats sits in the window's slice.
+	w.kcost = (int64(unsafe.Sizeof(k))+4)*8/7 + 1 + int64(unsafe.Sizeof(Stats{}))
 	return w, nil
 }
+
+// Bytes returns an estimate of the memory the open windows hold: for each (window, key) its
+// map slot, its Stats and the capacity of its value buffer or digest. Memory that keys point
+// to (the text of a string key) is not counted: keys are usually interned or shared.
+func (w *Windows[K]) Bytes() int64 { return w.bytes }
 
 // Size returns the window size.
 func (w *Windows[K]) Size() time.Duration { return time.Duration(w.size) }
@@ -99,7 +112,7 @@ func (w *Windows[K]) Add(eventTime time.Time, key K, v float64) error {
 	if err != nil {
 		return err
 	}
-	win.add(key, v, &w.buf, w.retain)
+	w.bytes += win.add(key, v, &w.buf, w.retain, w.kcost)
 	return nil
 }
 
@@ -116,7 +129,7 @@ func (w *Windows[K]) AddKeys(eventTime time.Time, v float64, keys ...K) error {
 		return err
 	}
 	for _, k := range keys {
-		win.add(k, v, &w.buf, w.retain)
+		w.bytes += win.add(k, v, &w.buf, w.retain, w.kcost)
 	}
 	return nil
 }
@@ -170,7 +183,9 @@ func (w *Windows[K]) newWindow(start int64) *openWindow[K] {
 	}
 }
 
-func (o *openWindow[K]) add(key K, v float64, buf *scratch, retain func(K) K) {
+// add adds v under key and returns by how much the estimate of the window's memory grew.
+func (o *openWindow[K]) add(key K, v float64, buf *scratch, retain func(K) K, kcost int64) int64 {
+	var grew int64
 	i, ok := o.index[key]
 	if !ok {
 		if retain != nil {
@@ -179,8 +194,14 @@ func (o *openWindow[K]) add(key K, v float64, buf *scratch, retain func(K) K) {
 		i = int32(len(o.stats))
 		o.index[key] = i
 		o.stats = append(o.stats, Stats{})
+		grew = kcost
 	}
-	o.stats[i].add(v, buf)
+	st := &o.stats[i]
+	before := st.footprint()
+	st.add(v, buf)
+	grew += st.footprint() - before
+	o.bytes += grew
+	return grew
 }
 
 // Close closes every open window whose end is at or before watermark and returns their
@@ -224,6 +245,7 @@ func (w *Windows[K]) Close(watermark time.Time) []Partial[K] {
 		if o == w.last {
 			w.last = nil
 		}
+		w.bytes -= o.bytes
 		w.recycle(o)
 	}
 	m := copy(w.open, w.open[n:])
@@ -236,6 +258,7 @@ func (w *Windows[K]) Close(watermark time.Time) []Partial[K] {
 func (w *Windows[K]) recycle(o *openWindow[K]) {
 	w.hint = len(o.stats)
 	o.stats = nil
+	o.bytes = 0
 	if len(w.spare) >= 2 {
 		return
 	}
@@ -261,6 +284,7 @@ func (w *Windows[K]) Reset() {
 	w.closed = math.MinInt64
 	w.spare = nil
 	w.hint = 0
+	w.bytes = 0
 	w.buf = scratch{slab: true}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -338,4 +339,35 @@ func TestWindowsMatchesStats(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, wb, gb, "partial %v %v", p.End, p.Key)
 	}
+}
+
+// Bytes estimates the heap the open windows hold within a third of what the runtime measures,
+// for few and for many values per key, and drops to zero once every window is closed.
+func TestWindowsBytesEstimate(t *testing.T) {
+	for _, tc := range []struct{ values, keys int }{{1, 20_000}, {20, 20_000}, {400, 4_000}} {
+		t.Run(fmt.Sprint(tc.values, " values"), func(t *testing.T) {
+			values, keys := tc.values, tc.keys
+			w, err := New[int64](Config[int64]{})
+			require.NoError(t, err)
+			before := heapLive()
+			for i := range values {
+				for k := range int64(keys) {
+					require.NoError(t, w.Add(t0.Add(time.Duration(i)*time.Millisecond), k, float64(i%7)))
+				}
+			}
+			grown := heapLive() - before
+			est := w.Bytes()
+			assert.InDelta(t, 1, float64(est)/float64(grown), 1.0/3, "estimate %d, measured %d", est, grown)
+			w.Close(t0.Add(time.Hour))
+			assert.Zero(t, w.Bytes())
+			runtime.KeepAlive(w)
+		})
+	}
+}
+
+func heapLive() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }

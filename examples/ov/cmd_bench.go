@@ -33,6 +33,7 @@ type benchOptions struct {
 	flush               time.Duration
 	seed                int
 	procs               string
+	bufferLimit         string
 	only                string
 	repeat              int
 	inProcess           bool
@@ -60,6 +61,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	f.FlagSet.IntVar(&o.seed, "seed", 1, "feed seed")
 	f.FlagSet.BoolVar(&o.inProcess, "in-process", false, "consume in this process instead of a child process (RSS and GC then include the broker's copy of the feed)")
 	f.FlagSet.StringVar(&o.child, "child", "", "internal: run the consuming phases of one case (a JSON spec) and print its result as JSON")
+	f.FlagSet.StringVar(&o.bufferLimit, "buffer-limit", "0", "the pipeline's memory bound (bytes, or with KiB, MiB, GiB), also set as the consuming process's Go memory limit; 0: the runtime's default, without a Go memory limit")
 	f.FlagSet.StringVar(&o.procs, "procs", "", "run each case once per GOMAXPROCS in this list (e.g. 1,2), one after the other, named CASE-gmpN; default: the process's")
 	f.FlagSet.IntVar(&o.repeat, "repeat", 1, "run the whole plan this many times, pass after pass (pass k's runs are named CASE#k), and print each case's median over the passes")
 	f.FlagSet.StringVar(&o.only, "cases", "", "run only these cases (comma separated names, e.g. p6-1x,p6-100x)")
@@ -72,6 +74,15 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cases, err := benchPlan(o)
 	if err == nil {
 		cases, err = withProcs(cases, o.procs)
+	}
+	if err == nil {
+		var limit int64
+		if limit, err = parseBytes(o.bufferLimit); err != nil {
+			err = fmt.Errorf("--buffer-limit: %w", err)
+		}
+		for i := range cases {
+			cases[i].BufferLimit = limit
+		}
 	}
 	if err == nil && o.repeat < 1 {
 		err = fmt.Errorf("--repeat: expected a count of passes >= 1, found %d", o.repeat)

@@ -131,10 +131,8 @@ func demo(ctx context.Context, o demoFlags, start time.Time, log *slog.Logger, o
 	if err != nil {
 		return err
 	}
-	var running atomic.Bool
-	running.Store(true)
 	if o.metricsAddr != "" {
-		stop, bound, err := serveMetrics(o.metricsAddr, reg, running.Load, log)
+		stop, bound, err := serveMetrics(o.metricsAddr, reg, p.Health, log)
 		if err != nil {
 			return err
 		}
@@ -251,7 +249,6 @@ loop:
 	if runErr == nil {
 		runErr = <-runDone
 	}
-	running.Store(false)
 	if err := errors.Join(feedErr, runErr); err != nil {
 		return err
 	}

@@ -145,3 +145,23 @@ func parseStart(s string, day time.Time) (time.Time, error) {
 	}
 	return time.Date(day.Year(), day.Month(), day.Day(), hm.Hour(), hm.Minute(), 0, 0, day.Location()), nil
 }
+
+// parseBytes reads a byte count: a whole number, or one with a KiB, MiB or GiB suffix.
+func parseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("expected a byte count such as 268435456 or 256MiB, found %q", s)
+	}
+	return n * mult, nil
+}

@@ -2,155 +2,110 @@ package consumer
 
 import (
 	"cmp"
+	"context"
 	"slices"
+	"time"
+	"unsafe"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/streamledger/streamledger/sink"
 )
 
-// backpressureEvery is how many dispatched messages pass between two checks of the bounds
-// outside ticks. A check waits for every dispatched message to be decided (a barrier), so
-// it is spaced wider than one chunk per worker.
-const backpressureEvery = 8192
-
-// checkBounds runs the backpressure check at a barrier once backpressureEvery messages were
-// dispatched since the last check, when a bound is configured.
-func (p *processor[K]) checkBounds() {
-	if p.sinceCheck < backpressureEvery || (p.s.MaxPending == 0 && p.s.MaxOpenKeys == 0) {
-		return
-	}
-	p.barrier()
-	p.backpressure(false)
-}
-
-// backpressure pauses partitions while the ledger or the open windows hold more than their
-// bounds, and resumes them as they drain. Polling goes on meanwhile, so the group never evicts
-// the consumer. It runs at a barrier.
+// The buffer bound (Config.BufferLimit). What the consumer holds is two kinds of memory, each
+// with its own remedy:
 //
-// Ledger (MaxPending): only entries that can become committable without new data are worth
-// pausing for ("drainable"): those before the partition's first entry of a window still open
-// (closed windows waiting for a write, unflushed state, unconfirmed dead letters). From that
-// entry on they wait for the partition's own later messages, so pausing their partition would
-// hold them forever. Past the
-// bound, the partitions holding the most drainable entries are paused until the running ones
-// hold at most the low-water mark; a paused partition resumes once the total is under the
-// low-water mark or once it has drained everything it could.
+//   - the write backlog: state rows not flushed, closed partials not written (waiting, in
+//     flight, or kept after a failure) and dead letters waiting for their delivery report.
+//     A tick writes it and drops it, so past a quarter of the budget the consumer ticks at
+//     once; while writes are in flight, or when a tick has nothing to write (dead letters
+//     waiting for their reports), it pauses every partition instead (nothing new is fetched)
+//     until the backlog is back under ResumeAt of that quarter.
+//   - the open windows: a partition's windows close only as its own watermark moves, so a
+//     paused partition keeps them, and the running ones keep a working set of their own. Past
+//     what the budget leaves beside the backlog, the partitions holding the most are paused
+//     (stopping their growth) as long as the paused ones together hold at most the low-water
+//     mark; a partition that alone holds more is never paused. They resume when the windows
+//     fall to the low-water mark, or at the next tick at which they are back under the bound:
+//     paused partitions cannot make the total fall, so waiting for the low-water mark alone
+//     could hold them forever behind the others' working set. Growth is so throttled to the
+//     bound, one tick at a time.
 //
-// Open windows (MaxOpenKeys): a partition's windows close only as its own watermark moves,
-// so a paused partition keeps its open keys, and the running ones keep a working set of their
-// own. Past the bound, the partitions holding the most are paused (stopping their growth) as
-// long as the paused ones together hold at most the low-water mark; a partition that alone
-// holds more is never paused. They resume when the total falls to the low-water mark, or at the
-// next tick at which it is back under the bound: paused partitions cannot make the total fall,
-// so waiting for the low-water mark alone could hold them forever behind the others' working
-// set. Growth is so throttled to the bound, one tick at a time.
-func (p *processor[K]) backpressure(atTick bool) {
-	p.sinceCheck = 0
-	if p.s.MaxPending == 0 && p.s.MaxOpenKeys == 0 {
-		return
-	}
-	type load struct {
-		pt        *part[K]
-		pending   int64
-		drainable int64
-		keys      int
-	}
-	var (
-		pending int64
-		keys    int
-		loads   = make([]load, 0, len(p.order))
-	)
+// Polling goes on meanwhile, so the group never evicts the consumer.
+
+// buffered returns the bytes of the open windows and of the write backlog, as estimated by
+// the workers after each chunk and by the loop for what waits for a write.
+func (p *processor[K]) buffered() (windows, backlog int64) {
 	for _, pt := range p.order {
-		n := pt.led.Pending()
-		k := pt.win.OpenKeys()
-		pending += n
-		keys += k
-		loads = append(loads, load{pt: pt, pending: n, drainable: pt.drainable(), keys: k})
+		windows += pt.winBytes.Load()
+		backlog += pt.stateBytes.Load() + pt.letterBytes.Load() + pt.unwrittenBytes
 	}
-
-	if p.s.MaxPending > 0 {
-		low := int64(float64(p.s.MaxPending) * p.s.ResumeAt)
-		for _, l := range loads {
-			if pending <= low || l.drainable == 0 {
-				p.unpause(l.pt, pausePending)
-			}
-		}
-		if pending > p.s.MaxPending {
-			slices.SortStableFunc(loads, func(a, b load) int { return cmp.Compare(b.drainable, a.drainable) })
-			var running int64
-			for _, l := range loads {
-				if l.pt.paused&pausePending == 0 {
-					running += l.pending
-				}
-			}
-			paused := false
-			for _, l := range loads {
-				if running <= low || l.drainable == 0 {
-					break
-				}
-				if l.pt.paused&pausePending != 0 {
-					continue
-				}
-				p.pause(l.pt, pausePending)
-				running -= l.pending
-				paused = true
-			}
-			if !paused && !p.overWarned {
-				p.overWarned = true
-				p.log.Warn("uncommitted messages over MaxPending, held by open windows that only new data can close; "+
-					"MaxPending should exceed the working set", "pending", pending, "max_pending", p.s.MaxPending)
-			}
-		} else {
-			p.overWarned = false
-		}
+	if p.job != nil {
+		backlog += p.job.bytes
 	}
+	return windows, backlog
+}
 
-	if p.s.MaxOpenKeys > 0 {
-		low := int(float64(p.s.MaxOpenKeys) * p.s.ResumeAt)
-		if keys <= low || (atTick && keys <= p.s.MaxOpenKeys && p.ticks > p.keysPausedAt) {
-			for _, l := range loads {
-				p.unpause(l.pt, pauseKeys)
-			}
+// checkBuffer applies the buffer bound to the write backlog; it runs on the loop after every
+// poll.
+func (p *processor[K]) checkBuffer(ctx context.Context) {
+	if p.s.buffer <= 0 {
+		return
+	}
+	_, backlog := p.buffered()
+	quarter := p.s.buffer / 4
+	switch {
+	case backlog <= int64(float64(quarter)*p.s.ResumeAt):
+		for _, pt := range p.order {
+			p.unpause(pt, pauseBacklog)
 		}
-		if keys > p.s.MaxOpenKeys {
-			slices.SortStableFunc(loads, func(a, b load) int { return cmp.Compare(b.keys, a.keys) })
-			held := 0
-			for _, l := range loads {
-				if l.pt.paused&pauseKeys != 0 {
-					held += l.keys
-				}
-			}
-			for _, l := range loads {
-				if l.pt.paused&pauseKeys != 0 || l.keys == 0 || held+l.keys > low {
-					continue
-				}
-				p.pause(l.pt, pauseKeys)
-				p.keysPausedAt = p.ticks
-				held += l.keys
-			}
+	case backlog <= quarter:
+	case p.job == nil && !p.tickDue && p.dispatched != p.tickedCount:
+		p.tick(ctx, CommitBuffer) // writes and drops the backlog
+	default:
+		// Writes in flight, or nothing a tick could write (dead letters waiting for their
+		// reports): fetch nothing more until the backlog falls.
+		for _, pt := range p.order {
+			p.pause(pt, pauseBacklog)
 		}
 	}
 }
 
-// drainable estimates how many of the partition's uncommitted entries can become committable
-// without new data: those before the first entry of a window that is still open (closed
-// windows get written, flushes and acks arrive); the ones after it wait for the partition's
-// later messages whatever their own condition.
-func (pt *part[K]) drainable() int64 {
-	pending := pt.led.Pending()
-	if len(pt.open) == 0 || pending == 0 {
-		return pending
+// throttleWindows pauses the partitions holding the most open-window bytes while the windows
+// pass what the budget leaves beside the backlog, and resumes them as they fall (see above).
+// It runs at ticks.
+func (p *processor[K]) throttleWindows() {
+	if p.s.buffer <= 0 {
+		return
 	}
-	firstOpen := int64(-1)
-	for _, ow := range pt.open {
-		if firstOpen < 0 || ow.first < firstOpen {
-			firstOpen = ow.first
+	windows, backlog := p.buffered()
+	bound := max(p.s.buffer-backlog, p.s.buffer/2)
+	low := int64(float64(bound) * p.s.ResumeAt)
+	if windows <= low || (windows <= bound && p.ticks > p.windowsPausedAt) {
+		for _, pt := range p.order {
+			p.unpause(pt, pauseWindows)
 		}
 	}
-	base, ok := pt.led.Committable()
-	if !ok {
-		base = pt.firstAdded
+	if windows <= bound {
+		return
 	}
-	return min(max(firstOpen-base, 0), pending)
+	loads := slices.Clone(p.order)
+	slices.SortStableFunc(loads, func(a, b *part[K]) int { return cmp.Compare(b.winBytes.Load(), a.winBytes.Load()) })
+	var held int64
+	for _, pt := range loads {
+		if pt.paused&pauseWindows != 0 {
+			held += pt.winBytes.Load()
+		}
+	}
+	for _, pt := range loads {
+		n := pt.winBytes.Load()
+		if pt.paused&pauseWindows != 0 || n == 0 || held+n > low {
+			continue
+		}
+		p.pause(pt, pauseWindows)
+		p.windowsPausedAt = p.ticks
+		held += n
+	}
 }
 
 func (p *processor[K]) pause(pt *part[K], why uint8) {
@@ -207,10 +162,46 @@ func pauseReason(why uint8) string {
 	switch why {
 	case pauseWrite:
 		return "write failed"
-	case pausePending:
-		return "backpressure: uncommitted messages"
-	case pauseKeys:
-		return "backpressure: open windows"
+	case pauseBacklog:
+		return "buffer bound: write backlog"
+	case pauseWindows:
+		return "buffer bound: open windows"
 	}
 	return "several"
+}
+
+// rowBytes estimates the memory a buffered state row holds: the row, its key and value
+// slices, and each value boxed in an interface.
+func rowBytes(r sink.StateRow) int64 {
+	n := int64(unsafe.Sizeof(r))
+	for _, vs := range [2][]any{r.Key, r.Values} {
+		for _, v := range vs {
+			n += 16 + valueBytes(v)
+		}
+	}
+	return n
+}
+
+func valueBytes(v any) int64 {
+	switch v := v.(type) {
+	case string:
+		return int64(16 + len(v))
+	case []byte:
+		return int64(24 + len(v))
+	case time.Time:
+		return 24
+	case nil:
+		return 0
+	}
+	return 8
+}
+
+// partialBytes estimates the memory of closed partials waiting for a write: each partial's
+// serialized stats and the rest of it (key strings, attributes).
+func partialBytes(ps []sink.Partial) int64 {
+	var n int64
+	for _, p := range ps {
+		n += int64(unsafe.Sizeof(p)) + int64(len(p.Stats)+len(p.Dimension)+len(p.DimensionID)) + 64*int64(len(p.Attrs))
+	}
+	return n
 }

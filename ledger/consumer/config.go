@@ -29,9 +29,17 @@ const (
 	MaxDeadLetterBackoff     = 30 * time.Second
 	DefaultShutdownTimeout   = 30 * time.Second
 	DefaultCloseTimeout      = 10 * time.Second
-	DefaultResumeAt          = 0.5
-	DefaultEffectBatch       = 256
-	MaxEffectBatch           = 8192
+	// defaultSessionTimeout is librdkafka's session.timeout.ms default.
+	defaultSessionTimeout = 45 * time.Second
+	DefaultResumeAt       = 0.5
+	DefaultEffectBatch    = 256
+	MaxEffectBatch        = 8192
+	// DefaultBufferLimit is the BufferLimit of a zero Config.
+	DefaultBufferLimit = 256 << 20
+	// maxPrefetch bounds the client's share of BufferLimit.
+	maxPrefetch = 64 << 20
+	// minBufferLimit is the smallest BufferLimit.
+	minBufferLimit = 64 << 10
 	// DefaultFetchQueueBackoff is the fetch.queue.backoff.ms the consumer gives librdkafka
 	// when the configuration does not set it; see Config.Kafka.
 	DefaultFetchQueueBackoff = 20 * time.Millisecond
@@ -184,6 +192,11 @@ type Config[K comparable] struct {
 	// outcome is the same, as every write is applied to the ledgers when all are done. Zero
 	// means 1: one after another, the state tables first.
 	WriteConcurrency int
+	// AssignmentWait is how long a subscribed consumer may hold no partition before it logs a
+	// warning and [Consumer.Health] reports [HealthNoAssignment]: a group that cannot
+	// complete a rebalance otherwise leaves a consumer waiting without a word. Zero means
+	// three session timeouts (session.timeout.ms, 45 s unless set); negative means never.
+	AssignmentWait time.Duration
 	// AssignTimeout bounds reading the committed offsets and the sink's progress of newly
 	// assigned partitions. Failing that, Run stops with an error wrapping [ErrAssign]: the
 	// consumer cannot know from which watermark to decide. Zero means DefaultAssignTimeout.
@@ -200,20 +213,24 @@ type Config[K comparable] struct {
 	// Zero means DefaultCloseTimeout (10 s).
 	CloseTimeout time.Duration
 
-	// MaxPending bounds the uncommitted messages held by the ledgers. Past it, the partitions
-	// holding the most entries that can become durable without new data (closed windows not
-	// yet written, unflushed state, unconfirmed dead letters) are paused; each resumes when the
-	// total falls to ResumeAt of the bound or when it has drained what it could. Entries of
-	// windows still open wait for their partition's own next messages, so no partition is
-	// paused for them: MaxPending should exceed that working set. Zero means no bound.
-	MaxPending int64
-	// MaxOpenKeys bounds the open (window, key) aggregates over all partitions. Past it, the
-	// partitions holding the most are paused, as long as the paused ones hold at most ResumeAt
-	// of the bound; they resume when the total falls to that, or at the next tick at which it
-	// is back under the bound. Zero means no bound.
-	MaxOpenKeys int
-	// ResumeAt is the low-water mark of both bounds, as a fraction of the bound in [0, 1).
-	// Zero means DefaultResumeAt (0.5).
+	// BufferLimit bounds, in bytes, the memory the consumer holds for what it consumed. An
+	// eighth of it, at most 64 MiB, is the client's prefetch of messages not yet decided:
+	// queued.max.messages.kbytes and fetch.max.bytes, unless the Kafka configuration sets
+	// them. The rest is the budget of what was decided: the write backlog (state rows not
+	// flushed, closed partials not written, dead letters not confirmed) and the open windows.
+	// Past a quarter of the budget the backlog is written at once by a tick run early, and
+	// while writes are in flight every partition is paused until the backlog is back under
+	// ResumeAt of that quarter. Open windows past what the budget leaves beside the backlog
+	// pause the partitions holding the most, one tick at a time (a partition's windows close
+	// only as its own watermark moves). The sizes are estimates of the Go heap the structures
+	// hold; the process needs room beside them for the garbage collector (GOGC, GOMEMLIMIT),
+	// the client and the rest of the program. fetch.max.bytes is at least 1 MiB, which
+	// librdkafka requires. Zero means DefaultBufferLimit (256 MiB); below 64 KiB is refused;
+	// negative means no bound, and librdkafka's prefetch defaults.
+	BufferLimit int64
+	// ResumeAt is the low-water mark of the BufferLimit bounds, as a fraction of a bound in
+	// [0, 1): paused partitions resume once what they wait for falls to it. Zero means
+	// DefaultResumeAt (0.5).
 	ResumeAt float64
 
 	// Until makes Run bounded, for backfills, batch jobs and tests: each partition is
@@ -249,6 +266,8 @@ type settings[K comparable] struct {
 	// effectBatch bounds a batch of effects; chunk bounds the messages of a chunk (at least
 	// effectBatch) and sealEvery the messages dispatched between two sealings of every chunk.
 	effectBatch, chunk, sealEvery int
+	// buffer is BufferLimit less the client's prefetch, 0 without a bound.
+	buffer int64
 }
 
 // validate checks cfg and fills in its defaults. Every error wraps ErrConfig.
@@ -265,6 +284,9 @@ func (cfg Config[K]) validate() (*settings[K], error) {
 		return nil, err
 	}
 	s.kafka = km
+	if err := s.bufferLimit(); err != nil {
+		return nil, err
+	}
 	if len(cfg.Topics) == 0 {
 		return bad("Topics: at least one topic with its handler is required")
 	}
@@ -327,17 +349,21 @@ func (cfg Config[K]) validate() (*settings[K], error) {
 	if s.WriteConcurrency < 0 {
 		return bad("WriteConcurrency: expected a count >= 0 (0: 1), found %d", s.WriteConcurrency)
 	}
-	if s.MaxPending < 0 {
-		return bad("MaxPending: expected a bound >= 0 (0: none), found %d", s.MaxPending)
-	}
-	if s.MaxOpenKeys < 0 {
-		return bad("MaxOpenKeys: expected a bound >= 0 (0: none), found %d", s.MaxOpenKeys)
-	}
 	if !(s.ResumeAt >= 0 && s.ResumeAt < 1) {
 		return bad("ResumeAt: expected a fraction in [0, 1), found %v", s.ResumeAt)
 	}
 	if s.ResumeAt == 0 {
 		s.ResumeAt = DefaultResumeAt
+	}
+	if s.AssignmentWait == 0 {
+		session, ok, err := configMillis(km, "session.timeout.ms")
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			session = defaultSessionTimeout
+		}
+		s.AssignmentWait = 3 * session
 	}
 	if mpi, ok, err := configMillis(km, "max.poll.interval.ms"); err != nil {
 		return nil, err
@@ -482,4 +508,29 @@ func redacted(m kafka.ConfigMap) slog.Attr {
 		attrs = append(attrs, slog.String(k, fmt.Sprint(m[k])))
 	}
 	return slog.Group("kafka", attrs...)
+}
+
+// bufferLimit fills in BufferLimit's default, sets the client's prefetch to its share unless
+// the Kafka configuration sets it, and keeps the rest as the budget of what was decided.
+func (s *settings[K]) bufferLimit() error {
+	if s.BufferLimit == 0 {
+		s.BufferLimit = DefaultBufferLimit
+	}
+	if s.BufferLimit < 0 {
+		return nil
+	}
+	if s.BufferLimit < minBufferLimit {
+		return fmt.Errorf("%w: BufferLimit: expected at least %d bytes, or a negative value for no bound, found %d",
+			ErrConfig, minBufferLimit, s.BufferLimit)
+	}
+	prefetch := min(s.BufferLimit/8, maxPrefetch)
+	if _, ok := s.kafka["queued.max.messages.kbytes"]; !ok {
+		s.kafka["queued.max.messages.kbytes"] = int(max(prefetch>>10, 1))
+	}
+	if _, ok := s.kafka["fetch.max.bytes"]; !ok {
+		// librdkafka wants fetch.max.bytes at least max.partition.fetch.bytes (1 MiB unless set).
+		s.kafka["fetch.max.bytes"] = int(max(prefetch, 1<<20))
+	}
+	s.buffer = s.BufferLimit - prefetch
+	return nil
 }

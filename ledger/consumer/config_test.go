@@ -39,6 +39,39 @@ func TestConfigDefaults(t *testing.T) {
 	assert.Equal(t, "g", s.kafka["group.id"], "the rest passes through")
 	assert.Equal(t, 20, s.kafka["fetch.queue.backoff.ms"], "librdkafka's 1 s backoff stalls a fast consumer")
 	assert.Zero(t, s.FlushWhenCaughtUp, "no early ticks unless asked")
+	assert.Equal(t, int64(DefaultBufferLimit), s.BufferLimit)
+	assert.Equal(t, 32<<10, s.kafka["queued.max.messages.kbytes"], "an eighth of the bound is the client's prefetch")
+	assert.Equal(t, 32<<20, s.kafka["fetch.max.bytes"])
+	assert.Equal(t, int64(DefaultBufferLimit-32<<20), s.buffer)
+	assert.Equal(t, 3*45*time.Second, s.AssignmentWait, "three of librdkafka's session timeouts")
+}
+
+func TestConfigBufferLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		limit         int64
+		kafka         kafka.ConfigMap
+		queued, fetch any
+		buffer        int64
+	}{
+		{"large: prefetch at most 64 MiB", 4 << 30, nil, 64 << 10, 64 << 20, 4<<30 - 64<<20},
+		{"small: fetch.max.bytes at least 1 MiB", 1 << 20, nil, 128, 1 << 20, 1<<20 - 128<<10},
+		{"set by the user: kept", 1 << 30, kafka.ConfigMap{"queued.max.messages.kbytes": 1000, "fetch.max.bytes": 2 << 20}, 1000, 2 << 20, 1<<30 - 64<<20},
+		{"no bound: librdkafka's defaults", -1, nil, nil, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := validConfig(t)
+			cfg.BufferLimit = tc.limit
+			for k, v := range tc.kafka {
+				cfg.Kafka[k] = v
+			}
+			s, err := cfg.validate()
+			require.NoError(t, err)
+			assert.Equal(t, tc.queued, s.kafka["queued.max.messages.kbytes"])
+			assert.Equal(t, tc.fetch, s.kafka["fetch.max.bytes"])
+			assert.Equal(t, tc.buffer, s.buffer)
+		})
+	}
 }
 
 func TestConfigPassesThroughAndForces(t *testing.T) {
@@ -79,8 +112,7 @@ func TestConfigErrors(t *testing.T) {
 		{"negative window", func(c *Config[string]) { c.WindowSize = -time.Second }, "WindowSize"},
 		{"negative flush", func(c *Config[string]) { c.FlushInterval = -1 }, "FlushInterval"},
 		{"negative caught-up flush", func(c *Config[string]) { c.FlushWhenCaughtUp = -time.Second }, "FlushWhenCaughtUp"},
-		{"negative pending", func(c *Config[string]) { c.MaxPending = -1 }, "MaxPending"},
-		{"negative keys", func(c *Config[string]) { c.MaxOpenKeys = -1 }, "MaxOpenKeys"},
+		{"tiny buffer", func(c *Config[string]) { c.BufferLimit = 1000 }, "BufferLimit: expected at least 65536 bytes, or a negative value for no bound, found 1000"},
 		{"negative write concurrency", func(c *Config[string]) { c.WriteConcurrency = -1 }, "WriteConcurrency"},
 		{"resume at one", func(c *Config[string]) { c.ResumeAt = 1 }, "ResumeAt"},
 		{"write timeout vs poll interval", func(c *Config[string]) { c.Kafka["max.poll.interval.ms"] = 50000 }, "WriteTimeout"},

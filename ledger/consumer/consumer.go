@@ -109,6 +109,8 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 	c.work = work
 	c.p.startWorkers(work)
 	defer c.p.stopWorkers()
+	c.p.live.started(time.Now())
+	defer c.p.live.running.Store(false)
 
 	if err := kc.SubscribeTopics(c.s.topics, c.rebalance); err != nil {
 		return errors.Join(fmt.Errorf("consumer: subscribe to %v: %w", c.s.topics, err), c.closeClient(kc))
@@ -145,7 +147,8 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 				c.p.caughtUp(work)
 			}
 		}
-		c.p.checkBounds()
+		c.p.checkBuffer(work)
+		c.p.checkAssignment()
 		if c.p.boundedDone() {
 			c.s.Logger.Info("every partition reached its stop offset, written and committed")
 			return c.shutdown(kc)
@@ -228,6 +231,7 @@ func (c *Consumer[K]) rebalance(kc *kafka.Consumer, ev kafka.Event) error {
 		}
 		c.p.assignedOnce = true
 		c.p.pauseEndedAll()
+		c.p.live.assigned(time.Now(), len(c.p.order))
 	case kafka.RevokedPartitions:
 		lost := kc.AssignmentLost()
 		tps := make([]ledger.TopicPartition, 0, len(e.Partitions))
@@ -237,6 +241,7 @@ func (c *Consumer[K]) rebalance(kc *kafka.Consumer, ev kafka.Event) error {
 			}
 		}
 		c.p.revoke(c.work, tps, lost, CommitRevoke)
+		c.p.live.assigned(time.Now(), len(c.p.order))
 		var err error
 		if cooperative {
 			err = kc.IncrementalUnassign(e.Partitions)

@@ -61,6 +61,9 @@ func (b *inbox) take(dst []report) []report {
 // on the loop for a letter sent again. A send that fails at once is reported like a failed
 // delivery: the loop schedules it again when it drains the reports.
 func (p *processor[K]) send(ctx context.Context, pt *part[K], l *letter) {
+	if l.attempt == 0 {
+		pt.letterBytes.Add(l.bytes())
+	}
 	l.attempt++
 	pt.inflight++
 	sctx, cancel := context.WithTimeout(ctx, p.s.WriteTimeout)
@@ -104,6 +107,7 @@ func (p *processor[K]) drainReports() {
 			p.failedLetter(r.l, r.err)
 			continue
 		}
+		pt.letterBytes.Add(-r.l.bytes())
 		if err := pt.led.Ack(r.l.offset); err != nil {
 			p.fail(err, "ack of a dead letter", "partition", r.l.tp.String(), "offset", r.l.offset)
 		}
@@ -195,4 +199,14 @@ func (p *processor[K]) waitDeadLetters(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// bytes estimates the memory a letter holds until it is delivered: its record's key, value
+// and headers.
+func (l *letter) bytes() int64 {
+	n := int64(len(l.rec.Key) + len(l.rec.Value) + 128)
+	for _, h := range l.rec.Headers {
+		n += int64(len(h.Key) + len(h.Value) + 32)
+	}
+	return n
 }

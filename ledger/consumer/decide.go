@@ -34,6 +34,7 @@ func (p *processor[K]) decideChunk(ctx context.Context, c *chunk[K]) {
 		}
 		p.decide(ctx, c.pt, m, c.arrivals[i], c.evs[i], c.fxErrs[i])
 	}
+	c.pt.winBytes.Store(c.pt.win.Bytes())
 }
 
 // applyEffects hands ApplyEffects the batch of c's effects that starts at message first: the
@@ -108,9 +109,12 @@ func (p *processor[K]) decide(ctx context.Context, pt *part[K], m *kafka.Message
 		if pt.state == nil {
 			pt.state = make(map[string][]sink.StateRow)
 		}
+		var size int64
 		for _, r := range ev.State {
 			pt.state[r.Table] = append(pt.state[r.Table], r.StateRow)
+			size += rowBytes(r.StateRow)
 		}
+		pt.stateBytes.Add(size)
 		pt.stateRows += len(ev.State)
 		cond = cond.And(ledger.Flush(p.seq))
 		info.State = len(ev.State)

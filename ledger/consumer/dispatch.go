@@ -127,7 +127,6 @@ func (p *processor[K]) dispatch(m *kafka.Message) {
 		p.reachedStop(pt, true)
 	}
 	p.dispatched++
-	p.sinceCheck++
 	if len(c.msgs) >= p.s.chunk || p.pool.inline {
 		p.seal(pt)
 	}

@@ -132,10 +132,19 @@
 // A partition is idle when it is caught up (its position equals the client's cached high
 // watermark) and quiet for [Config.IdleTimeout]; its watermark then follows the wall clock
 // from its last message, so its windows close (see package watermark). Lag is high watermark
-// minus position. When the ledger or the open windows pass [Config.MaxPending] or
-// [Config.MaxOpenKeys], the partitions holding the most are paused (see those fields); the
-// loop keeps polling, so the group never evicts the consumer, also while a write is being
-// retried.
+// minus position. [Config.BufferLimit] bounds the memory the consumer holds: the client's
+// prefetch is set to a share of it, a write backlog past its share is written at once (the
+// partitions are paused while the writes run), and open windows past theirs pause the
+// partitions holding the most; the loop keeps polling, so the group never evicts the
+// consumer, also while a write is being retried.
+//
+// # Bounded runs and liveness
+//
+// With [Config.Until], Run consumes each partition up to a stop offset, closes its windows
+// with an end-of-input watermark, and returns once everything is written and committed.
+// [Consumer.Health] tells a consumer that holds partitions and writes from one that has held
+// no partition for longer than [Config.AssignmentWait] (which it also logs) or whose writes
+// are stalled.
 //
 // # Shutdown
 //

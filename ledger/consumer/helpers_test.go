@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/dlq"
@@ -456,3 +457,8 @@ func aggregates(t testing.TB, m *sinktest.Memory, from, to time.Time) []sink.Agg
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func TestLogTime(t *testing.T) {
+	assert.Equal(t, "none", logTime(time.Time{}).String())
+	assert.Equal(t, T0, logTime(T0).Time())
+}

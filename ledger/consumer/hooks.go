@@ -166,8 +166,11 @@ const (
 	// CommitShutdown is the last commit of a graceful shutdown.
 	CommitShutdown
 	// CommitCaughtUp is the commit of a tick run early because the consumer had caught up
-	// (Config.FlushWhenCaughtUp).
+	// (Config.FlushWhenCaughtUp), or because a partition reached its stop (Config.Until).
 	CommitCaughtUp
+	// CommitBuffer is the commit of a tick run early because the write backlog passed its
+	// share of Config.BufferLimit.
+	CommitBuffer
 )
 
 func (r CommitReason) String() string {
@@ -180,6 +183,8 @@ func (r CommitReason) String() string {
 		return "shutdown"
 	case CommitCaughtUp:
 		return "caught-up"
+	case CommitBuffer:
+		return "buffer"
 	}
 	return "unknown"
 }
@@ -254,6 +259,9 @@ type TickInfo struct {
 	// CaughtUp is set on a tick run early because the consumer had caught up
 	// (Config.FlushWhenCaughtUp).
 	CaughtUp bool
+	// Unassigned is how long the consumer has held no partition; zero while it holds some.
+	// SinceAssignment is the time since its assignment last changed.
+	Unassigned, SinceAssignment time.Duration
 	// Waited is how long the tick waited, deciding nothing, for the previous tick's writes
 	// before it ran (it came while they were in flight; see Config.SyncWrites). Where ticks
 	// wait long, the sink holds the loop back, not the client or the handlers.

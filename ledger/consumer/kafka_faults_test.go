@@ -88,14 +88,19 @@ func TestKafkaUnconfirmedDeadLetterKeepsItsOffset(t *testing.T) {
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = prod.Close(context.Background()) })
-	produceStream(t, c, "d", "s 0:01", "x bad one", "s 0:02", "x bad two", "s 0:03")
+	stream := []string{"s 0:01"}
+	for i := range 150 { // letters enough to pass a quarter of the smallest buffer bound
+		stream = append(stream, fmt.Sprintf("x bad %03d %s", i, strings.Repeat("-", 40)))
+	}
+	stream = append(stream, "s 0:02", "s 0:03")
+	produceStream(t, c, "d", stream...)
 	p0 := ledger.TopicPartition{Topic: "d", Partition: 0}
 
 	paused := &pausedHook{paused: map[ledger.TopicPartition]bool{}}
 	in := start(t, "dlq", clientConfig(c, "gd", ""), newMemory(t), []string{"d"}, func(cfg *Config[string]) {
 		cfg.DeadLetters = prod
 		cfg.DeadLetterBackoff = 20 * time.Millisecond
-		cfg.MaxPending = 1
+		cfg.BufferLimit = 64 << 10
 		cfg.Hooks = append(cfg.Hooks, paused)
 	})
 	eventually(t, "offset 0 committed, dead letters failing", func() bool {
@@ -103,32 +108,32 @@ func TestKafkaUnconfirmedDeadLetterKeepsItsOffset(t *testing.T) {
 	})
 	eventually(t, "more failed deliveries", func() bool { return in.c.Counters().DeadLetterFailures >= 6 })
 	assert.Equal(t, int64(1), c.Committed(t, "gd", "d")[0].Offset, "never past the unconfirmed dead letter")
-	assert.True(t, paused.was(p0), "paused by MaxPending while the dead letters wait")
+	eventually(t, "paused by the buffer bound while the dead letters wait", func() bool { return paused.was(p0) })
 	assert.Empty(t, c.ReadAll(t, "dlq.d"))
 
 	fault.Remove()
-	eventually(t, "everything committed once delivered", func() bool { return c.Committed(t, "gd", "d")[0].Offset == 5 })
+	eventually(t, "everything committed once delivered", func() bool { return c.Committed(t, "gd", "d")[0].Offset == int64(len(stream)) })
 	require.NoError(t, in.stop(t))
 	in.chk.verify(t)
 
 	letters := c.ReadAll(t, "dlq.d")
-	require.Len(t, letters, 2)
-	for i, want := range []struct {
-		value  string
-		offset int64
-	}{{"x bad one", 1}, {"x bad two", 3}} {
-		hs := make([]dlq.Header, len(letters[i].Headers))
-		for j, h := range letters[i].Headers {
+	require.Len(t, letters, 150, "each letter once: a failed delivery is never acked, and sent again")
+	byOffset := map[int64]string{}
+	for _, l := range letters {
+		hs := make([]dlq.Header, len(l.Headers))
+		for j, h := range l.Headers {
 			hs[j] = dlq.Header{Key: h.Key, Value: h.Value}
 		}
-		dl, err := dlq.Decode(letters[i].Key, letters[i].Value, hs)
+		dl, err := dlq.Decode(l.Key, l.Value, hs)
 		require.NoError(t, err)
-		assert.Equal(t, want.value, string(dl.Value))
-		assert.Equal(t, want.offset, dl.Offset)
 		assert.Equal(t, "test.decode", dl.ErrorClass)
+		byOffset[dl.Offset] = string(dl.Value)
+	}
+	for off := int64(1); off <= 150; off++ {
+		assert.Equal(t, stream[off], byOffset[off], "the letter of offset %d", off)
 	}
 	cn := in.c.Counters()
-	assert.Equal(t, int64(2), cn.DeadLettered)
+	assert.Equal(t, int64(150), cn.DeadLettered)
 	assert.Equal(t, cn.Consumed, cn.Admitted+cn.Late+cn.DeadLettered)
 }
 

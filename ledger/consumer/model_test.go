@@ -175,13 +175,13 @@ func (m *model) newInstance() *simInstance {
 		DeadLetters:       in.dlq,
 		IdleTimeout:       -1,
 		DeadLetterBackoff: time.Second,
-		MaxPending:        int64(m.rng.IntN(3) * 15), // sometimes none, sometimes tight
 		Clock:             m.clock.Now,
 		Logger:            discardLogger(),
 		Hooks:             []Hook{in.chk},
 	}
 	s, err := cfg.validate()
 	require.NoError(m.t, err)
+	s.buffer = int64(m.rng.IntN(3)) * 2048 // sometimes no bound, sometimes a tight one
 	in.p, err = newProcessor(s, in.cl)
 	require.NoError(m.t, err)
 	in.p.startWorkers(context.Background())
@@ -262,6 +262,7 @@ func (m *model) step(in *simInstance) {
 	in.p.drainReports()
 	in.p.resendDue(context.Background())
 	in.p.poll(context.Background())
+	in.p.checkBuffer(context.Background())
 	require.NoError(m.t, in.p.fatal())
 }
 
@@ -399,7 +400,7 @@ func runModel(t *testing.T, seed uint64) {
 	for _, tp := range tps {
 		o := m.ownerOf(tp)
 		if pt := o.p.parts[tp]; pt != nil && o.cl.pos[tp] != int64(len(logs[tp])) {
-			t.Logf("%v: paused=%b seekTo=%d next=%d pending=%d open=%d clientPaused=%v maxPending=%d", tp, pt.paused, pt.seekTo, pt.next, pt.led.Pending(), pt.openEntries, o.cl.paused[tp], o.p.s.MaxPending)
+			t.Logf("%v: paused=%b seekTo=%d next=%d pending=%d open=%d clientPaused=%v buffer=%d", tp, pt.paused, pt.seekTo, pt.next, pt.led.Pending(), pt.openEntries, o.cl.paused[tp], o.p.s.buffer)
 		}
 		require.Equal(t, int64(len(logs[tp])), o.cl.pos[tp], "partition %v consumed to the end", tp)
 		m.release(tp, false)

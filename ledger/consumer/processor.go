@@ -28,8 +28,8 @@ type client interface {
 // Reasons a partition is paused; it fetches again when none is left.
 const (
 	pauseWrite   uint8 = 1 << iota // its close or progress write failed: decide nothing more until it succeeds
-	pausePending                   // the ledger passed MaxPending
-	pauseKeys                      // the open windows passed MaxOpenKeys
+	pauseBacklog                   // the write backlog passed its share of BufferLimit while writes run
+	pauseWindows                   // the open windows passed their share of BufferLimit
 )
 
 // processor is the consumer's state: every partition's ledger, watermark and windows, the
@@ -67,19 +67,17 @@ type processor[K comparable] struct {
 	open       []*part[K] // partitions with an open chunk
 	sinceSeal  int        // messages dispatched since every open chunk was last sealed
 	dispatched int64      // messages dispatched so far
-	sinceCheck int64      // messages dispatched since the last backpressure check
 
 	inbox     *inbox
 	reportBuf []report
 	resends   []*letter
 	lettersAt time.Time // when the loop last handled delivery reports outside a tick
 
-	commitBuf    []ledger.Commit
-	ticks        uint64    // ticks so far
-	tickedAt     time.Time // when the last tick began (now), for FlushWhenCaughtUp
-	tickedCount  int64     // dispatched when the last tick began
-	keysPausedAt uint64    // tick of the last pause for open windows
-	overWarned   bool      // the ledger bound was passed with nothing that pausing could drain
+	commitBuf       []ledger.Commit
+	ticks           uint64    // ticks so far
+	tickedAt        time.Time // when the last tick began (now), for FlushWhenCaughtUp
+	tickedCount     int64     // dispatched when the last tick began
+	windowsPausedAt uint64    // tick of the last pause for open windows
 
 	assignedOnce   bool // an assignment came (a bounded run may end)
 	endedSinceTick bool // a partition reached its stop since the last tick
@@ -93,6 +91,7 @@ type processor[K comparable] struct {
 
 	counters counters
 	stop     stopState
+	live     liveness
 }
 
 // stopState records why Run must stop. Workers and the loop both set it.
@@ -151,15 +150,21 @@ type part[K comparable] struct {
 	nextDispatch int64     // offset after the last dispatched message, -1 before the first
 	cur          *chunk[K] // the chunk taking this partition's messages, if any
 	unwritten    []sink.Partial
-	written      time.Time // closed_through last written (or read at assignment)
-	hasWritten   bool
-	emptySent    bool  // the sink knows the partition as empty (caught up, no watermark)
-	stop         int64 // a bounded run's stop offset, -1 if none
-	ended        bool  // every message below stop was dispatched
-	finished     bool  // the end-of-input watermark was applied
-	caughtUp     bool  // position equals the high watermark at the last tick
-	committed    int64
-	lag          int64
+	// unwrittenBytes estimates the memory of unwritten (see Config.BufferLimit).
+	unwrittenBytes int64
+	written        time.Time // closed_through last written (or read at assignment)
+	hasWritten     bool
+	emptySent      bool  // the sink knows the partition as empty (caught up, no watermark)
+	stop           int64 // a bounded run's stop offset, -1 if none
+	ended          bool  // every message below stop was dispatched
+	finished       bool  // the end-of-input watermark was applied
+	caughtUp       bool  // position equals the high watermark at the last tick
+	committed      int64
+	lag            int64
+
+	// Memory estimates of what the partition holds, kept by whoever decides its messages and
+	// read by the loop at any time (see Config.BufferLimit).
+	winBytes, stateBytes, letterBytes atomic.Int64
 
 	// Chunks dispatched and not yet decided, in offset order; see workers.finish.
 	mu       sync.Mutex

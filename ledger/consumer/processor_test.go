@@ -419,44 +419,64 @@ func TestCommitFailureIsRetriedAtTheNextTick(t *testing.T) {
 	assert.Len(t, h.cl.commits, 3, "nothing moved, nothing sent")
 }
 
-func TestBackpressureOnTheLedger(t *testing.T) {
-	h := newHarness(t, func(c *Config[string]) { c.MaxPending = 4 })
+// The write backlog past a quarter of the buffer budget: a tick runs at once; while its writes
+// are in flight every partition is paused; once they are done the backlog is gone and the
+// partitions fetch again.
+func TestBufferBoundOnTheWriteBacklog(t *testing.T) {
+	h := newHarness(t, nil)
+	h.p.s.buffer = 8 << 10 // a quarter: 2 KiB, about ten state rows
+	run := h.deferWrites()
 	p0, p1 := tp("t", 0), tp("t", 1)
 	h.assign(p0, -1, "")
 	h.assign(p1, -1, "")
-	h.feed(p0, 0, "x", "x", "x", "x")              // four dead letters in flight: drainable
-	h.feed(p1, 0, "w 1 A 1", "w 2 A 1", "w 3 A 1") // three entries of an open window: not drainable
-	h.tick()
-	assert.True(t, h.cl.paused[p0], "the partition holding what can drain is paused")
-	assert.False(t, h.cl.paused[p1], "pausing a partition with only open windows would hold them forever")
-
-	for i := range 4 {
-		h.dlq.deliver(i, nil)
+	for i := range int64(12) {
+		h.feed(p0, i, fmt.Sprintf("s 0:%02d", i))
 	}
-	h.tick()
-	assert.False(t, h.cl.paused[p0], "resumed once drained")
+	_, backlog := h.p.buffered()
+	require.Greater(t, backlog, int64(2<<10))
+	h.p.checkBuffer(h.ctx)
+	require.NotNil(t, h.p.job, "a tick ran at once and started writing the rows")
+	h.p.checkBuffer(h.ctx)
+	assert.True(t, h.cl.paused[p0] && h.cl.paused[p1], "every partition paused while the writes run")
+
+	run()
+	h.p.poll(h.ctx)
+	h.p.checkBuffer(h.ctx)
+	_, backlog = h.p.buffered()
+	assert.Zero(t, backlog, "written and dropped")
+	assert.False(t, h.cl.paused[p0] || h.cl.paused[p1], "fetching again")
+	assert.Equal(t, int64(12), h.committed(p0))
 }
 
-func TestBackpressureOnOpenWindows(t *testing.T) {
-	h := newHarness(t, func(c *Config[string]) { c.MaxOpenKeys = 6 })
+// Open windows past what the budget leaves beside the backlog pause the partitions holding the
+// most, as long as the paused ones hold at most the low-water mark: a partition that alone
+// holds more is never paused. They resume at a later tick at which the windows are back under
+// the bound.
+func TestBufferBoundOnOpenWindows(t *testing.T) {
+	h := newHarness(t, nil)
 	p0, p1 := tp("t", 0), tp("t", 1)
 	h.assign(p0, -1, "")
 	h.assign(p1, -1, "")
-	h.feed(p0, 0, "w 1 A 1", "w 1 B 1") // 3 keys: A, B, all
-	h.feed(p1, 0, "w 1 C 1", "w 6 D 1") // 4 keys: C, all | D, all
+	keys := func(pt ledger.TopicPartition, first int64, n int, minute int) {
+		for i := range n {
+			h.feed(pt, first+int64(i), fmt.Sprintf("w %d K%d 1", minute, i))
+		}
+	}
+	keys(p0, 0, 10, 1) // 11 keys (all included)
+	keys(p1, 0, 30, 1) // 31 keys
+	keys(p1, 30, 1, 6) // a later window: wm 6:00-2:00, nothing closed yet
+	w0, w1 := h.p.parts[p0].winBytes.Load(), h.p.parts[p1].winBytes.Load()
+	require.Greater(t, w1, 2*w0)
+	// The bound sits below both together, and its low-water mark (half of both) between them.
+	h.p.s.buffer = 2 * (w0 + w1) / 3
+	h.p.s.ResumeAt = 0.75
 	h.tick()
-	// 7 keys > 6: pause the biggest whose keys fit under the low-water mark (3).
-	assert.False(t, h.cl.paused[p1], "4 keys alone exceed the low-water mark: pausing could not end")
-	assert.True(t, h.cl.paused[p0])
+	assert.True(t, h.cl.paused[p0], "the smaller one fits under the low-water mark: paused")
+	assert.False(t, h.cl.paused[p1], "the larger one alone passes the low-water mark: never paused")
 
-	h.feed(p1, 2, "w 12 C 1") // wm 12:10 closes both of p1's windows: 2 keys left
+	h.feed(p1, 31, "w 12 C 1") // wm 10:00 closes p1's windows
 	h.tick()
-	assert.False(t, h.cl.paused[p0], "back under the bound at a later tick: resumed, though over the low-water mark")
-
-	h.feed(p0, 2, "w 2 E 1", "w 2 F 1", "w 2 G 1") // p0: 6 keys, total 8 > 6
-	h.tick()
-	assert.False(t, h.cl.paused[p0], "holding more than the low-water mark alone: never paused")
-	assert.True(t, h.cl.paused[p1], "the other one is")
+	assert.False(t, h.cl.paused[p0], "back under the bound at a later tick: resumed")
 }
 
 func TestMessagesOfUnknownPartitionsAndDuplicatesAreIgnored(t *testing.T) {

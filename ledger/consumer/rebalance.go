@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -166,7 +167,8 @@ func (p *processor[K]) restore(a assignment, progress map[ledger.TopicPartition]
 		p.reachedStop(pt, false) // nothing left below the stop; paused once the client holds it
 	}
 	p.log.Info("partition assigned", "partition", a.tp.String(), "committed", a.committed,
-		"watermark", info.Watermark, "closed_through", info.ClosedThrough, "metadata_watermark", info.MetadataWatermark)
+		"watermark", logTime(info.Watermark), "closed_through", logTime(info.ClosedThrough),
+		"metadata_watermark", logTime(info.MetadataWatermark))
 	for _, h := range p.s.hooks.assign {
 		h.OnAssign(info)
 	}
@@ -267,4 +269,12 @@ func (p *processor[K]) owned() []kafka.TopicPartition {
 		out[i] = pt.ktp
 	}
 	return out
+}
+
+// logTime is t for a log record, or "none" for the zero time (an unknown watermark).
+func logTime(t time.Time) slog.Value {
+	if t.IsZero() {
+		return slog.StringValue("none")
+	}
+	return slog.TimeValue(t)
 }

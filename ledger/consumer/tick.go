@@ -45,7 +45,7 @@ func (p *processor[K]) tick(ctx context.Context, reason CommitReason) {
 	p.retrySeeks()
 	p.commit(ctx, reason, p.tracker.AppendCommits(p.commitBuf[:0]))
 	p.ticks++
-	p.backpressure(true)
+	p.throttleWindows()
 	p.report(time.Since(start), reason == CommitCaughtUp)
 	p.waited = 0
 }
@@ -139,6 +139,8 @@ func (p *processor[K]) closeBatch(pt *part[K]) (sink.CloseBatch, bool) {
 			return sink.CloseBatch{}, false
 		}
 		pt.unwritten = append(pt.unwritten, sp...)
+		pt.unwrittenBytes += partialBytes(sp)
+		pt.winBytes.Store(pt.win.Bytes())
 	}
 	for end, ow := range pt.open {
 		if end <= wm.UnixNano() {
@@ -286,7 +288,9 @@ func (p *processor[K]) report(d time.Duration, caughtUp bool) {
 	if len(p.s.hooks.partition) == 0 && len(p.s.hooks.tick) == 0 {
 		return
 	}
-	ti := TickInfo{Partitions: len(p.order), Duration: d, CaughtUp: caughtUp, Waited: p.waited}
+	h := p.live.health(time.Now(), p.s.AssignmentWait, p.s.WriteTimeout)
+	ti := TickInfo{Partitions: len(p.order), Duration: d, CaughtUp: caughtUp, Waited: p.waited,
+		Unassigned: h.Unassigned, SinceAssignment: h.SinceAssignment}
 	for _, pt := range p.order {
 		wm, _ := pt.wm.Watermark()
 		pi := PartitionInfo{

@@ -30,6 +30,7 @@ type writeJob[K comparable] struct {
 
 	closes []*part[K]        // the partitions of the first len(closes) batches, in order
 	batch  []sink.CloseBatch // one call, atomic: closes, then registrations of other partitions
+	bytes  int64             // estimate of the memory the job's rows and partials hold
 	closed writeResult
 
 	run    func() // makes the writes once; a later call waits for the first
@@ -51,6 +52,11 @@ type writeResult struct {
 func (p *processor[K]) prepare(parts []*part[K], revoke bool) *writeJob[K] {
 	job := &writeJob[K]{revoke: revoke}
 	if state := p.takeState(); len(state) > 0 {
+		for _, rows := range state {
+			for _, r := range rows {
+				job.bytes += rowBytes(r)
+			}
+		}
 		job.seq, job.state = p.seq, state
 		p.seq++
 		for t := range state {
@@ -67,7 +73,8 @@ func (p *processor[K]) prepare(parts []*part[K], revoke bool) *writeJob[K] {
 		if ok {
 			job.closes = append(job.closes, pt)
 			job.batch = append(job.batch, b)
-			pt.unwritten = nil
+			job.bytes += pt.unwrittenBytes
+			pt.unwritten, pt.unwrittenBytes = nil, 0
 		}
 	}
 	if len(job.batch) > 0 || len(p.toRegister) > 0 {
@@ -111,6 +118,7 @@ func (p *processor[K]) takeState() map[string][]sink.StateRow {
 			pt.state[t] = rows[:0]
 		}
 		pt.stateRows = 0
+		pt.stateBytes.Store(0)
 	}
 	return out
 }
@@ -119,6 +127,7 @@ func (p *processor[K]) takeState() map[string][]sink.StateRow {
 // here when inline (a revocation) or SyncWrites is set.
 func (p *processor[K]) launch(ctx context.Context, job *writeJob[K], inline bool) {
 	p.job = job
+	p.live.writingFrom.CompareAndSwap(0, time.Now().UnixNano())
 	ctx, job.cancel = context.WithCancel(ctx)
 	job.run = sync.OnceFunc(func() {
 		p.write(ctx, job)
@@ -223,12 +232,23 @@ func (p *processor[K]) await(ctx context.Context) {
 func (p *processor[K]) complete() {
 	job := p.job
 	p.job = nil
+	p.live.wrote(time.Now(), job.ok())
 	if !p.completeState(job) {
 		return
 	}
 	if len(job.batch) > 0 {
 		p.completeCloses(job)
 	}
+}
+
+// ok reports whether every write of the job succeeded.
+func (job *writeJob[K]) ok() bool {
+	for _, r := range job.states {
+		if r.err != nil {
+			return false
+		}
+	}
+	return len(job.batch) == 0 || job.closed.err == nil
 }
 
 // completeState applies the state flushes of job; false means Run must stop.
@@ -287,6 +307,7 @@ func (p *processor[K]) completeCloses(job *writeJob[K]) {
 		}
 		if r.err != nil {
 			pt.unwritten = append(b.Partials, pt.unwritten...)
+			pt.unwrittenBytes = partialBytes(pt.unwritten)
 			p.pause(pt, pauseWrite)
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -53,6 +54,10 @@ type Case struct {
 	// Procs is the GOMAXPROCS of the consuming phases (the raw consumer and the pipeline);
 	// zero leaves it as it is.
 	Procs int
+	// BufferLimit is the pipeline's (consumer.Config.BufferLimit); when positive, the
+	// consuming phases also run under a Go memory limit of the same size (GOMEMLIMIT), so
+	// that the garbage collector keeps the heap within the bound.
+	BufferLimit int64
 }
 
 // Config is what every case shares.
@@ -191,6 +196,10 @@ func Consume(ctx context.Context, cfg Config, spec Spec, res *Result) error {
 	if c.Procs > 0 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(c.Procs))
 	}
+	if c.BufferLimit > 0 {
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(c.BufferLimit))
+	}
+	res.BufferLimit = c.BufferLimit
 	res.Procs = runtime.GOMAXPROCS(0)
 	if res.Records == 0 {
 		res.Records = spec.Records
@@ -366,7 +375,7 @@ func runPipeline(ctx context.Context, cfg Config, c Case, brokers string, ends m
 	p, err := pipeline.New(ctx, pipeline.Config{
 		Brokers: brokers, Group: "ov-bench", Schema: schema, Migrate: true, FlushInterval: cfg.FlushInterval,
 		ProcessorID: "ov-bench", CreateDLQTopics: true, Kafka: quiet(cfg.Kafka), Logger: cfg.Logger,
-		Until: consumer.Until{End: true}, Hooks: []consumer.Hook{m}, WrapHandler: m.wrap,
+		Until: consumer.Until{End: true}, Hooks: []consumer.Hook{m}, WrapHandler: m.wrap, BufferLimit: c.BufferLimit,
 	}, sinkPool)
 	if err != nil {
 		return err

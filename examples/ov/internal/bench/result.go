@@ -85,6 +85,8 @@ type Result struct {
 	FlushInterval string    `json:"flush_interval"`
 	// Procs is the GOMAXPROCS the consuming phases ran with.
 	Procs int `json:"gomaxprocs"`
+	// BufferLimit is the pipeline's bound (consumer.Config.BufferLimit); zero: the default.
+	BufferLimit int64 `json:"buffer_limit"`
 	// InChild: the raw consumer and the pipeline ran in a child process, apart from the
 	// broker and the producer.
 	InChild bool `json:"in_child"`
@@ -192,11 +194,15 @@ func (r Report) WriteTables(w io.Writer) error {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Scaling and memory (open keys: (window, key) aggregates at the peak; x seed: over 6,994)")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "case\tparts\tfeed scale\tpeak open keys\tx seed\tB/open key\theap growth MB\tpeak RSS MB\tRSS growth MB\tpipeline ev/s\tratio\t")
+	fmt.Fprintln(tw, "case\tparts\tfeed scale\tpeak open keys\tx seed\tB/open key\theap growth MB\tbuffer limit MB\tpeak RSS MB\tRSS growth MB\tpipeline ev/s\tratio\t")
 	for _, c := range r.Cases {
-		fmt.Fprintf(tw, "%s\t%d\t%g\t%d\t%.1f\t%.0f\t%.1f\t%.0f\t%.0f\t%.0f\t%.2f\t\n",
+		limit := "default"
+		if c.BufferLimit != 0 {
+			limit = fmt.Sprintf("%.0f", mb(uint64(max(c.BufferLimit, 0))))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%g\t%d\t%.1f\t%.0f\t%.1f\t%s\t%.0f\t%.0f\t%.0f\t%.2f\t\n",
 			c.Name, c.Partitions, c.Scale, c.PeakOpenKeys, c.SizeMeasured, c.BytesPerOpenKey,
-			mb(c.HeapPeakGrowth), mb(c.PeakRSS), mb(c.RSSGrowth), c.Pipeline.EventsPerSec, c.Ratio)
+			mb(c.HeapPeakGrowth), limit, mb(c.PeakRSS), mb(c.RSSGrowth), c.Pipeline.EventsPerSec, c.Ratio)
 	}
 	return tw.Flush()
 }

@@ -75,9 +75,9 @@ type Config struct {
 	// returns once everything is written and committed (see consumer.Config.Until). The zero
 	// value runs until the context is cancelled.
 	Until consumer.Until
-	// MaxPending and MaxOpenKeys bound memory; see consumer.Config. Zero means no bound.
-	MaxPending  int64
-	MaxOpenKeys int
+	// BufferLimit bounds the bytes the runtime holds (see consumer.Config.BufferLimit). Zero
+	// means consumer.DefaultBufferLimit; negative means no bound.
+	BufferLimit int64
 	// Clock, Ticks, Logger and Hooks pass through to the runtime (see consumer.Config); Clock
 	// also stamps computed_at and updated_at.
 	Clock  func() time.Time
@@ -193,8 +193,7 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 		SyncWrites:        cfg.SyncWrites,
 		WriteConcurrency:  cfg.WriteConcurrency,
 		Ticks:             cfg.Ticks,
-		MaxPending:        cfg.MaxPending,
-		MaxOpenKeys:       cfg.MaxOpenKeys,
+		BufferLimit:       cfg.BufferLimit,
 		Until:             cfg.Until,
 		Clock:             cfg.Clock,
 		Logger:            cfg.Logger,
@@ -224,6 +223,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 
 // Abort abandons the graceful shutdown (see consumer.Consumer.Abort).
 func (p *Pipeline) Abort() { p.cons.Abort() }
+
+// Health returns the runtime's liveness (see consumer.Consumer.Health).
+func (p *Pipeline) Health() consumer.Health { return p.cons.Health() }
 
 // Counters returns the runtime's totals.
 func (p *Pipeline) Counters() consumer.Counters { return p.cons.Counters() }

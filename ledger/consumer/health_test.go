@@ -1,0 +1,100 @@
+package consumer
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamledger/streamledger/internal/kafkatest"
+	"github.com/streamledger/streamledger/ledger"
+)
+
+// The liveness state machine, step by step: stopped before Run, starting until the first
+// assignment, no assignment past AssignmentWait, healthy while partitions are held, stalled
+// while writes fail or hang past WriteTimeout, stopped again after Run.
+func TestHealthStates(t *testing.T) {
+	const wait, writeTimeout = 10 * time.Second, 5 * time.Second
+	t0 := time.Unix(1_000_000, 0)
+	var l liveness
+	at := func(d time.Duration) Health { return l.health(t0.Add(d), wait, writeTimeout) }
+	steps := []struct {
+		name string
+		do   func()
+		at   time.Duration
+		want HealthState
+	}{
+		{"before Run", func() {}, 0, HealthStopped},
+		{"Run started", func() { l.started(t0) }, time.Second, HealthStarting},
+		{"nothing assigned past the wait", func() {}, 11 * time.Second, HealthNoAssignment},
+		{"an empty assignment", func() { l.assigned(t0.Add(12*time.Second), 0) }, 13 * time.Second, HealthNoAssignment},
+		{"partitions", func() { l.assigned(t0.Add(14*time.Second), 2) }, 15 * time.Second, Healthy},
+		{"writes in flight", func() { l.writingFrom.Store(t0.Add(16 * time.Second).UnixNano()) }, 20 * time.Second, Healthy},
+		{"writes in flight past WriteTimeout", func() {}, 22 * time.Second, HealthStalledWrites},
+		{"a failed write", func() { l.wrote(t0.Add(23*time.Second), false) }, 24 * time.Second, Healthy},
+		{"failing past WriteTimeout", func() { l.wrote(t0.Add(26*time.Second), false) }, 29 * time.Second, HealthStalledWrites},
+		{"a write succeeds", func() { l.wrote(t0.Add(30*time.Second), true) }, 31 * time.Second, Healthy},
+		{"revoked", func() { l.assigned(t0.Add(32*time.Second), 0) }, 40 * time.Second, Healthy},
+		{"revoked past the wait", func() {}, 43 * time.Second, HealthNoAssignment},
+		{"Run returned", func() { l.running.Store(false) }, 44 * time.Second, HealthStopped},
+	}
+	for _, s := range steps {
+		s.do()
+		h := at(s.at)
+		assert.Equal(t, s.want, h.State, "%s: %+v", s.name, h)
+	}
+	h := at(43 * time.Second)
+	assert.Equal(t, 11*time.Second, h.Unassigned)
+	assert.Equal(t, 11*time.Second, h.SinceAssignment)
+}
+
+// A consumer whose close writes fail reports stalled writes once they have failed for longer
+// than WriteTimeout, and healthy again after a write succeeds.
+func TestHealthStalledWrites(t *testing.T) {
+	fs := &failingCloses{fail: true}
+	h := newHarness(t, func(c *Config[string]) {
+		fs.Sink = c.Sink
+		c.Sink = fs
+		c.WriteTimeout = 20 * time.Millisecond
+	})
+	h.p.live.started(time.Now())
+	p0 := tp("t", 0)
+	h.assign(p0, -1, "")
+	h.p.live.assigned(time.Now(), 1)
+	h.feed(p0, 0, "w 1 A 1", "w 7 A 2")
+	h.tick()
+	health := func() HealthState { return h.p.live.health(time.Now(), h.p.s.AssignmentWait, h.p.s.WriteTimeout).State }
+	assert.Equal(t, Healthy, health(), "failing, but not for longer than WriteTimeout yet")
+	time.Sleep(30 * time.Millisecond)
+	assert.Equal(t, HealthStalledWrites, health())
+	fs.fail = false
+	h.tick()
+	assert.Equal(t, Healthy, health())
+}
+
+// With the real client and broker: a second consumer in a group of a one-partition topic holds
+// nothing, warns once AssignmentWait has passed and reports it; the first is healthy.
+func TestKafkaNoAssignmentWarns(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Config{Topics: map[string]int32{"na": 1}})
+	produceStream(t, c, "na", "w 1 A 1")
+	mod := func(cfg *Config[string]) { cfg.AssignmentWait = 300 * time.Millisecond }
+	first := start(t, "first", clientConfig(c, "gna", "range"), newMemory(t), []string{"na"}, mod)
+	waitDecided(t, map[ledger.TopicPartition]int64{{Topic: "na", Partition: 0}: 0}, first)
+	second := start(t, "second", clientConfig(c, "gna", "range"), newMemory(t), []string{"na"}, mod)
+	eventually(t, "the second reports no assignment", func() bool { return second.c.Health().State == HealthNoAssignment })
+	eventually(t, "and has warned", func() bool {
+		return strings.Contains(second.logs.String(), "held no partition for longer than AssignmentWait")
+	})
+	h := second.c.Health()
+	assert.Zero(t, h.Partitions)
+	assert.Greater(t, h.Unassigned, 300*time.Millisecond)
+	eventually(t, "the first holds the partition", func() bool {
+		fh := first.c.Health()
+		return fh.State == Healthy && fh.Partitions == 1
+	})
+	require.NoError(t, second.stop(t))
+	assert.Equal(t, HealthStopped, second.c.Health().State)
+	assert.Equal(t, 1, strings.Count(second.logs.String(), "held no partition for longer"), "warned once")
+}
