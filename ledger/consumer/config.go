@@ -102,12 +102,12 @@ type Config[K comparable] struct {
 	// those of one partition one after another. Nil means the handlers return no effects: an
 	// event with an Effect is then dead-lettered as an [EventError].
 	ApplyEffects func(ctx context.Context, batch []Effect) error
-	// EffectBatch bounds the effects in one ApplyEffects call. A batch is what a worker holds
-	// of a partition: the messages the polling goroutine gathered for it until EffectBatch of
-	// them came, a Poll found nothing at hand, or a tick, a rebalance or the polling of other
-	// partitions sealed them; so a slow stream's batches are small and wait for nothing. Zero
-	// means DefaultEffectBatch (256); negative means one effect per call; at most
-	// MaxEffectBatch.
+	// EffectBatch bounds the effects in one ApplyEffects call: a batch holds the effect
+	// messages of one partition that a worker holds at once, up to EffectBatch (see the package
+	// documentation, Effects), and a worker holds up to max(256, EffectBatch) messages of a
+	// partition. Larger batches take fewer transactions per effect; a slow stream's batches are
+	// small whatever the bound. Zero means DefaultEffectBatch (256); negative means one effect
+	// per call; more than MaxEffectBatch is refused.
 	EffectBatch int
 
 	// Keys maps a window key to the merged row it feeds. Two keys that map to the same row
@@ -182,9 +182,11 @@ type Config[K comparable] struct {
 	// parallel, also within one partition; each partition's messages are decided in offset
 	// order, and different partitions' in parallel. Ticks, writes, commits and rebalances
 	// wait until every message polled before them is decided, so the outcome (sink writes,
-	// commits and their metadata) does not depend on the number of workers. Zero means
-	// runtime.GOMAXPROCS(0); negative means none: the polling goroutine decides each message
-	// itself.
+	// commits and their metadata) does not depend on the number of workers. A worker waits
+	// while ApplyEffects commits its batch, so a consumer of effects gains from more workers
+	// than cores: as many batches run at once as there are workers busy with different
+	// partitions. Zero means runtime.GOMAXPROCS(0); negative means none: the polling goroutine
+	// decides each message itself, and so applies each effect alone.
 	Workers int
 	// WriteConcurrency is how many of one tick's writes (each state table's flush, each
 	// partition's close batch: separate sink calls) run at once. Above 1 the Sink must be safe

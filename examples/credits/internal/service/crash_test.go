@@ -242,3 +242,31 @@ func TestWorkedExampleE42(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(110), bal, fmt.Sprintf("balance stays 110 (%d)", bal))
 }
+
+// A batch whose connection is lost at its commit (the server terminates the session) is
+// retried whole by the effect sink, which recognises its own commit if it landed: every
+// credit is applied once, the consumer goes on, and nothing is redelivered.
+func TestBatchRetriedWholeAfterConnectionLoss(t *testing.T) {
+	e := newEnv(t, 1)
+	opening := map[string]int64{"a1": 100, "a2": 100, "a3": 100, "a4": 100}
+	e.open(opening)
+	e.produce(0, crashOps...)
+	cfg := e.config("g")
+	cfg.CommitInterval = 200 * time.Millisecond
+	var killed atomic.Bool
+	cfg.SinkHooks.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
+		if p == postgres.BeforeCommit && killed.CompareAndSwap(false, true) {
+			var ok bool
+			err := e.db.Pool.QueryRow(context.Background(), `SELECT pg_terminate_backend($1)`, int32(a.PID)).Scan(&ok)
+			assert.NoError(t, err)
+			assert.True(t, ok)
+		}
+		return nil
+	}
+	in := e.start("consumer", cfg)
+	e.waitCommitted("g", 4)
+	require.NoError(t, in.stop(t))
+	require.True(t, killed.Load())
+	assert.Equal(t, []string{"c1:applied", "c2:applied", "c3:applied", "c4:applied"}, in.outcomes())
+	e.verify("after the retry", opening, expectAll(true, true, true, true))
+}
