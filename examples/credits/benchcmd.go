@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +31,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.DurationVar(&cfg.CommitInterval, "commit-interval", 100*time.Millisecond, "the service's commit interval")
 	fs.IntVar(&cfg.PacedRate, "paced-rate", 0, "credits/s of the latency run [half the best rate]; negative skips it")
 	fs.DurationVar(&cfg.PacedFor, "paced-for", 10*time.Second, "how long the latency run produces")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole benchmark to this file")
 	verbose := fs.Bool("v", false, "the services' logs to stderr")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -43,6 +46,17 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	cfg.Progress = stdout
 	if *verbose {
 		cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	fmt.Fprintf(stdout, "credits bench: in-process broker, database %s\n", redact(cfg.DSN))
 	res, err := bench.Run(ctx, cfg)
