@@ -21,9 +21,9 @@ func committable(t *testing.T, p *ledger.Partition) int64 {
 	return off
 }
 
-// The seed's test_ledger_commits_only_past_finalized_windows_in_order: offsets 100-103 alternate
-// predictions (windowed) and positions (durable at the state flush).
-func TestSeedCommitsOnlyPastFinalizedWindowsInOrder(t *testing.T) {
+// Offsets 100-103 alternate predictions (windowed) and positions (durable at the state
+// flush): the committable offset moves only past windows written, in order.
+func TestCommitsOnlyPastFinalizedWindowsInOrder(t *testing.T) {
 	p := ledger.NewPartition()
 	wEnd := t0.Add(5 * time.Minute)
 	require.NoError(t, p.Add(100, ledger.Window(wEnd)))                    // prediction in [12:00, 12:05)
@@ -44,8 +44,8 @@ func TestSeedCommitsOnlyPastFinalizedWindowsInOrder(t *testing.T) {
 	assert.EqualValues(t, 0, p.Pending())
 }
 
-// The seed's test_ledger_holds_positions_until_state_flush.
-func TestSeedHoldsPositionsUntilStateFlush(t *testing.T) {
+// A state row's entry is held until the flush that covers it.
+func TestHoldsPositionsUntilStateFlush(t *testing.T) {
 	p := ledger.NewPartition()
 	require.NoError(t, p.Add(7, ledger.Flush(1)))
 	assert.EqualValues(t, -1, committable(t, p))
@@ -53,9 +53,9 @@ func TestSeedHoldsPositionsUntilStateFlush(t *testing.T) {
 	assert.EqualValues(t, 8, committable(t, p))
 }
 
-// The seed treated a dead letter as handled when it was sent; here it is durable only on its
+// A dead letter is not handled when it is sent: it is durable only on its
 // positive delivery report, so a crash before the producer flushed redelivers it.
-func TestSeedDeadLetterHeldUntilDeliveryReport(t *testing.T) {
+func TestDeadLetterHeldUntilDeliveryReport(t *testing.T) {
 	p := ledger.NewPartition()
 	require.NoError(t, p.Add(10, ledger.Flush(1)))
 	require.NoError(t, p.Add(11, ledger.Ack())) // dead letter, sent, not yet confirmed

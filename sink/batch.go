@@ -3,65 +3,9 @@ package sink
 import (
 	"cmp"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
-
-	"github.com/streamledger/streamledger/window"
 )
-
-// PrepareClose validates b against spec and returns the batch an implementation writes:
-// times in UTC, partials collapsed to the last one per key, ordered by key (window start,
-// dimension, dimension id). b is not modified. Errors wrap [ErrInvalid].
-func PrepareClose(spec AggregateSpec, b CloseBatch) (CloseBatch, error) {
-	if b.Source.Topic == "" {
-		return CloseBatch{}, fmt.Errorf("%w: close batch without a source topic", ErrInvalid)
-	}
-	if b.Source.Partition < 0 {
-		return CloseBatch{}, fmt.Errorf("%w: close batch for %s: partition must be >= 0", ErrInvalid, b.Source)
-	}
-	attrs := make(map[string]bool, len(spec.Attributes))
-	for _, a := range spec.Attributes {
-		attrs[a] = true
-	}
-	out := CloseBatch{Source: b.Source, ClosedThrough: b.ClosedThrough.UTC()}
-	index := make(map[Key]int, len(b.Partials))
-	out.Partials = make([]Partial, 0, len(b.Partials))
-	for i, p := range b.Partials {
-		p.WindowStart = p.WindowStart.UTC()
-		p.WindowEnd = p.WindowEnd.UTC()
-		if !p.WindowEnd.After(p.WindowStart) {
-			return CloseBatch{}, fmt.Errorf("%w: partial %d of %s: window end %s must be after start %s",
-				ErrInvalid, i, b.Source, p.WindowEnd.Format(time.RFC3339Nano), p.WindowStart.Format(time.RFC3339Nano))
-		}
-		if p.WindowEnd.After(out.ClosedThrough) {
-			return CloseBatch{}, fmt.Errorf("%w: partial %d of %s ends at %s, after the batch's closed_through %s",
-				ErrInvalid, i, b.Source, p.WindowEnd.Format(time.RFC3339Nano), out.ClosedThrough.Format(time.RFC3339Nano))
-		}
-		var st window.Stats
-		if err := st.UnmarshalBinary(p.Stats); err != nil {
-			return CloseBatch{}, fmt.Errorf("%w: partial %d of %s (%s/%s): stats: %w", ErrInvalid, i, b.Source, p.Dimension, p.DimensionID, err)
-		}
-		if st.Count() == 0 {
-			return CloseBatch{}, fmt.Errorf("%w: partial %d of %s (%s/%s) holds no value; a closed window yields partials only for keys that saw one",
-				ErrInvalid, i, b.Source, p.Dimension, p.DimensionID)
-		}
-		for name := range p.Attrs {
-			if !attrs[name] {
-				return CloseBatch{}, fmt.Errorf("%w: partial %d of %s carries attribute %q; the spec declares %q",
-					ErrInvalid, i, b.Source, name, spec.Attributes)
-			}
-		}
-		if j, ok := index[p.Key]; ok {
-			out.Partials[j] = p
-			continue
-		}
-		index[p.Key] = len(out.Partials)
-		out.Partials = append(out.Partials, p)
-	}
-	slices.SortFunc(out.Partials, func(a, b Partial) int { return CompareKeys(a.Key, b.Key) })
-	return out, nil
-}
 
 // CompareKeys orders keys by window start, dimension, then dimension id.
 func CompareKeys(a, b Key) int {
@@ -84,7 +28,7 @@ func CompareSources(a, b TopicPartition) int {
 }
 
 // PrepareLatest validates rows against spec and collapses them to the newest row per key,
-// as the seed's latest_by_key does: a later row in rows wins a tie. Times are converted to
+// a later row in rows wins a tie. Times are converted to
 // UTC. The rows keep the order of their keys' first appearance. Errors wrap [ErrInvalid].
 func PrepareLatest(spec StateSpec, rows []StateRow) ([]StateRow, error) {
 	out := make([]StateRow, 0, len(rows))

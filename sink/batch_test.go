@@ -24,53 +24,7 @@ func stats(t testing.TB, values ...float64) []byte {
 
 var t0 = time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)
 
-func TestPrepareCloseCollapsesSortsAndConvertsToUTC(t *testing.T) {
-	ams := time.FixedZone("CET", 3600)
-	end := t0.Add(5 * time.Minute)
-	k := func(id string) sink.Key { return sink.Key{WindowStart: t0.In(ams), Dimension: "line", DimensionID: id} }
-	in := sink.CloseBatch{
-		Source:        sink.TopicPartition{Topic: "arrivals", Partition: 3},
-		ClosedThrough: end.In(ams),
-		Partials: []sink.Partial{
-			{Key: k("b"), WindowEnd: end, Stats: stats(t, 1)},
-			{Key: k("a"), WindowEnd: end, Stats: stats(t, 2)},
-			{Key: k("b"), WindowEnd: end, Stats: stats(t, 3)},
-		},
-	}
-	out, err := sink.PrepareClose(sink.AggregateSpec{}, in)
-	require.NoError(t, err)
-	require.Len(t, out.Partials, 2)
-	assert.Equal(t, "a", out.Partials[0].DimensionID)
-	assert.Equal(t, "b", out.Partials[1].DimensionID)
-	assert.Equal(t, stats(t, 3), out.Partials[1].Stats, "the later partial of a key wins")
-	assert.Equal(t, time.UTC, out.ClosedThrough.Location())
-	assert.Equal(t, time.UTC, out.Partials[0].WindowStart.Location())
-	assert.Equal(t, "b", in.Partials[0].DimensionID, "the input is not modified")
-}
-
-func TestPrepareCloseRejects(t *testing.T) {
-	end := t0.Add(5 * time.Minute)
-	good := sink.Partial{Key: sink.Key{WindowStart: t0, Dimension: "d", DimensionID: "i"}, WindowEnd: end, Stats: stats(t, 1)}
-	src := sink.TopicPartition{Topic: "t"}
-	with := func(f func(*sink.Partial)) []sink.Partial { p := good; f(&p); return []sink.Partial{p} }
-	for name, b := range map[string]sink.CloseBatch{
-		"no topic":                 {ClosedThrough: end, Partials: []sink.Partial{good}},
-		"negative partition":       {Source: sink.TopicPartition{Topic: "t", Partition: -2}, ClosedThrough: end},
-		"empty window":             {Source: src, ClosedThrough: end, Partials: with(func(p *sink.Partial) { p.WindowEnd = p.WindowStart })},
-		"end after closed_through": {Source: src, ClosedThrough: end.Add(-time.Second), Partials: []sink.Partial{good}},
-		"no stats":                 {Source: src, ClosedThrough: end, Partials: with(func(p *sink.Partial) { p.Stats = nil })},
-		"garbled stats":            {Source: src, ClosedThrough: end, Partials: with(func(p *sink.Partial) { p.Stats = []byte("garbage") })},
-		"empty stats":              {Source: src, ClosedThrough: end, Partials: with(func(p *sink.Partial) { p.Stats = stats(t) })},
-		"undeclared attribute":     {Source: src, ClosedThrough: end, Partials: with(func(p *sink.Partial) { p.Attrs = map[string]string{"x": "y"} })},
-	} {
-		_, err := sink.PrepareClose(sink.AggregateSpec{Attributes: []string{"operator"}}, b)
-		assert.ErrorIs(t, err, sink.ErrInvalid, name)
-	}
-	_, err := sink.PrepareClose(sink.AggregateSpec{}, sink.CloseBatch{Source: src})
-	assert.NoError(t, err, "a batch without partials only records progress")
-}
-
-func TestPrepareLatestIsTheSeedsLatestByKey(t *testing.T) {
+func TestPrepareLatestKeepsTheNewestRowPerKey(t *testing.T) {
 	spec := sink.StateSpec{Table: "vehicle_latest", Key: []sink.Column{{Name: "vehicle_id"}}, ObservedAt: sink.Column{Name: "observed_at"}, Values: []sink.Column{{Name: "v"}}}
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	rows := []sink.StateRow{
@@ -116,14 +70,23 @@ func TestSpecs(t *testing.T) {
 	assert.Equal(t, []string{"window_start", "window_end", "dimension", "dimension_id", "event_count", "mean_value", "quantile_value", "max_value", "min_value", "computed_at"}, d.ColumnNames())
 	assert.NoError(t, d.Validate())
 	assert.NoError(t, sink.AggregateSpec{}.Validate(), "a zero quantile takes the default")
-	for name, s := range map[string]sink.AggregateSpec{
-		"quantile > 1":         {Quantile: 1.1},
-		"negative quantile":    {Quantile: -0.5},
-		"attribute is column":  {Attributes: []string{"event_count"}},
-		"blank attribute":      {Attributes: []string{" "}},
-		"two columns one name": {Columns: sink.AggregateColumns{Min: "max_value"}},
+	assert.NoError(t, sink.AggregateSpec{QuantileMethod: window.NearestRank, ExactLimit: window.MaxExactLimit}.Validate())
+	assert.NoError(t, sink.AggregateSpec{ExactLimit: -1}.Validate(), "negative: no exact values")
+	for name, tt := range map[string]struct {
+		spec  sink.AggregateSpec
+		field string
+	}{
+		"quantile > 1":         {sink.AggregateSpec{Quantile: 1.1}, "AggregateSpec.Quantile"},
+		"negative quantile":    {sink.AggregateSpec{Quantile: -0.5}, "AggregateSpec.Quantile"},
+		"unknown method":       {sink.AggregateSpec{QuantileMethod: 7}, "AggregateSpec.QuantileMethod"},
+		"exact limit too high": {sink.AggregateSpec{ExactLimit: window.MaxExactLimit + 1}, "AggregateSpec.ExactLimit"},
+		"attribute is column":  {sink.AggregateSpec{Attributes: []string{"event_count"}}, "event_count"},
+		"blank attribute":      {sink.AggregateSpec{Attributes: []string{" "}}, "empty column name"},
+		"two columns one name": {sink.AggregateSpec{Columns: sink.AggregateColumns{Min: "max_value"}}, "max_value"},
 	} {
-		assert.ErrorIs(t, s.Validate(), sink.ErrInvalid, name)
+		err := tt.spec.Validate()
+		assert.ErrorIs(t, err, sink.ErrInvalid, name)
+		assert.ErrorContains(t, err, tt.field, name)
 	}
 	st := sink.StateSpec{Table: "t", Key: []sink.Column{{Name: "k", Type: "text"}}, ObservedAt: sink.Column{Name: "at", Type: "timestamptz"}, UpdatedAt: "u"}
 	assert.NoError(t, st.Validate())

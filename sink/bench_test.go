@@ -10,7 +10,7 @@ import (
 
 // BenchmarkPrepareLatest measures the collapse of a state flush to the newest row per key, which
 // runs on every tick before the rows are sent: 10,000 vehicle positions over 5,000 vehicles
-// (two reports each in the flush, the seed's 20 s interval against a 5 s flush at twice the
+// (two reports each in the flush: a 20 s report interval against a 5 s flush at twice the
 // national peak), keyed by a single string as vehicle_latest is.
 func BenchmarkPrepareLatest(b *testing.B) {
 	spec := sink.StateSpec{
@@ -62,7 +62,7 @@ func BenchmarkMergeSerialized(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := sink.Merge(0.9, parts...); err != nil {
+				if _, err := sink.Merge(sink.AggregateSpec{}, parts...); err != nil {
 					b.Fatal(err)
 				}
 			}

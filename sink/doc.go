@@ -26,7 +26,12 @@
 // max exact, mean = sum / count, and the configured quantile (P90 by default) from
 // window.Merge of every partition's partial of the key in (topic, partition) order
 // ([Merge], [CompareSources]), so the numbers do not depend on the order or concurrency of
-// the writes. Optional attributes carried by the key (operator in the OV example) take the
+// the writes. The quantile follows the spec's definition ([AggregateSpec.QuantileMethod]):
+// for a key of at most [AggregateSpec.ExactLimit] values in all it equals PostgreSQL's
+// percentile_cont (window.Linear, the default) or percentile_disc (window.NearestRank) of
+// those values; above it, it is a t-digest estimate within the rank error package window
+// states. An implementation decodes partials with [AggregateSpec.Decode] and computes the
+// row with [AggregateSpec.Summarize], so every implementation stores the same numbers. Optional attributes carried by the key (operator in the OV example) take the
 // first value found in that order and otherwise keep the stored one: COALESCE(new, stored).
 // Until its window is complete a partition's partials are stored, and a later batch of the
 // same window and partition replaces the keys it carries.
@@ -60,6 +65,14 @@
 // Implementations retry transient failures with a bounded backoff ([RetryPolicy]) that
 // honours the context, and report the rest as a [*WriteError] saying whether the last
 // failure was transient ([IsTransient]).
+//
+// # Metrics
+//
+// An implementation reports each WriteClose and UpsertLatest call to the hooks it was
+// configured with ([Hook]: [HookWriteClose], [HookUpsertLatest]), with what the call wrote,
+// its attempts and its duration. The interfaces are small and found by type assertion, so
+// no metrics library is imported; the Prometheus adapter in ledger/consumer/prom implements
+// them.
 //
 // # Effects
 //

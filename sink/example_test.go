@@ -9,7 +9,7 @@ import (
 )
 
 // A batch of last-write-wins rows is collapsed to the newest row per key before it is sent,
-// as the seed's latest_by_key does.
+// (the newest row per key).
 func ExamplePrepareLatest() {
 	spec := sink.StateSpec{
 		Table:      "vehicle_latest",
@@ -35,10 +35,10 @@ func ExamplePrepareLatest() {
 }
 
 // Merging the partials of one key, in (topic, partition) order, gives the merged row's
-// numbers: the seed's window reads back as (10, 144, 300).
+// numbers by the spec's quantile definition.
 func ExampleMerge() {
 	var parts [][]byte
-	for _, vals := range [][]float64{{60, 90, 300, 60}, {90, 300, 60, 90, 300, 90}} {
+	for _, vals := range [][]float64{{60, 90, 300, 60}, {90, 120, 45, 30, 300, 90}} {
 		s := window.NewStats()
 		for _, v := range vals {
 			if err := s.Add(v); err != nil {
@@ -51,12 +51,19 @@ func ExampleMerge() {
 		}
 		parts = append(parts, b)
 	}
-	sum, err := sink.Merge(0.9, parts...)
-	if err != nil {
-		panic(err)
+	for _, spec := range []sink.AggregateSpec{
+		{Quantile: 0.75}, // window.Linear: PostgreSQL's percentile_cont
+		{Quantile: 0.75, QuantileMethod: window.NearestRank}, // percentile_disc
+	} {
+		sum, err := sink.Merge(spec, parts...)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(spec.QuantileMethod, sum.Count, sum.Mean, sum.Quantile, sum.Max, sum.Min)
 	}
-	fmt.Println(sum.Count, sum.Mean, sum.Quantile, sum.Max, sum.Min)
-	// Output: 10 144 300 300 60
+	// Output:
+	// linear 10 118.5 112.5 300 30
+	// nearest-rank 10 118.5 120 300 30
 }
 
 func ExampleRetryPolicy_Backoff() {

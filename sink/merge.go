@@ -1,46 +1,55 @@
 package sink
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/streamledger/streamledger/window"
 )
 
-// Merge decodes the serialized window.Stats in parts, merges them with window.Merge in the
-// given order and summarizes the result: count, min and max exact, Mean = sum / count, and
-// the q-quantile. Callers pass the parts of one key in (topic, partition) order (see
-// [CompareSources]), so that every writer and every implementation computes identical
-// numbers from the same stored partials.
-func Merge(q float64, parts ...[]byte) (Summary, error) {
+// Merge computes the merged row of one key from its partials, the serialized window.Stats
+// in parts: each decoded with the spec's exact limit, merged with window.Merge in the given
+// order and summarized by [AggregateSpec.Summarize]. Callers pass the parts of one key in
+// (topic, partition) order (see [CompareSources]), so that every writer and every
+// implementation computes identical numbers from the same stored partials.
+func Merge(spec AggregateSpec, parts ...[]byte) (Summary, error) {
 	if len(parts) == 0 {
 		return Summary{}, fmt.Errorf("%w: merge of no partials", ErrInvalid)
 	}
 	stats := make([]*window.Stats, len(parts))
 	for i, p := range parts {
-		s := new(window.Stats)
-		if err := s.UnmarshalBinary(p); err != nil {
-			return Summary{}, fmt.Errorf("%w: partial %d of %d: %w", ErrInvalid, i, len(parts), err)
+		s, err := spec.Decode(p)
+		if err != nil {
+			return Summary{}, fmt.Errorf("partial %d of %d: %w", i, len(parts), err)
 		}
 		stats[i] = s
 	}
-	return MergeStats(q, stats...)
+	m, err := window.Merge(stats...)
+	if err != nil {
+		return Summary{}, fmt.Errorf("sink: merge: %w", err)
+	}
+	return spec.Summarize(m)
 }
 
-// MergeStats is [Merge] for decoded parts: an implementation that decodes partials ahead of
-// time (while the database works) gets the same numbers as Merge of the serialized parts in
-// the same order. The parts keep the values they hold (they may be sealed, which does not
-// change any result), so a part may take part in several merges.
-func MergeStats(q float64, parts ...*window.Stats) (Summary, error) {
-	if len(parts) == 0 {
-		return Summary{}, fmt.Errorf("%w: merge of no partials", ErrInvalid)
+// Decode decodes a serialized window.Stats (a partial, or merged stats an implementation
+// stored) with the spec's exact limit, so that merging it follows the spec. Errors wrap
+// [ErrInvalid].
+func (s AggregateSpec) Decode(b []byte) (*window.Stats, error) {
+	st := new(window.Stats)
+	if err := st.SetExactLimit(s.ExactLimit); err != nil {
+		return nil, fmt.Errorf("%w: AggregateSpec.ExactLimit: %w", ErrInvalid, err)
 	}
-	m := parts[0]
-	if len(parts) > 1 {
-		var err error
-		if m, err = window.Merge(parts...); err != nil {
-			return Summary{}, fmt.Errorf("sink: merge: %w", err)
-		}
+	if err := st.UnmarshalBinary(b); err != nil {
+		return nil, fmt.Errorf("%w: stats: %w", ErrInvalid, err)
 	}
+	return st, nil
+}
+
+// Summarize returns the merged row's numbers for the merged stats of one key: count, min
+// and max exact, Mean = sum / count, and the spec's quantile by its method (a zero Quantile
+// is [DefaultQuantile]). It is how every implementation computes a merged row, so that all
+// of them store the same numbers. m must hold at least one value.
+func (s AggregateSpec) Summarize(m *window.Stats) (Summary, error) {
 	n := m.Count()
 	if n == 0 {
 		return Summary{}, fmt.Errorf("%w: merged partials hold no value", ErrInvalid)
@@ -48,7 +57,7 @@ func MergeStats(q float64, parts ...*window.Stats) (Summary, error) {
 	return Summary{
 		Count:    n,
 		Mean:     m.Sum() / float64(n),
-		Quantile: m.Quantile(q),
+		Quantile: m.Quantile(s.QuantileMethod, cmp.Or(s.Quantile, DefaultQuantile)),
 		Max:      m.Max(),
 		Min:      m.Min(),
 	}, nil

@@ -20,16 +20,31 @@ func TestMergeSummarizesAllValues(t *testing.T) {
 		enc = append(enc, stats(t, p...))
 	}
 	slices.Sort(all)
-	got, err := sink.Merge(0.9, enc...)
-	require.NoError(t, err)
-	assert.Equal(t, sink.Summary{Count: 9, Mean: 36.0 / 9, Quantile: window.ExactQuantile(all, 0.9), Max: 9, Min: 1}, got)
-
-	one, err := sink.Merge(0.5, enc[0])
-	require.NoError(t, err)
-	assert.Equal(t, sink.Summary{Count: 3, Mean: 8.0 / 3, Quantile: 3, Max: 4, Min: 1}, one)
+	tests := []struct {
+		name  string
+		spec  sink.AggregateSpec
+		parts [][]byte
+		want  sink.Summary
+	}{
+		{"default: P90, linear", sink.AggregateSpec{}, enc,
+			sink.Summary{Count: 9, Mean: 36.0 / 9, Quantile: window.Linear.Exact(all, 0.9), Max: 9, Min: 1}},
+		{"nearest rank", sink.AggregateSpec{QuantileMethod: window.NearestRank}, enc,
+			sink.Summary{Count: 9, Mean: 36.0 / 9, Quantile: 9, Max: 9, Min: 1}},
+		{"median of one part", sink.AggregateSpec{Quantile: 0.5}, enc[:1],
+			sink.Summary{Count: 3, Mean: 8.0 / 3, Quantile: 3, Max: 4, Min: 1}},
+		{"nearest-rank median", sink.AggregateSpec{Quantile: 0.5, QuantileMethod: window.NearestRank}, enc,
+			sink.Summary{Count: 9, Mean: 36.0 / 9, Quantile: 4, Max: 9, Min: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := sink.Merge(tt.spec, tt.parts...)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
 }
 
-// Past window.ExactLimit the quantile comes from digests; it must still be identical for
+// Past the exact limit the quantile comes from digests; it must still be identical for
 // the same parts in the same order.
 func TestMergeIsDeterministicInDigestMode(t *testing.T) {
 	var enc [][]byte
@@ -40,17 +55,47 @@ func TestMergeIsDeterministicInDigestMode(t *testing.T) {
 		}
 		enc = append(enc, stats(t, vals...))
 	}
-	a, err := sink.Merge(0.9, enc...)
+	a, err := sink.Merge(sink.AggregateSpec{}, enc...)
 	require.NoError(t, err)
-	b, err := sink.Merge(0.9, enc...)
+	b, err := sink.Merge(sink.AggregateSpec{}, enc...)
 	require.NoError(t, err)
 	assert.Equal(t, a, b)
 	assert.Equal(t, int64(2100), a.Count)
 }
 
-// MergeStats of decoded parts gives Merge's numbers, in exact and digest mode, also when a
-// part was summarized alone first and then reused in a merge (as the Postgres sink does).
-func TestMergeStatsMatchesMerge(t *testing.T) {
+// The spec's exact limit decides whether partials written with a larger limit merge
+// exactly: the sink decodes them with it.
+func TestMergeExactLimit(t *testing.T) {
+	var enc [][]byte
+	var all []float64
+	for p := range 3 {
+		s := window.NewStats()
+		require.NoError(t, s.SetExactLimit(1000))
+		for i := range 200 {
+			v := float64((i*37 + p*11) % 1000)
+			all = append(all, v)
+			require.NoError(t, s.Add(v))
+		}
+		b, err := s.MarshalBinary()
+		require.NoError(t, err)
+		enc = append(enc, b)
+	}
+	slices.Sort(all)
+	exact := window.NearestRank.Exact(all, 0.9)
+	got, err := sink.Merge(sink.AggregateSpec{QuantileMethod: window.NearestRank, ExactLimit: 1000}, enc...)
+	require.NoError(t, err)
+	assert.Equal(t, exact, got.Quantile, "600 values within the limit of 1000")
+	est, err := sink.Merge(sink.AggregateSpec{QuantileMethod: window.NearestRank}, enc...)
+	require.NoError(t, err)
+	assert.NotEqual(t, exact, est.Quantile, "600 values past the default limit: an estimate")
+	_, err = sink.Merge(sink.AggregateSpec{ExactLimit: window.MaxExactLimit + 1}, enc...)
+	assert.ErrorIs(t, err, sink.ErrInvalid)
+}
+
+// Summarize of stats decoded by the spec gives Merge's numbers, in exact and digest mode,
+// also when a part was summarized alone first and then reused in a merge (as the fold does).
+func TestSummarizeMatchesMerge(t *testing.T) {
+	spec := sink.AggregateSpec{QuantileMethod: window.NearestRank}
 	for _, n := range []int{5, 700} {
 		var enc [][]byte
 		var parts []*window.Stats
@@ -60,32 +105,34 @@ func TestMergeStatsMatchesMerge(t *testing.T) {
 				vals[i] = float64((i*37+p*11)%1000) / 3
 			}
 			enc = append(enc, stats(t, vals...))
-			s := new(window.Stats)
-			require.NoError(t, s.UnmarshalBinary(enc[p]))
+			s, err := spec.Decode(enc[p])
+			require.NoError(t, err)
 			parts = append(parts, s)
 		}
-		alone, err := sink.MergeStats(0.9, parts[0])
+		alone, err := spec.Summarize(parts[0])
 		require.NoError(t, err)
-		want, err := sink.Merge(0.9, enc[0])
+		want, err := sink.Merge(spec, enc[0])
 		require.NoError(t, err)
 		assert.Equal(t, want, alone, "%d values", n)
 
-		got, err := sink.MergeStats(0.9, parts...)
+		m, err := window.Merge(parts...)
 		require.NoError(t, err)
-		want, err = sink.Merge(0.9, enc...)
+		got, err := spec.Summarize(m)
+		require.NoError(t, err)
+		want, err = sink.Merge(spec, enc...)
 		require.NoError(t, err)
 		assert.Equal(t, want, got, "%d values", n)
 	}
-	_, err := sink.MergeStats(0.9)
+	_, err := spec.Summarize(window.NewStats())
 	assert.ErrorIs(t, err, sink.ErrInvalid)
 }
 
 func TestMergeRejects(t *testing.T) {
-	_, err := sink.Merge(0.9)
+	_, err := sink.Merge(sink.AggregateSpec{})
 	assert.ErrorIs(t, err, sink.ErrInvalid)
-	_, err = sink.Merge(0.9, []byte("not stats"))
+	_, err = sink.Merge(sink.AggregateSpec{}, []byte("not stats"))
 	assert.ErrorIs(t, err, sink.ErrInvalid)
-	_, err = sink.Merge(0.9, stats(t))
+	_, err = sink.Merge(sink.AggregateSpec{}, stats(t))
 	assert.ErrorIs(t, err, sink.ErrInvalid, "no values at all")
 }
 
@@ -93,7 +140,7 @@ func FuzzMerge(f *testing.F) {
 	f.Add(stats(f, 1, 2, 3), stats(f, 4))
 	f.Add([]byte{}, []byte{1})
 	f.Fuzz(func(t *testing.T, a, b []byte) {
-		s, err := sink.Merge(0.9, a, b)
+		s, err := sink.Merge(sink.AggregateSpec{}, a, b)
 		if err != nil {
 			assert.ErrorIs(t, err, sink.ErrInvalid)
 			return

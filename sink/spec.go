@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/streamledger/streamledger/window"
 )
 
 // DefaultQuantile is the quantile a merged row carries when [AggregateSpec.Quantile] is zero:
@@ -32,11 +34,23 @@ type AggregateSpec struct {
 	Table string
 	// Columns names its columns.
 	Columns AggregateColumns
-	// Attributes names the optional text attributes a key carries (the seed's "operator").
+	// Attributes names the optional text attributes a key carries (an operator, for example).
 	// Each is a column of the merged table, merged as COALESCE(new, stored).
 	Attributes []string
 	// Quantile is the quantile the merged row carries, in (0, 1] [DefaultQuantile].
 	Quantile float64
+	// QuantileMethod is its definition [window.Linear]: window.Linear equals PostgreSQL's
+	// percentile_cont and window.NearestRank its percentile_disc on the same values, for
+	// every key whose values are held exactly (see ExactLimit). Linear is the default so
+	// that a table whose spec names no method keeps the definition of the rows it stores.
+	QuantileMethod window.QuantileMethod
+	// ExactLimit is the exact limit with which partials are merged: a key of at most this
+	// many values in all has the exact quantile, a busier one a t-digest estimate (see
+	// package window for its error bound). Zero means window.DefaultExactLimit (256),
+	// negative means none, and above window.MaxExactLimit is invalid. The processors
+	// writing the partials must build them with the same limit (window.Config.ExactLimit),
+	// or a key above theirs and within this one is estimated.
+	ExactLimit int
 }
 
 // WithDefaults returns s with every empty field set to its default.
@@ -75,11 +89,20 @@ func (s AggregateSpec) ColumnNames() []string {
 }
 
 // Validate reports whether s, after [AggregateSpec.WithDefaults], is usable: a quantile in
-// (0, 1] and distinct, non-empty column names.
+// (0, 1], a known quantile method, an exact limit within window.MaxExactLimit and distinct,
+// non-empty column names. Errors name the field.
 func (s AggregateSpec) Validate() error {
 	s = s.WithDefaults()
 	if math.IsNaN(s.Quantile) || s.Quantile <= 0 || s.Quantile > 1 {
-		return fmt.Errorf("%w: aggregate quantile must be in (0, 1], found %v", ErrInvalid, s.Quantile)
+		return fmt.Errorf("%w: AggregateSpec.Quantile must be in (0, 1], found %v", ErrInvalid, s.Quantile)
+	}
+	if !s.QuantileMethod.Valid() {
+		return fmt.Errorf("%w: AggregateSpec.QuantileMethod: unknown method %v, want window.Linear or window.NearestRank",
+			ErrInvalid, s.QuantileMethod)
+	}
+	if s.ExactLimit > window.MaxExactLimit {
+		return fmt.Errorf("%w: AggregateSpec.ExactLimit is %d, want at most window.MaxExactLimit (%d), zero for the default %d, or negative for none",
+			ErrInvalid, s.ExactLimit, window.MaxExactLimit, window.DefaultExactLimit)
 	}
 	return distinct("aggregate table "+s.Table, s.ColumnNames())
 }
@@ -92,7 +115,7 @@ type Column struct {
 	Type string
 }
 
-// StateSpec describes one last-write-wins state table, such as the seed's vehicle_latest
+// StateSpec describes one last-write-wins state table, such as a vehicle's latest position
 // keyed by vehicle_id.
 type StateSpec struct {
 	Table      string
@@ -100,7 +123,7 @@ type StateSpec struct {
 	ObservedAt Column   // the guard column: a row replaces the stored one only if not older
 	Values     []Column
 	// UpdatedAt, if set, names a column set to the writer's clock on every accepted write
-	// (the seed's updated_at = now()). Its type is timestamptz when the table is created.
+	// (updated_at = now(), in effect). Its type is timestamptz when the table is created.
 	UpdatedAt string
 }
 

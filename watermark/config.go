@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// DefaultLateness is the allowed lateness used when [Config.Lateness] is zero:
-// the seed's 120 s, so that a 5-minute window is written about 7 minutes after it opens.
+// DefaultLateness is the allowed lateness used when [Config.Lateness] is zero: 120 s, so
+// that a 5-minute window is written about 7 minutes after it opens.
 const DefaultLateness = 120 * time.Second
 
 // DefaultIdleTimeout is the idle timeout used when [Config.IdleTimeout] is zero.

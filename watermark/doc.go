@@ -58,7 +58,7 @@
 //
 // # Global watermark
 //
-// [Set.Min] is the seed's watermark: the minimum of wm(P) over the active
+// [Set.Min] is the global watermark: the minimum of wm(P) over the active
 // (non-idle) partitions of a [Set], with the cases of no active partition and
 // of unknown watermarks defined there. It is for the readiness of merged
 // results only, never for a per-event decision.

@@ -287,7 +287,7 @@ func BenchmarkMerge12(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				_ = m.Quantile(0.9)
+				_ = m.Quantile(Linear, 0.9)
 			}
 		})
 	}

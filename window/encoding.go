@@ -81,15 +81,17 @@ func allInts(vals []float64) bool {
 	return true
 }
 
-// UnmarshalBinary replaces s with the Stats serialized in data. Input that is truncated,
-// garbled or not exactly what [Stats.MarshalBinary] produces is rejected with an error
-// wrapping [ErrCorrupt], and an unknown version byte with one wrapping [ErrVersion];
+// UnmarshalBinary replaces the values of s with the Stats serialized in data; s keeps its
+// exact limit, which is a setting of the reader, not part of the data. Input that is
+// truncated, garbled or not exactly what [Stats.MarshalBinary] produces is rejected with an
+// error wrapping [ErrCorrupt], and an unknown version byte with one wrapping [ErrVersion];
 // on error s is unchanged.
 func (s *Stats) UnmarshalBinary(data []byte) error {
 	t, err := decodeStats(data)
 	if err != nil {
 		return err
 	}
+	t.limit = s.limit
 	*s = t
 	return nil
 }
@@ -135,8 +137,8 @@ func decodeStats(data []byte) (Stats, error) {
 	var err error
 	switch kind {
 	case kindFloats, kindInts:
-		if count > ExactLimit {
-			return Stats{}, corrupt("exact stats with count %d, want at most %d", count, ExactLimit)
+		if count > MaxExactLimit {
+			return Stats{}, corrupt("exact stats with count %d, want at most MaxExactLimit (%d)", count, MaxExactLimit)
 		}
 		s.vals = make([]float64, count)
 		if kind == kindFloats {
@@ -149,9 +151,6 @@ func decodeStats(data []byte) (Stats, error) {
 		}
 		s.min, s.max = s.vals[0], s.vals[len(s.vals)-1]
 	case kindDigest:
-		if count <= ExactLimit {
-			return Stats{}, corrupt("digest stats with count %d, want more than %d", count, ExactLimit)
-		}
 		if len(p) < 16 {
 			return Stats{}, corrupt("truncated min and max")
 		}

@@ -24,11 +24,11 @@ func sampleStats(t testing.TB) map[string]*Stats {
 		"extremes":    statsOf(t, MaxValue, -MaxValue, 0),
 	}
 	full := NewStats()
-	for range ExactLimit {
+	for range DefaultExactLimit {
 		require.NoError(t, full.Add(r.Float64()))
 	}
 	out["exact full"] = full
-	for _, n := range []int{ExactLimit + 1, 1500, 50000} {
+	for _, n := range []int{DefaultExactLimit + 1, 1500, 50000} {
 		s := NewStats()
 		for range n {
 			require.NoError(t, s.Add(r.NormFloat64()*100))
@@ -63,7 +63,7 @@ func TestStatsRoundTrip(t *testing.T) {
 				assert.Equal(t, s.Min(), d.Min())
 				assert.Equal(t, s.Max(), d.Max())
 				for _, q := range []float64{0, 0.01, 0.1, 0.5, 0.9, 0.99, 1} {
-					assert.Equal(t, s.Quantile(q), d.Quantile(q), "q=%v", q)
+					assert.Equal(t, s.Quantile(Linear, q), d.Quantile(Linear, q), "q=%v", q)
 				}
 			}
 			again, err := d.MarshalBinary()
@@ -157,7 +157,7 @@ func TestStatsUnmarshalErrors(t *testing.T) {
 			binary.LittleEndian.PutUint64(b[3:], math.Float64bits(math.NaN()))
 			return b
 		}), ErrCorrupt},
-		{"exact too large", []byte{Version, kindInts, 0x81, 0x04}, ErrCorrupt},
+		{"exact too large", []byte{Version, kindInts, 0x81, 0x80, 0x04}, ErrCorrupt}, // MaxExactLimit+1
 		{"truncated digest", db[:len(db)-1], ErrCorrupt},
 		{"trailing digest", append(append([]byte(nil), db...), 0), ErrCorrupt},
 		{"digest min above max", mut(db, func(b []byte) []byte {
@@ -202,7 +202,7 @@ func FuzzStatsUnmarshal(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, data, b)
 		for _, q := range []float64{0, 0.5, 0.9, 1} {
-			v := s.Quantile(q)
+			v := s.Quantile(Linear, q)
 			if s.Count() > 0 {
 				require.False(t, math.IsNaN(v))
 				require.GreaterOrEqual(t, v, s.Min())
@@ -217,6 +217,15 @@ func FuzzStatsUnmarshal(f *testing.F) {
 			require.Equal(t, 2*s.Count(), m.Count())
 			_, err = m.MarshalBinary()
 			require.NoError(t, err)
+		}
+		// Decoded with a raised exact limit, a merge of exact parts within it stays exact.
+		var l Stats
+		require.NoError(t, l.SetExactLimit(MaxExactLimit))
+		require.NoError(t, l.UnmarshalBinary(data))
+		if l.Count() > 0 && l.Count() <= MaxExactLimit/2 {
+			m, err := Merge(&l, &l)
+			require.NoError(t, err)
+			require.Equal(t, l.Exact(), m.Exact())
 		}
 		require.NoError(t, s.Add(1))
 		_, err = s.MarshalBinary()

@@ -29,7 +29,7 @@ func ExampleWindows() {
 	for _, p := range w.Close(t0.Add(5 * time.Minute)) {
 		fmt.Printf("%s-%s %-12s count=%d mean=%.0f min=%.0f max=%.0f p90=%.0f\n",
 			p.Start.Format("15:04"), p.End.Format("15:04"), p.Key, p.Stats.Count(),
-			p.Stats.Mean(), p.Stats.Min(), p.Stats.Max(), p.Stats.Quantile(0.9))
+			p.Stats.Mean(), p.Stats.Min(), p.Stats.Max(), p.Stats.Quantile(window.Linear, 0.9))
 	}
 	// An event for the closed window is late.
 	err = w.Add(t0.Add(4*time.Minute), "line:GVB:17", 10)
@@ -75,7 +75,7 @@ func ExampleMerge() {
 		panic(err)
 	}
 	fmt.Printf("count=%d mean=%.1f min=%.0f max=%.0f p90=%.0f exact=%t\n",
-		m.Count(), m.Mean(), m.Min(), m.Max(), m.Quantile(0.9), m.Exact())
+		m.Count(), m.Mean(), m.Min(), m.Max(), m.Quantile(window.Linear, 0.9), m.Exact())
 	// Output:
 	// partition 0: 13 bytes
 	// partition 1: 13 bytes
@@ -120,4 +120,50 @@ func ExampleWindows_Reset() {
 	// open after revoke: 0
 	// true
 	// <nil> 1
+}
+
+func ExampleQuantileMethod() {
+	// Delays of one key in one window, in seconds.
+	s := window.NewStats()
+	for _, v := range []float64{30, 60, 60, 90, 120, 300} {
+		if err := s.Add(v); err != nil {
+			panic(err)
+		}
+	}
+	// Linear is PostgreSQL's percentile_cont; NearestRank its percentile_disc, always one
+	// of the values.
+	for _, m := range []window.QuantileMethod{window.Linear, window.NearestRank} {
+		fmt.Printf("%-12s p50=%g p90=%g\n", m, s.Quantile(m, 0.5), s.Quantile(m, 0.9))
+	}
+	// Output:
+	// linear       p50=75 p90=210
+	// nearest-rank p50=60 p90=300
+}
+
+func ExampleConfig_exactLimit() {
+	// Keep up to 1,000 values per key exactly: quantiles of busier keys are t-digest
+	// estimates. Every writer of the same aggregates, and the sink that merges them, uses
+	// the same limit.
+	w, err := window.New(window.Config[string]{ExactLimit: 1000})
+	if err != nil {
+		panic(err)
+	}
+	t0 := time.Date(2024, 5, 1, 8, 0, 0, 0, time.UTC)
+	for i := range 1001 {
+		if err := w.Add(t0, "busy", float64(i)); err != nil {
+			panic(err)
+		}
+		if i < 1000 {
+			_ = w.Add(t0, "quiet", float64(i))
+		}
+	}
+	for _, p := range w.Close(t0.Add(5 * time.Minute)) {
+		fmt.Printf("%s count=%d exact=%t\n", p.Key, p.Stats.Count(), p.Stats.Exact())
+	}
+	_, err = window.New(window.Config[string]{ExactLimit: window.MaxExactLimit + 1})
+	fmt.Println(err)
+	// Output:
+	// busy count=1001 exact=false
+	// quiet count=1000 exact=true
+	// window: invalid config: ExactLimit is 65537, want at most MaxExactLimit (65536), zero for the default 256, or negative for none
 }

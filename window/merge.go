@@ -7,8 +7,11 @@ import (
 
 // Merge returns the aggregate of parts, as if every value added to any part had been
 // added to one Stats: count, min and max exact, sum accumulated in argument order, and
-// quantiles exact if the total count is at most [ExactLimit], from one merge pass over
-// all the parts' centroids and values otherwise.
+// quantiles exact if every part is exact and the total count is at most the exact limit,
+// from one merge pass over all the parts' centroids and values otherwise. The exact limit
+// is the largest of the parts' ([Stats.ExactLimit]), and the result has it: every writer of
+// the same aggregates must merge with the same limit (set it on decoded parts with
+// [Stats.SetExactLimit]).
 //
 // Merge is deterministic: the same parts in the same order give identical bytes and
 // quantiles, whether the parts were built in memory or decoded with
@@ -18,10 +21,13 @@ import (
 // overflows int64.
 func Merge(parts ...*Stats) (*Stats, error) {
 	out := &Stats{}
-	nonEmpty, last := 0, -1
+	nonEmpty, last, exact := 0, -1, true
 	for i, p := range parts {
 		if p == nil {
 			return nil, fmt.Errorf("window: Merge: part %d of %d is nil", i, len(parts))
+		}
+		if i == 0 || p.ExactLimit() > out.ExactLimit() {
+			out.limit = p.limit
 		}
 		if p.count == 0 {
 			continue
@@ -37,6 +43,7 @@ func Merge(parts ...*Stats) (*Stats, error) {
 		}
 		out.count += p.count
 		out.sum += p.sum
+		exact = exact && p.dig == nil
 		nonEmpty++
 		last = i
 	}
@@ -44,9 +51,11 @@ func Merge(parts ...*Stats) (*Stats, error) {
 	case nonEmpty == 0:
 		return out, nil
 	case nonEmpty == 1:
-		return parts[last].Clone(), nil
+		c := parts[last].Clone()
+		c.limit = out.limit
+		return c, nil
 	}
-	if out.count <= ExactLimit {
+	if exact && out.count <= int64(out.ExactLimit()) {
 		out.vals = make([]float64, 0, out.count)
 		for _, p := range parts {
 			out.vals = append(out.vals, p.vals...)
@@ -54,8 +63,14 @@ func Merge(parts ...*Stats) (*Stats, error) {
 		sortFloats(out.vals, nil)
 		return out, nil
 	}
-	// Every part's values and centroids are in ascending order once sealed: a k-way
-	// merge of them feeds the clusterer without sorting.
+	out.dig = &digest{enc: mergeDigest(out.count, parts)}
+	return out, nil
+}
+
+// mergeDigest returns the encoded digest of the parts' values and centroids, count in all.
+// Every part's values and centroids are in ascending order once sealed: a k-way merge of
+// them feeds the clusterer without sorting.
+func mergeDigest(count int64, parts []*Stats) []byte {
 	srcs := make([]mergeSource, 0, len(parts))
 	for _, p := range parts {
 		if p.count == 0 {
@@ -78,7 +93,7 @@ func Merge(parts ...*Stats) (*Stats, error) {
 	h.init()
 	var c clusterer
 	sc := new(scratch)
-	c.reset(out.count, sc)
+	c.reset(count, sc)
 	for len(h.idx) > 0 {
 		top := &srcs[h.idx[0]]
 		c.push(top.head.mean, top.head.weight)
@@ -88,8 +103,7 @@ func Merge(parts ...*Stats) (*Stats, error) {
 		}
 		h.down(0)
 	}
-	out.dig = &digest{enc: c.finish(nil, sc)}
-	return out, nil
+	return c.finish(nil, sc)
 }
 
 // mergeSource yields one sealed part's values and centroids in ascending order.

@@ -48,12 +48,12 @@ func TestMerge(t *testing.T) {
 				}
 			}
 			assert.InDelta(t, sum, m.Sum(), 1e-9*math.Abs(sum)+1e-9)
-			assert.Equal(t, len(all) <= ExactLimit, m.Exact())
-			got := m.Quantile(0.9)
+			assert.Equal(t, len(all) <= DefaultExactLimit, m.Exact())
+			got := m.Quantile(Linear, 0.9)
 			if m.Exact() {
-				assert.Equal(t, ExactQuantile(all, 0.9), got)
+				assert.Equal(t, Linear.Exact(all, 0.9), got)
 			} else {
-				assert.LessOrEqual(t, rankError(all, 0.9, got), 0.01)
+				assert.LessOrEqual(t, between(all, Linear.Exact(all, 0.9), got), len(all)/100)
 			}
 		})
 	}
@@ -128,6 +128,6 @@ func TestMergeDeterministic(t *testing.T) {
 	m, err := Merge(rev...)
 	require.NoError(t, err)
 	for _, q := range []float64{0.1, 0.5, 0.9, 0.99} {
-		assert.Equal(t, first.Quantile(q), m.Quantile(q), "q=%v", q)
+		assert.Equal(t, first.Quantile(Linear, q), m.Quantile(Linear, q), "q=%v", q)
 	}
 }

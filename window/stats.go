@@ -11,9 +11,14 @@ const (
 	// partials written by any process merge into the same bytes.
 	Compression = 100
 
-	// ExactLimit is the largest count a [Stats] keeps as exact values. Past it the
-	// values are folded into a t-digest.
-	ExactLimit = 256
+	// DefaultExactLimit is the exact limit of a [Stats] whose limit is not set (see
+	// [Config.ExactLimit]): up to this many values are kept exactly, and the next one
+	// folds them into a t-digest.
+	DefaultExactLimit = 256
+
+	// MaxExactLimit bounds an exact limit. An exact Stats holds 8 bytes per value in
+	// memory, so this bounds one key's buffer to 512 KiB.
+	MaxExactLimit = 1 << 16
 
 	// MaxValue bounds the magnitude of values accepted by [Stats.Add]; digest centroid
 	// means are stored as float32 deltas, which must stay finite.
@@ -27,9 +32,10 @@ const (
 // Stats is the aggregate of the values of one (window, key) in one source partition:
 // count, sum, mean, min, max and quantiles.
 //
-// Up to [ExactLimit] values are kept exactly and quantiles are exact; past that the values
-// are summarised by a t-digest (see the package documentation for the error bound).
-// The zero value is an empty Stats ready to use. A Stats is not safe for concurrent use:
+// Up to its exact limit ([DefaultExactLimit] unless set with [Stats.SetExactLimit] or by
+// the [Windows] that built it) values are kept exactly and quantiles are exact; past that
+// the values are summarised by a t-digest (see the package documentation for the error
+// bound). The zero value is an empty Stats ready to use. A Stats is not safe for concurrent use:
 // Quantile, MarshalBinary and Merge first seal it (sort an exact Stats' values, fold a
 // digest's buffer), which changes no reported value; once sealed, as the partials of
 // [Windows.Close] are, MarshalBinary and Merge only read it. Copy it with
@@ -43,6 +49,8 @@ type Stats struct {
 	// into the digest in digest mode.
 	vals []float64
 	dig  *digest
+	// limit is the exact limit in the form of exactLimitSetting.
+	limit int32
 }
 
 // NewStats returns an empty Stats.
@@ -67,9 +75,9 @@ func invalidValue(v float64) error {
 
 // add adds a valid value. sc, which may be nil, lends scratch space and value storage.
 func (s *Stats) add(v float64, sc *scratch) {
-	// An exact Stats holds at most ExactLimit values: the next one first turns it into a
-	// digest. A digest buffers up to pendingLimit values between merge passes.
-	limit := ExactLimit
+	// An exact Stats holds at most its exact limit of values: the next one first turns it
+	// into a digest. A digest buffers up to pendingLimit values between merge passes.
+	limit := s.ExactLimit()
 	if s.dig != nil {
 		limit = pendingLimit
 	}
@@ -183,12 +191,12 @@ func (s *Stats) Max() float64 {
 // Exact reports whether the Stats still holds every value, so that quantiles are exact.
 func (s *Stats) Exact() bool { return s.dig == nil }
 
-// Quantile returns the q-quantile (0 <= q <= 1) of the values: exact, by linear
-// interpolation between closest ranks, while [Stats.Exact]; estimated by go-tdigest
-// and clamped to [Min, Max] otherwise. Quantile(0) is Min and Quantile(1) is Max.
-// It returns NaN for an empty Stats or a q outside [0, 1].
-func (s *Stats) Quantile(q float64) float64 {
-	if s.count == 0 || !(q >= 0 && q <= 1) {
+// Quantile returns the q-quantile (0 <= q <= 1) of the values by definition m: exact, as
+// [QuantileMethod.Exact] computes it, while [Stats.Exact]; estimated by go-tdigest and
+// clamped to [Min, Max] otherwise, whatever m. The q-quantile of 0 is Min and that of 1 is
+// Max. It returns NaN for an empty Stats, a q outside [0, 1] or an unknown method.
+func (s *Stats) Quantile(m QuantileMethod, q float64) float64 {
+	if s.count == 0 || !(q >= 0 && q <= 1) || !m.Valid() {
 		return math.NaN()
 	}
 	if q == 0 {
@@ -199,7 +207,7 @@ func (s *Stats) Quantile(q float64) float64 {
 	}
 	s.seal()
 	if s.dig == nil {
-		return ExactQuantile(s.vals, q)
+		return m.Exact(s.vals, q)
 	}
 	td := s.dig.view()
 	if td == nil {
@@ -208,32 +216,48 @@ func (s *Stats) Quantile(q float64) float64 {
 	return math.Max(s.min, math.Min(td.Quantile(q), s.max))
 }
 
-// ExactQuantile is the quantile definition of exact mode, exported so that tests and
-// oracles elsewhere compute the same number. For sorted values x[0..n-1] and
-// 0 <= q <= 1, with h = q·(n-1), i = ⌊h⌋ and f = h-i, it returns x[i] if f == 0 or
-// i == n-1, and x[i] + f·(x[i+1]-x[i]) otherwise (Hyndman and Fan type 7, as in
-// numpy's default and R's type 7). It returns NaN for an empty slice or q outside [0, 1].
-// The values must be sorted in ascending order.
-func ExactQuantile(sorted []float64, q float64) float64 {
-	n := len(sorted)
-	if n == 0 || !(q >= 0 && q <= 1) {
-		return math.NaN()
+// ExactLimit returns the exact limit: how many values s keeps exactly before it folds
+// them into a t-digest, 0 if it never keeps any.
+func (s *Stats) ExactLimit() int {
+	switch {
+	case s.limit == 0:
+		return DefaultExactLimit
+	case s.limit < 0:
+		return 0
 	}
-	h := q * float64(n-1)
-	i := int(h)
-	if i >= n-1 {
-		return sorted[n-1]
+	return int(s.limit)
+}
+
+// SetExactLimit sets the exact limit, with the rule of [Config.ExactLimit]: zero means
+// [DefaultExactLimit], negative means none (a digest from the first value), and a limit
+// above [MaxExactLimit] is an error wrapping [ErrConfig], which changes nothing. It applies
+// to the values added next and to [Merge]; a Stats that already holds more exact values
+// keeps them until its next Add.
+func (s *Stats) SetExactLimit(n int) error {
+	l, err := exactLimitSetting("ExactLimit", n)
+	if err != nil {
+		return err
 	}
-	f := h - float64(i)
-	if f == 0 {
-		return sorted[i]
+	s.limit = l
+	return nil
+}
+
+// exactLimitSetting checks an exact limit setting named field and returns its stored form:
+// 0 for the default, -1 for none, the limit otherwise.
+func exactLimitSetting(field string, n int) (int32, error) {
+	switch {
+	case n < 0:
+		return -1, nil
+	case n > MaxExactLimit:
+		return 0, fmt.Errorf("%w: %s is %d, want at most MaxExactLimit (%d), zero for the default %d, or negative for none",
+			ErrConfig, field, n, MaxExactLimit, DefaultExactLimit)
 	}
-	return sorted[i] + f*(sorted[i+1]-sorted[i])
+	return int32(n), nil
 }
 
 // Clone returns a deep copy of s.
 func (s *Stats) Clone() *Stats {
-	c := &Stats{count: s.count, sum: s.sum, min: s.min, max: s.max}
+	c := &Stats{count: s.count, sum: s.sum, min: s.min, max: s.max, limit: s.limit}
 	if len(s.vals) > 0 {
 		c.vals = slices.Clone(s.vals)
 	}

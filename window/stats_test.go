@@ -40,9 +40,9 @@ func TestStatsBasics(t *testing.T) {
 			assert.Equal(t, tt.mean, s.Mean())
 			assert.Equal(t, tt.min, s.Min())
 			assert.Equal(t, tt.max, s.Max())
-			assert.InDelta(t, tt.p90, s.Quantile(0.9), 1e-12)
-			assert.Equal(t, tt.min, s.Quantile(0))
-			assert.Equal(t, tt.max, s.Quantile(1))
+			assert.InDelta(t, tt.p90, s.Quantile(Linear, 0.9), 1e-12)
+			assert.Equal(t, tt.min, s.Quantile(Linear, 0))
+			assert.Equal(t, tt.max, s.Quantile(Linear, 1))
 			assert.True(t, s.Exact())
 		})
 	}
@@ -54,7 +54,7 @@ func TestStatsEmptyAndInvalid(t *testing.T) {
 	assert.True(t, math.IsNaN(s.Mean()))
 	assert.True(t, math.IsNaN(s.Min()))
 	assert.True(t, math.IsNaN(s.Max()))
-	assert.True(t, math.IsNaN(s.Quantile(0.5)))
+	assert.True(t, math.IsNaN(s.Quantile(Linear, 0.5)))
 
 	for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), 2 * MaxValue, -2 * MaxValue} {
 		err := s.Add(v)
@@ -64,7 +64,7 @@ func TestStatsEmptyAndInvalid(t *testing.T) {
 
 	require.NoError(t, s.Add(1))
 	for _, q := range []float64{-0.1, 1.1, math.NaN()} {
-		assert.True(t, math.IsNaN(s.Quantile(q)), "q=%v", q)
+		assert.True(t, math.IsNaN(s.Quantile(Linear, q)), "q=%v", q)
 	}
 }
 
@@ -94,29 +94,29 @@ func TestExactQuantile(t *testing.T) {
 		{[]float64{1, 2, 3}, 0, 1},
 	}
 	for _, tt := range tests {
-		assert.InDelta(t, tt.want, ExactQuantile(tt.vals, tt.q), 1e-12, "%v q=%v", tt.vals, tt.q)
+		assert.InDelta(t, tt.want, Linear.Exact(tt.vals, tt.q), 1e-12, "%v q=%v", tt.vals, tt.q)
 	}
-	assert.True(t, math.IsNaN(ExactQuantile(nil, 0.5)))
-	assert.True(t, math.IsNaN(ExactQuantile([]float64{1}, 2)))
+	assert.True(t, math.IsNaN(Linear.Exact(nil, 0.5)))
+	assert.True(t, math.IsNaN(Linear.Exact([]float64{1}, 2)))
 }
 
 func TestStatsSwitchesToDigest(t *testing.T) {
 	s := NewStats()
-	for i := range ExactLimit {
+	for i := range DefaultExactLimit {
 		require.NoError(t, s.Add(float64(i)))
 	}
-	assert.True(t, s.Exact(), "exact up to ExactLimit values")
-	require.NoError(t, s.Add(ExactLimit))
-	assert.False(t, s.Exact(), "digest past ExactLimit values")
-	for i := ExactLimit + 1; i < 10000; i++ {
+	assert.True(t, s.Exact(), "exact up to DefaultExactLimit values")
+	require.NoError(t, s.Add(DefaultExactLimit))
+	assert.False(t, s.Exact(), "digest past DefaultExactLimit values")
+	for i := DefaultExactLimit + 1; i < 10000; i++ {
 		require.NoError(t, s.Add(float64(i)))
 	}
 	assert.Equal(t, int64(10000), s.Count())
 	assert.Equal(t, float64(0), s.Min())
 	assert.Equal(t, float64(9999), s.Max())
 	assert.Equal(t, float64(9999*10000/2), s.Sum())
-	assert.InDelta(t, 8999.1, s.Quantile(0.9), 10000*0.01)
-	assert.InDelta(t, 4999.5, s.Quantile(0.5), 10000*0.01)
+	assert.InDelta(t, 8999.1, s.Quantile(Linear, 0.9), 10000*0.01)
+	assert.InDelta(t, 4999.5, s.Quantile(Linear, 0.5), 10000*0.01)
 }
 
 func TestStatsQuantileReadDoesNotChangeAggregates(t *testing.T) {
@@ -126,8 +126,8 @@ func TestStatsQuantileReadDoesNotChangeAggregates(t *testing.T) {
 		require.NoError(t, s.Add(r.NormFloat64()))
 	}
 	count, sum, lo, hi := s.Count(), s.Sum(), s.Min(), s.Max()
-	p := s.Quantile(0.9)
-	assert.Equal(t, p, s.Quantile(0.9))
+	p := s.Quantile(Linear, 0.9)
+	assert.Equal(t, p, s.Quantile(Linear, 0.9))
 	assert.Equal(t, []any{count, sum, lo, hi}, []any{s.Count(), s.Sum(), s.Min(), s.Max()})
 }
 

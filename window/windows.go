@@ -7,11 +7,18 @@ import (
 	"unsafe"
 )
 
-// Config configures a [Windows]. The zero value is valid.
+// Config configures a [Windows]. The zero value is valid: zero fields take their
+// documented defaults.
 type Config[K comparable] struct {
 	// Size is the length of every window. Zero means DefaultSize (5 minutes); it must
 	// not be negative.
 	Size time.Duration
+	// ExactLimit is how many values each key's [Stats] keeps exactly, with exact
+	// quantiles; the next value folds them into a t-digest. Zero means DefaultExactLimit
+	// (256); negative means none (a digest from the first value); above MaxExactLimit is
+	// an error. Every writer of the same aggregates must use the same limit, and the sink
+	// that merges them too (see [Merge]): a key whose partials are exact merges exactly.
+	ExactLimit int
 	// Retain, if set, is called with a key the first time it enters an open window, and the
 	// window stores what it returns, which must equal the key. A key that points into a
 	// short-lived buffer (a string cut from a message's text) should be copied or interned
@@ -56,6 +63,7 @@ type Windows[K comparable] struct {
 	last   *openWindow[K] // the window of the previous Add, the usual next target
 	buf    scratch
 	retain func(K) K
+	limit  int32 // exact limit of new Stats, in the form of exactLimitSetting
 	// spare holds the index maps and key slices of closed windows, cleared, for reuse:
 	// a window's key set resembles the previous one's, so reusing them avoids regrowing
 	// a map of thousands of keys every window.
@@ -83,7 +91,11 @@ func New[K comparable](cfg Config[K]) (*Windows[K], error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Windows[K]{size: int64(cfg.Size), closed: math.MinInt64, retain: cfg.Retain}
+	limit, err := exactLimitSetting("ExactLimit", cfg.ExactLimit)
+	if err != nil {
+		return nil, err
+	}
+	w := &Windows[K]{size: int64(cfg.Size), closed: math.MinInt64, retain: cfg.Retain, limit: limit}
 	w.buf.slab = true
 	var k K
 	// A map slot holds the key and its int32 position, at most 7 of 8 slots used, plus a
@@ -112,7 +124,7 @@ func (w *Windows[K]) Add(eventTime time.Time, key K, v float64) error {
 	if err != nil {
 		return err
 	}
-	w.bytes += win.add(key, v, &w.buf, w.retain, w.kcost)
+	w.bytes += win.add(key, v, w)
 	return nil
 }
 
@@ -129,7 +141,7 @@ func (w *Windows[K]) AddKeys(eventTime time.Time, v float64, keys ...K) error {
 		return err
 	}
 	for _, k := range keys {
-		w.bytes += win.add(k, v, &w.buf, w.retain, w.kcost)
+		w.bytes += win.add(k, v, w)
 	}
 	return nil
 }
@@ -183,22 +195,23 @@ func (w *Windows[K]) newWindow(start int64) *openWindow[K] {
 	}
 }
 
-// add adds v under key and returns by how much the estimate of the window's memory grew.
-func (o *openWindow[K]) add(key K, v float64, buf *scratch, retain func(K) K, kcost int64) int64 {
+// add adds v under key, with w's key retention, exact limit, key cost and scratch space,
+// and returns by how much the estimate of the window's memory grew.
+func (o *openWindow[K]) add(key K, v float64, w *Windows[K]) int64 {
 	var grew int64
 	i, ok := o.index[key]
 	if !ok {
-		if retain != nil {
-			key = retain(key)
+		if w.retain != nil {
+			key = w.retain(key)
 		}
 		i = int32(len(o.stats))
 		o.index[key] = i
-		o.stats = append(o.stats, Stats{})
-		grew = kcost
+		o.stats = append(o.stats, Stats{limit: w.limit})
+		grew = w.kcost
 	}
 	st := &o.stats[i]
 	before := st.footprint()
-	st.add(v, buf)
+	st.add(v, &w.buf)
 	grew += st.footprint() - before
 	o.bytes += grew
 	return grew

@@ -43,6 +43,13 @@
 // A dry run ([ReplayConfig].DryRun) decides the same way, produces and commits nothing, and its
 // [dlq.Report] groups the letters by error class with counts.
 //
+// # Metrics
+//
+// [Config].Hooks observe the producer: each [Producer.Send] is reported to the hooks that implement
+// [HookSend], and each outcome, with its attempts and its latency from Send, to those that
+// implement [HookDelivery]. The package imports no metrics library; the Prometheus adapter
+// in ledger/consumer/prom implements both.
+//
 // # Configuration
 //
 // Settings the guarantees depend on are forced, and a user value that contradicts one is an

@@ -57,6 +57,9 @@ type Config struct {
 	// unreachable, an idempotent producer's fatal error); nil drops them. It runs on the
 	// producer's delivery goroutine and must not block.
 	OnError func(error)
+	// Hooks observe the producer (see [Hook]): each value implements HookSend,
+	// HookDelivery or both, or NewProducer refuses it.
+	Hooks []Hook
 }
 
 // Producer writes dead letters. It is safe for concurrent use.
@@ -64,6 +67,7 @@ type Producer struct {
 	cfg   Config
 	s     *sender
 	admin *kafka.AdminClient
+	hooks hooks
 
 	mu     sync.Mutex
 	closed bool
@@ -106,6 +110,10 @@ func NewProducer(cfg Config) (*Producer, error) {
 		return nil, fmt.Errorf("%w: MaxAttempts, RetryBackoff and MetadataTimeout: expected >= 0, found %d, %s, %s",
 			ErrConfig, cfg.MaxAttempts, cfg.RetryBackoff, cfg.MetadataTimeout)
 	}
+	hs, err := newHooks(cfg.Hooks)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Topic == nil {
 		cfg.Topic = dlq.DefaultTopic
 	}
@@ -128,7 +136,7 @@ func NewProducer(cfg Config) (*Producer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Producer{cfg: cfg, s: s, topics: map[string]resolved{}}
+	p := &Producer{cfg: cfg, s: s, hooks: hs, topics: map[string]resolved{}}
 	if cfg.CreateTopics {
 		if p.admin, err = kafka.NewAdminClientFromProducer(s.p); err != nil {
 			_ = s.close(context.Background())
@@ -151,7 +159,22 @@ func NewProducer(cfg Config) (*Producer, error) {
 // ledger entry).
 //
 // ctx bounds the topic lookup and the wait for room in the producer's queue, not the delivery.
+//
+// Each call is reported to the HookSend hooks, and each outcome to the HookDelivery hooks.
 func (p *Producer) Send(ctx context.Context, rec dlq.Record, cause error, done func(Delivery)) error {
+	start := time.Now()
+	err := p.send(ctx, rec, cause, start, done)
+	if len(p.hooks.send) > 0 {
+		info := SendInfo{Source: rec.Topic, Partition: rec.Partition, Duration: time.Since(start), Err: err}
+		for _, h := range p.hooks.send {
+			h.OnSend(info)
+		}
+	}
+	return err
+}
+
+// send is Send without the report; start is when Send was called.
+func (p *Producer) send(ctx context.Context, rec dlq.Record, cause error, start time.Time, done func(Delivery)) error {
 	if done == nil {
 		return fmt.Errorf("%w: Send: done is nil, expected a function to receive the delivery", ErrConfig)
 	}
@@ -189,6 +212,13 @@ func (p *Producer) Send(ctx context.Context, rec dlq.Record, cause error, done f
 			d.Err = &DeliveryError{Topic: topic, Partition: rec.Partition, Source: rec, Attempts: o.attempts, Err: o.err}
 		} else {
 			d.Offset = int64(o.tp.Offset)
+		}
+		if len(p.hooks.delivery) > 0 {
+			info := DeliveryInfo{Source: rec.Topic, Topic: topic, Partition: rec.Partition, Attempts: o.attempts,
+				Latency: time.Since(start), Err: d.Err}
+			for _, h := range p.hooks.delivery {
+				h.OnDelivery(info)
+			}
 		}
 		done(d)
 	})

@@ -1,6 +1,7 @@
 package dlqkafka
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/streamledger/streamledger/dlq"
+	"github.com/streamledger/streamledger/internal/kafkaconf"
+	"github.com/streamledger/streamledger/ledger"
 )
 
 // Defaults for the zero values of [ReplayConfig].
@@ -142,24 +145,16 @@ func (cfg ReplayConfig) withDefaults() (ReplayConfig, error) {
 	if cfg.Group == "" {
 		cfg.Group = DefaultReplayGroupPrefix + cfg.Topic
 	}
-	cfg.MaxAttempts = cmpOr(cfg.MaxAttempts, DefaultMaxAttempts)
-	cfg.RetryBackoff = cmpOr(cfg.RetryBackoff, DefaultRetryBackoff)
-	cfg.MetadataTimeout = cmpOr(cfg.MetadataTimeout, DefaultMetadataTimeout)
-	cfg.CommitInterval = cmpOr(cfg.CommitInterval, DefaultCommitInterval)
-	cfg.MaxInFlight = cmpOr(cfg.MaxInFlight, DefaultMaxInFlight)
-	cfg.ShutdownTimeout = cmpOr(cfg.ShutdownTimeout, DefaultShutdownTimeout)
+	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, DefaultMaxAttempts)
+	cfg.RetryBackoff = cmp.Or(cfg.RetryBackoff, DefaultRetryBackoff)
+	cfg.MetadataTimeout = cmp.Or(cfg.MetadataTimeout, DefaultMetadataTimeout)
+	cfg.CommitInterval = cmp.Or(cfg.CommitInterval, DefaultCommitInterval)
+	cfg.MaxInFlight = cmp.Or(cfg.MaxInFlight, DefaultMaxInFlight)
+	cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, DefaultShutdownTimeout)
 	return cfg, nil
 }
 
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
-
-var forcedConsumer = map[string]kafka.ConfigValue{
+var forcedConsumer = kafka.ConfigMap{
 	// Offsets move only past confirmed work, committed explicitly.
 	"enable.auto.commit":       false,
 	"enable.auto.offset.store": false,
@@ -191,43 +186,57 @@ type result struct {
 	err       error
 }
 
-// cursor tracks one partition of the dead-letter topic.
+// cursor tracks one partition of the dead-letter topic. Its ledger holds every letter
+// decided: one republished waits for its delivery report (an ack), any other is done at once.
 type cursor struct {
-	end       int64   // high watermark when the replay started: the replay reads below it
-	next      int64   // one past the last offset decided (or known to hold no message)
-	waiting   []int64 // offsets produced but not confirmed, in order
-	confirmed map[int64]bool
+	led       *ledger.Partition
+	end       int64 // high watermark when the replay started: the replay reads below it
+	next      int64 // one past the last offset decided (or known to hold no message)
 	committed int64 // the group's offset as last committed, or where this replay started
 	done      bool  // read through end
 }
 
-// committable is one past the longest prefix of done offsets.
+func newCursor(next, end int64) *cursor {
+	return &cursor{led: ledger.NewPartition(), end: end, next: next, committed: next, done: next >= end}
+}
+
+// committable is one past the longest prefix of done offsets: the ledger's, or the next
+// offset to read when nothing waits.
 func (c *cursor) committable() int64 {
-	for len(c.waiting) > 0 && c.confirmed[c.waiting[0]] {
-		delete(c.confirmed, c.waiting[0])
-		c.waiting = c.waiting[1:]
+	if c.led.Pending() == 0 {
+		return c.next // everything decided is done, and below next nothing else waits
 	}
-	if len(c.waiting) > 0 {
-		return c.waiting[0]
+	if off, ok := c.led.Committable(); ok {
+		return off
 	}
-	return c.next
+	return c.committed // the first letter decided still waits
+}
+
+// decided records the letter at off: republished (done once its delivery is confirmed) or
+// not (done at once).
+func (c *cursor) decided(off int64, republished bool) error {
+	cond := ledger.Condition{}
+	if republished {
+		cond = ledger.Ack()
+	}
+	if err := c.led.Add(off, cond); err != nil {
+		return err
+	}
+	c.next = off + 1
+	if c.next >= c.end {
+		c.done = true
+	}
+	return nil
 }
 
 func (r *replayer) run(ctx context.Context) (dlq.Report, error) {
-	cc := kafka.ConfigMap{}
-	for k, v := range r.cfg.Kafka {
-		cc[k] = v
-	}
-	for k, v := range forcedConsumer {
-		cc[k] = v
-	}
-	if _, set := cc["fetch.wait.max.ms"]; !set {
-		// A fetch long-poll holds the broker connection, delaying the consumer's close and its
-		// other requests by up to this much; a replay reads a finite range and prefers short.
-		cc["fetch.wait.max.ms"] = 100
+	// A fetch long-poll holds the broker connection, delaying the consumer's close and its
+	// other requests by up to this much; a replay reads a finite range and prefers short.
+	cc, err := kafkaconf.Apply(r.cfg.Kafka, forcedConsumer, kafka.ConfigMap{"fetch.wait.max.ms": 100})
+	if err != nil {
+		return r.report, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	cc["group.id"] = r.cfg.Group
-	var err error
 	if r.consumer, err = kafka.NewConsumer(&cc); err != nil {
 		return r.report, fmt.Errorf("dlqkafka: replay %s: new consumer: %w", r.cfg.Topic, err)
 	}
@@ -288,14 +297,13 @@ func (r *replayer) start() error {
 		if err != nil {
 			return fmt.Errorf("dlqkafka: replay %s: watermarks of partition %d: %w", topic, tp.Partition, err)
 		}
-		c := &cursor{end: high, next: low, confirmed: map[int64]bool{}}
+		start := low
 		if tp.Offset >= 0 {
-			c.next = max(c.next, int64(tp.Offset))
+			start = max(start, int64(tp.Offset))
 		}
 		// Where the replay starts counts as committed: there is nothing to commit until it
 		// moves.
-		c.committed = c.next
-		c.done = c.next >= c.end
+		c := newCursor(start, high)
 		r.parts[tp.Partition] = c
 		if !c.done {
 			assign = append(assign, kafka.TopicPartition{Topic: &topic, Partition: tp.Partition, Offset: kafka.Offset(c.next)})
@@ -378,8 +386,7 @@ func (r *replayer) handle(ctx context.Context, m *kafka.Message) error {
 	if derr != nil {
 		r.report.AddInvalid(fmt.Errorf("%s[%d]@%d: %w", r.cfg.Topic, p, off, derr))
 		r.entry(Entry{Partition: p, Offset: off, Err: derr})
-		r.advance(c, off)
-		return nil
+		return c.decided(off, false)
 	}
 	dec := r.cfg.Policy.Decide(letter, r.report.Replayed+r.inflight)
 	if dec == dlq.Stop {
@@ -389,22 +396,13 @@ func (r *replayer) handle(ctx context.Context, m *kafka.Message) error {
 	if dec != dlq.Replay || r.cfg.DryRun {
 		r.entry(Entry{Partition: p, Offset: off, Letter: letter, Decision: dec})
 		r.report.Add(letter, dec)
-		r.advance(c, off)
-		return nil
+		return c.decided(off, false)
 	}
 	if err := r.republish(ctx, c, p, off, letter); err != nil {
 		return err
 	}
 	r.entry(Entry{Partition: p, Offset: off, Letter: letter, Decision: dec})
-	r.advance(c, off)
 	return nil
-}
-
-func (r *replayer) advance(c *cursor, off int64) {
-	c.next = off + 1
-	if c.next >= c.end {
-		c.done = true
-	}
 }
 
 func (r *replayer) entry(e Entry) {
@@ -450,8 +448,7 @@ func (r *replayer) republish(ctx context.Context, c *cursor, p int32, off int64,
 		return fmt.Errorf("dlqkafka: replay %s[%d]@%d: %w", r.cfg.Topic, p, off, err)
 	}
 	r.inflight++
-	c.waiting = append(c.waiting, off)
-	return nil
+	return c.decided(off, true)
 }
 
 // checkTarget makes sure the target partition exists before producing: librdkafka would
@@ -495,7 +492,9 @@ func (r *replayer) collect() error {
 			continue
 		}
 		r.report.Add(res.letter, dlq.Replay)
-		r.parts[res.partition].confirmed[res.offset] = true
+		if err := r.parts[res.partition].led.Ack(res.offset); err != nil && first == nil {
+			first = fmt.Errorf("dlqkafka: replay %s[%d]@%d: %w", r.cfg.Topic, res.partition, res.offset, err)
+		}
 	}
 	return first
 }

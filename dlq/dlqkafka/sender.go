@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/streamledger/streamledger/internal/kafkaconf"
 )
 
 // sender produces messages with an idempotent librdkafka producer and reports each one's fate
@@ -46,7 +48,7 @@ type inflight struct {
 
 // forcedProducer are the settings a sender cannot work without; a user value that differs is an
 // error rather than silently replaced.
-var forcedProducer = map[string]kafka.ConfigValue{
+var forcedProducer = kafka.ConfigMap{
 	// Retries after a failed delivery report must not reorder or duplicate within a session.
 	"enable.idempotence": true,
 	// A topic the broker creates on its own gets the broker's partition count, not the source's:
@@ -56,31 +58,19 @@ var forcedProducer = map[string]kafka.ConfigValue{
 	"go.delivery.reports": true,
 }
 
-// smallChannels are the client's channel sizes unless the user sets them; see producerConfig.
-var smallChannels = map[string]kafka.ConfigValue{"go.events.channel.size": 1024, "go.produce.channel.size": 1}
+// smallChannels are the client's channel sizes unless the user sets them. The client
+// allocates its events and produce channels whole, a million entries each by default.
+// Delivery reports go to a channel of the sender's own and the produce channel is unused, so
+// the events channel carries only client errors and logs.
+var smallChannels = kafka.ConfigMap{"go.events.channel.size": 1024, "go.produce.channel.size": 1}
 
 func producerConfig(user kafka.ConfigMap) (kafka.ConfigMap, error) {
-	conf := kafka.ConfigMap{}
-	for k, v := range user {
-		conf[k] = v
-	}
-	for k, want := range forcedProducer {
-		if v, ok := conf[k]; ok && fmt.Sprint(v) != fmt.Sprint(want) {
-			return nil, fmt.Errorf("%w: Kafka[%q]: expected %v (or unset), found %v", ErrConfig, k, want, v)
-		}
-		conf[k] = want
+	conf, err := kafkaconf.Apply(user, forcedProducer, smallChannels)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	// Delivery reports need only the partition and offset; copying keys and values back is waste.
 	conf["go.delivery.report.fields"] = "none"
-	// The client allocates its events and produce channels whole, a million entries each by
-	// default (24 MB, a tenth of the OV example's live heap at 100x). Delivery reports go to a
-	// channel of the sender's own and the produce channel is unused, so the events channel
-	// carries only client errors and logs.
-	for k, v := range smallChannels {
-		if _, ok := conf[k]; !ok {
-			conf[k] = v
-		}
-	}
 	return conf, nil
 }
 

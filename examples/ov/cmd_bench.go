@@ -61,7 +61,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	f.FlagSet.IntVar(&o.seed, "seed", 1, "feed seed")
 	f.FlagSet.BoolVar(&o.inProcess, "in-process", false, "consume in this process instead of a child process (RSS and GC then include the broker's copy of the feed)")
 	f.FlagSet.StringVar(&o.child, "child", "", "internal: run the consuming phases of one case (a JSON spec) and print its result as JSON")
-	f.FlagSet.StringVar(&o.bufferLimit, "buffer-limit", "0", "the pipeline's memory bound (bytes, or with KiB, MiB, GiB), also set as the consuming process's Go memory limit; 0: the runtime's default, without a Go memory limit")
+	f.FlagSet.StringVar(&o.bufferLimit, "buffer-limit", "0", "the pipeline's memory bound (bytes, or with KiB, MiB, GiB); the consuming process runs with ov run's garbage collector settings for it; 0: the runtime's default")
 	f.FlagSet.StringVar(&o.procs, "procs", "", "run each case once per GOMAXPROCS in this list (e.g. 1,2), one after the other, named CASE-gmpN; default: the process's")
 	f.FlagSet.IntVar(&o.repeat, "repeat", 1, "run the whole plan this many times, pass after pass (pass k's runs are named CASE#k), and print each case's median over the passes")
 	f.FlagSet.StringVar(&o.only, "cases", "", "run only these cases (comma separated names, e.g. p6-1x,p6-100x)")
@@ -335,6 +335,7 @@ func benchChildMain(ctx context.Context, o benchOptions, stdout, stderr io.Write
 	if err := json.Unmarshal([]byte(o.child), &spec); err != nil {
 		return fmt.Errorf("--child: %w", err)
 	}
+	setGC(spec.Case.BufferLimit) // as ov run does, for the raw consumer and the pipeline alike
 	if o.memProf != "" {
 		runtime.MemProfileRate = 64 << 10
 	}

@@ -18,11 +18,12 @@ import (
 
 	"github.com/streamledger/streamledger/examples/ov/internal/event"
 	"github.com/streamledger/streamledger/examples/ov/internal/feed"
-	"github.com/streamledger/streamledger/examples/ov/internal/metrics"
+	"github.com/streamledger/streamledger/examples/ov/internal/figures"
 	"github.com/streamledger/streamledger/examples/ov/internal/pipeline"
 	"github.com/streamledger/streamledger/examples/ov/internal/produce"
 	"github.com/streamledger/streamledger/examples/ov/internal/tables"
 	"github.com/streamledger/streamledger/ledger/consumer"
+	"github.com/streamledger/streamledger/ledger/consumer/prom"
 )
 
 // demoIdleTimeout is the demo's idle timeout in simulated time: five seconds of wall time, so
@@ -108,10 +109,11 @@ func demo(ctx context.Context, o demoFlags, start time.Time, log *slog.Logger, o
 	addr := strings.Join(broker.ListenAddrs(), ",")
 
 	reg := prometheus.NewRegistry()
-	m, err := metrics.New(reg)
+	m, err := prom.New(reg)
 	if err != nil {
 		return err
 	}
+	figs := figures.New()
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRun()
 	// The processor runs on the simulated clock, the pacer's: idleness is measured and idle
@@ -125,8 +127,9 @@ func demo(ctx context.Context, o demoFlags, start time.Time, log *slog.Logger, o
 	}
 	p, err := pipeline.New(ctx, pipeline.Config{
 		Brokers: addr, Group: "ov-demo", Schema: o.schema, Migrate: true, FlushInterval: o.flushInterval,
-		IdleTimeout: demoIdleTimeout(o.speed), ProcessorID: "ov-demo", Kafka: quietKafka(), Logger: log, Hooks: []consumer.Hook{m},
-		Clock: clock,
+		IdleTimeout: demoIdleTimeout(o.speed), ProcessorID: "ov-demo", Kafka: quietKafka(), Logger: log, Hooks: []consumer.Hook{figs},
+		Metrics: m,
+		Clock:   clock,
 	}, pool)
 	if err != nil {
 		return err
@@ -185,7 +188,7 @@ func demo(ctx context.Context, o demoFlags, start time.Time, log *slog.Logger, o
 	var lastConsumed int64
 	lastAt := time.Now()
 	line := func() {
-		s := m.Snapshot()
+		s := figs.Snapshot()
 		now := time.Now()
 		rate := float64(s.Consumed-lastConsumed) / now.Sub(lastAt).Seconds()
 		lastConsumed, lastAt = s.Consumed, now
@@ -228,7 +231,7 @@ loop:
 				// Done when everything is consumed, written and committed: idle partitions close
 				// their last windows on the simulated clock. A minute at most, in case a partition
 				// cannot finish.
-				s := m.Snapshot()
+				s := figs.Snapshot()
 				if !caughtUp && s.Consumed >= produced.Load() && s.Lag == 0 {
 					caughtUp, caughtSince = true, time.Now()
 				}
@@ -253,7 +256,7 @@ loop:
 		return err
 	}
 	return report(context.WithoutCancel(ctx), out, reportInput{
-		pool: pool, pipe: p, schema: o.schema, dsn: o.dsn, gen: gen, metrics: m.Snapshot(), produced: produced.Load(),
+		pool: pool, pipe: p, schema: o.schema, dsn: o.dsn, gen: gen, figures: figs.Snapshot(), produced: produced.Load(),
 		counters: p.Counters(), began: began, start: start,
 	})
 }
@@ -264,7 +267,7 @@ type reportInput struct {
 	schema   string
 	dsn      string
 	gen      *feed.Generator
-	metrics  metrics.Snapshot
+	figures  figures.Snapshot
 	counters consumer.Counters
 	produced int64
 	began    time.Time
@@ -272,7 +275,7 @@ type reportInput struct {
 }
 
 func report(ctx context.Context, out io.Writer, in reportInput) error {
-	c, s, gs := in.counters, in.metrics, in.gen.Stats()
+	c, s, gs := in.counters, in.figures, in.gen.Stats()
 	cet := feed.CET()
 	fmt.Fprintf(out, "\nDone in %s: simulated %s to %s CET.\n", time.Since(in.began).Round(time.Second),
 		in.start.In(cet).Format("15:04"), in.start.Add(in.gen.Config().Duration).In(cet).Format("15:04"))

@@ -18,9 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/streamledger/streamledger/examples/ov/internal/event"
-	"github.com/streamledger/streamledger/examples/ov/internal/metrics"
 	"github.com/streamledger/streamledger/examples/ov/internal/pipeline"
 	"github.com/streamledger/streamledger/ledger/consumer"
+	"github.com/streamledger/streamledger/ledger/consumer/prom"
 )
 
 // DefaultDatabaseURL is used when neither --dsn nor $DATABASE_URL is given.
@@ -82,6 +82,8 @@ func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	gogc, memLimit := setGC(limit)
+	log.Info("garbage collector", "gogc", gogc, "memory_limit", memLimit)
 
 	pool, err := connect(ctx, *dsn)
 	if err != nil {
@@ -91,7 +93,7 @@ func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m, err := metrics.New(reg)
+	m, err := prom.New(reg)
 	if err != nil {
 		return err
 	}
@@ -117,7 +119,8 @@ func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		Kafka:             extra,
 		Clock:             rateClock(*clockRate, time.Now),
 		Logger:            log,
-		Hooks:             append([]consumer.Hook{m}, faults.hooks(log)...),
+		Hooks:             faults.hooks(log),
+		Metrics:           m,
 	}, pool)
 	if err != nil {
 		return err

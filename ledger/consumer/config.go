@@ -14,6 +14,7 @@ import (
 
 	"github.com/streamledger/streamledger/dlq"
 	"github.com/streamledger/streamledger/dlq/dlqkafka"
+	"github.com/streamledger/streamledger/internal/kafkaconf"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/watermark"
 	"github.com/streamledger/streamledger/window"
@@ -70,8 +71,7 @@ type Config[K comparable] struct {
 	// Unless it is set, fetch.queue.backoff.ms is DefaultFetchQueueBackoff (20 ms) rather than
 	// librdkafka's 1 s: librdkafka stops fetching a partition whose local queue holds
 	// queued.min.messages, and looks again only after that backoff, so a consumer that drains
-	// the queue in less than a second waits for the rest of it with nothing to decide. The
-	// OV benchmark saw Poll come back empty for 0.2-0.7 s of a 3 s run that way.
+	// the queue in less than a second waits for the rest of it with nothing to decide.
 	Kafka kafka.ConfigMap
 
 	// Topics maps each source topic to the handler of its messages. Regular expression
@@ -151,15 +151,15 @@ type Config[K comparable] struct {
 	Ticks <-chan time.Time
 	// PollTimeout bounds one Poll of the client. Zero means DefaultPollTimeout (100 ms).
 	PollTimeout time.Duration
-	// FlushWhenCaughtUp, when positive, runs a tick early when a Poll returns nothing (the
-	// client has no message of any assigned partition at hand), messages were decided since
-	// the last tick began, that tick began at least FlushWhenCaughtUp ago, and no writes are
-	// in flight. It shortens the wait from the last message of a burst to its commit, which is
-	// up to FlushInterval otherwise, at the cost of more and smaller writes when messages
-	// trickle in: at most one such tick per FlushWhenCaughtUp. The tick is an ordinary one
-	// (the guarantees do not depend on when ticks run); TickInfo.CaughtUp marks it. Zero
-	// means ticks come every FlushInterval only. Like FlushInterval, it is wall-clock time,
-	// not Clock's.
+	// FlushWhenCaughtUp runs a tick early when a Poll returns nothing (the client has no
+	// message of any assigned partition at hand), messages were dispatched since the last tick
+	// began, that tick began at least FlushWhenCaughtUp ago, and no writes are in flight. It
+	// shortens the wait from the last message of a burst to its commit, which is up to
+	// FlushInterval otherwise, at the cost of more and smaller writes when messages trickle
+	// in: at most one such tick per FlushWhenCaughtUp. The tick is an ordinary one (the
+	// guarantees do not depend on when ticks run); TickInfo.CaughtUp marks it. Like
+	// FlushInterval, it is wall-clock time, not Clock's. Zero means a fifth of FlushInterval
+	// (never with Ticks); negative means ticks come every FlushInterval only.
 	FlushWhenCaughtUp time.Duration
 
 	// WriteTimeout bounds the sink writes of one tick (the state flush and the close batches
@@ -188,11 +188,11 @@ type Config[K comparable] struct {
 	// partitions. Zero means runtime.GOMAXPROCS(0); negative means none: the polling goroutine
 	// decides each message itself, and so applies each effect alone.
 	Workers int
-	// WriteConcurrency is how many of one tick's writes (each state table's flush, each
-	// partition's close batch: separate sink calls) run at once. Above 1 the Sink must be safe
+	// WriteConcurrency is how many of one tick's writes (each state table's flush, and the
+	// close batches of every partition in one call) run at once. Above 1 the Sink must be safe
 	// for concurrent use, as sink/postgres is (its writers may run at any concurrency); the
 	// outcome is the same, as every write is applied to the ledgers when all are done. Zero
-	// means 1: one after another, the state tables first.
+	// means 1, as does a negative value: one after another, the state tables first.
 	WriteConcurrency int
 	// AssignmentWait is how long a subscribed consumer may hold no partition before it logs a
 	// warning and [Consumer.Health] reports [HealthNoAssignment]: a group that cannot
@@ -270,47 +270,73 @@ type settings[K comparable] struct {
 	effectBatch, chunk, sealEvery int
 	// buffer is BufferLimit less the client's prefetch, 0 without a bound.
 	buffer int64
+	// tables holds what the sink declares of its tables, when it tells (see tables).
+	agg    *sink.AggregateSpec
+	states map[string]sink.StateSpec
+}
+
+// tables is what a sink may tell of the tables it writes; sink/postgres and sinktest.Memory
+// do. The consumer then builds its windows with the aggregate spec's exact limit, dead-letters
+// an event whose state rows the sink does not declare, and stops with an error naming Keys
+// when it maps a window key to an attribute the aggregate spec does not declare: mistakes
+// that would otherwise fail every write, and retry it forever.
+type tables interface {
+	Tables() (sink.AggregateSpec, []sink.StateSpec)
 }
 
 // validate checks cfg and fills in its defaults. Every error wraps ErrConfig.
 func (cfg Config[K]) validate() (*settings[K], error) {
 	s := &settings[K]{Config: cfg}
-	bad := func(format string, args ...any) (*settings[K], error) {
-		return nil, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
-	}
 	if cfg.Kafka == nil {
-		return bad("Kafka: a librdkafka configuration with bootstrap.servers and group.id is required")
+		return nil, configError("Kafka: a librdkafka configuration with bootstrap.servers and group.id is required")
 	}
 	km, err := kafkaConfig(cfg.Kafka)
 	if err != nil {
 		return nil, err
 	}
 	s.kafka = km
-	if err := s.bufferLimit(); err != nil {
-		return nil, err
+	for _, check := range []func() error{
+		s.bufferLimit, s.validateTopics, cfg.Until.validate, s.durations, s.counts, s.timeouts, s.parts, s.validateHooks,
+	} {
+		if err := check(); err != nil {
+			return nil, err
+		}
 	}
-	if len(cfg.Topics) == 0 {
-		return bad("Topics: at least one topic with its handler is required")
+	return s, nil
+}
+
+// configError is an error wrapping ErrConfig.
+func configError(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
+}
+
+// validateTopics checks Topics and Keys and sorts the topics.
+func (s *settings[K]) validateTopics() error {
+	if len(s.Topics) == 0 {
+		return configError("Topics: at least one topic with its handler is required")
 	}
-	for topic, h := range cfg.Topics {
+	for topic, h := range s.Topics {
 		switch {
 		case topic == "":
-			return bad("Topics: empty topic name")
+			return configError("Topics: empty topic name")
 		case strings.HasPrefix(topic, "^"):
-			return bad("Topics: %q is a regular expression; name each topic with its handler", topic)
+			return configError("Topics: %q is a regular expression; name each topic with its handler", topic)
 		case h == nil:
-			return bad("Topics: topic %q has a nil handler", topic)
+			return configError("Topics: topic %q has a nil handler", topic)
 		}
 		s.topics = append(s.topics, topic)
 	}
 	slices.Sort(s.topics)
-	if err := cfg.Until.validate(); err != nil {
-		return nil, err
+	if s.Sink != nil && s.Keys == nil {
+		return configError("Keys: a mapping from window keys to sink keys is required")
 	}
-	if cfg.Sink != nil && cfg.Keys == nil {
-		return bad("Keys: a mapping from window keys to sink keys is required")
-	}
-	durations := []struct {
+	return nil
+}
+
+// durations fills in the durations' defaults and refuses negative ones where off means
+// nothing.
+func (s *settings[K]) durations() error {
+	for _, d := range []struct {
 		name string
 		d    *time.Duration
 		def  time.Duration
@@ -324,14 +350,10 @@ func (cfg Config[K]) validate() (*settings[K], error) {
 		{"DeadLetterBackoff", &s.DeadLetterBackoff, DefaultDeadLetterBackoff},
 		{"ShutdownTimeout", &s.ShutdownTimeout, DefaultShutdownTimeout},
 		{"CloseTimeout", &s.CloseTimeout, DefaultCloseTimeout},
-	}
-	if s.FlushWhenCaughtUp < 0 {
-		return bad("FlushWhenCaughtUp: expected a positive duration or zero (never), found %v", s.FlushWhenCaughtUp)
-	}
-	for _, d := range durations {
+	} {
 		switch {
 		case *d.d < 0:
-			return bad("%s: expected a positive duration or zero for the default, found %v", d.name, *d.d)
+			return configError("%s: expected a positive duration or zero for the default, found %v", d.name, *d.d)
 		case *d.d == 0:
 			*d.d = d.def
 		}
@@ -340,39 +362,63 @@ func (cfg Config[K]) validate() (*settings[K], error) {
 		s.IdleTimeout = watermark.DefaultIdleTimeout
 	}
 	switch {
+	case s.FlushWhenCaughtUp == 0 && s.Ticks != nil:
+		s.FlushWhenCaughtUp = -1 // ticks come when the caller says only
+	case s.FlushWhenCaughtUp == 0:
+		s.FlushWhenCaughtUp = s.FlushInterval / 5
+	}
+	return nil
+}
+
+// counts fills in the workers, the write concurrency and the low-water mark.
+func (s *settings[K]) counts() error {
+	switch {
 	case s.Workers == 0:
 		s.workers = runtime.GOMAXPROCS(0)
 	case s.Workers > 0:
 		s.workers = s.Workers
 	}
 	if err := s.effectBounds(); err != nil {
-		return nil, err
+		return err
 	}
-	if s.WriteConcurrency < 0 {
-		return bad("WriteConcurrency: expected a count >= 0 (0: 1), found %d", s.WriteConcurrency)
+	if s.WriteConcurrency <= 0 {
+		s.WriteConcurrency = 1
 	}
 	if !(s.ResumeAt >= 0 && s.ResumeAt < 1) {
-		return bad("ResumeAt: expected a fraction in [0, 1), found %v", s.ResumeAt)
+		return configError("ResumeAt: expected a fraction in [0, 1), found %v", s.ResumeAt)
 	}
 	if s.ResumeAt == 0 {
 		s.ResumeAt = DefaultResumeAt
 	}
+	return nil
+}
+
+// timeouts derives AssignmentWait from the session timeout and checks WriteTimeout against
+// max.poll.interval.ms.
+func (s *settings[K]) timeouts() error {
 	if s.AssignmentWait == 0 {
-		session, ok, err := configMillis(km, "session.timeout.ms")
+		session, ok, err := configMillis(s.kafka, "session.timeout.ms")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !ok {
 			session = defaultSessionTimeout
 		}
 		s.AssignmentWait = 3 * session
 	}
-	if mpi, ok, err := configMillis(km, "max.poll.interval.ms"); err != nil {
-		return nil, err
-	} else if ok && 2*s.WriteTimeout >= mpi {
-		return bad("WriteTimeout %v must be under half of max.poll.interval.ms (%v): a tick's writes "+
+	mpi, ok, err := configMillis(s.kafka, "max.poll.interval.ms")
+	if err != nil {
+		return err
+	}
+	if ok && 2*s.WriteTimeout >= mpi {
+		return configError("WriteTimeout %v must be under half of max.poll.interval.ms (%v): a tick's writes "+
 			"and a revocation's run between two polls", s.WriteTimeout, mpi)
 	}
+	return nil
+}
+
+// parts makes the configurations of each partition's watermark and windows.
+func (s *settings[K]) parts() error {
 	if s.Clock == nil {
 		s.Clock = time.Now
 	}
@@ -385,26 +431,39 @@ func (cfg Config[K]) validate() (*settings[K], error) {
 	}
 	s.wm = watermark.Config{Lateness: s.Lateness, IdleTimeout: idle, Clock: watermark.ClockFunc(s.Clock)}
 	s.win = window.Config[K]{Size: s.WindowSize, Retain: s.RetainKey}
+	if t, ok := s.Sink.(tables); ok {
+		agg, states := t.Tables()
+		s.agg, s.states = &agg, make(map[string]sink.StateSpec, len(states))
+		for _, st := range states {
+			s.states[st.Table] = st
+		}
+		s.win.ExactLimit = agg.ExactLimit
+	}
 	if _, err := window.New[K](s.win); err != nil {
-		return bad("WindowSize: %v", err)
+		return configError("WindowSize: %v", err)
 	}
 	if _, err := watermark.NewPartition(s.wm); err != nil {
-		return bad("Lateness or IdleTimeout: %v", err)
+		return configError("Lateness or IdleTimeout: %v", err)
 	}
+	return nil
+}
+
+// validateHooks refuses a hook that implements none of the Hook interfaces.
+func (s *settings[K]) validateHooks() error {
 	for i, h := range s.Hooks {
 		if !newHooks([]Hook{h}).any() {
-			return bad("Hooks[%d]: %T implements none of the Hook interfaces", i, h)
+			return configError("Hooks[%d]: %T implements none of the Hook interfaces", i, h)
 		}
 	}
 	s.hooks = newHooks(s.Hooks)
-	return s, nil
+	return nil
 }
 
 // effectBounds checks EffectBatch and sets the batch and chunk sizes.
 func (s *settings[K]) effectBounds() error {
 	switch {
 	case s.EffectBatch > MaxEffectBatch:
-		return fmt.Errorf("%w: EffectBatch: expected at most MaxEffectBatch (%d), found %d", ErrConfig, MaxEffectBatch, s.EffectBatch)
+		return configError("EffectBatch: expected at most MaxEffectBatch (%d), found %d", MaxEffectBatch, s.EffectBatch)
 	case s.EffectBatch < 0:
 		s.effectBatch = 1
 	case s.EffectBatch == 0:
@@ -417,27 +476,15 @@ func (s *settings[K]) effectBounds() error {
 	return nil
 }
 
-// kafkaConfig returns a copy of user with the forced properties, or an error naming a property
-// that contradicts them.
+// kafkaConfig returns a copy of user with the properties the consumer forces and its defaults,
+// or an error naming a property that contradicts them or a required one that is missing.
 func kafkaConfig(user kafka.ConfigMap) (kafka.ConfigMap, error) {
-	// The properties the consumer sets itself.
-	forced := [...]string{"enable.auto.commit", "enable.auto.offset.store"}
-	out := make(kafka.ConfigMap, len(user)+len(forced))
-	for k, v := range user {
-		out[k] = v
-	}
-	for _, key := range forced {
-		if v, ok := user[key]; ok && !isFalse(v) {
-			return nil, fmt.Errorf("%w: Kafka: %s must be false, found %v: the consumer commits only what the "+
-				"ledger says is durable, with the watermark in the commit metadata", ErrConfig, key, v)
-		}
-		out[key] = false
-	}
-	if _, ok := user["fetch.queue.backoff.ms"]; !ok {
-		out["fetch.queue.backoff.ms"] = int(DefaultFetchQueueBackoff / time.Millisecond)
-	}
-	if v, ok := user["go.events.channel.enable"]; ok && !isFalse(v) {
-		return nil, fmt.Errorf("%w: Kafka: go.events.channel.enable must be false, found %v: the consumer polls", ErrConfig, v)
+	forced := kafka.ConfigMap{"enable.auto.commit": false, "enable.auto.offset.store": false, "go.events.channel.enable": false}
+	defaults := kafka.ConfigMap{"fetch.queue.backoff.ms": int(DefaultFetchQueueBackoff / time.Millisecond)}
+	out, err := kafkaconf.Apply(user, forced, defaults)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w: the consumer commits only what the ledger says is durable, with the "+
+			"watermark in the commit metadata, and polls", ErrConfig, err)
 	}
 	if s, _ := user["group.id"].(string); s == "" {
 		return nil, fmt.Errorf("%w: Kafka: group.id is required (a non-empty string), found %v", ErrConfig, user["group.id"])
@@ -448,17 +495,6 @@ func kafkaConfig(user kafka.ConfigMap) (kafka.ConfigMap, error) {
 		return nil, fmt.Errorf("%w: Kafka: bootstrap.servers is required", ErrConfig)
 	}
 	return out, nil
-}
-
-func isFalse(v kafka.ConfigValue) bool {
-	switch v := v.(type) {
-	case bool:
-		return !v
-	case string:
-		b, err := strconv.ParseBool(v)
-		return err == nil && !b
-	}
-	return false
 }
 
 // configMillis reads an integer millisecond property, if set.

@@ -38,7 +38,8 @@ func TestConfigDefaults(t *testing.T) {
 	assert.Equal(t, false, s.kafka["enable.auto.offset.store"])
 	assert.Equal(t, "g", s.kafka["group.id"], "the rest passes through")
 	assert.Equal(t, 20, s.kafka["fetch.queue.backoff.ms"], "librdkafka's 1 s backoff stalls a fast consumer")
-	assert.Zero(t, s.FlushWhenCaughtUp, "no early ticks unless asked")
+	assert.Equal(t, DefaultFlushInterval/5, s.FlushWhenCaughtUp, "early ticks once caught up, at most every fifth of the interval")
+	assert.Equal(t, 1, s.WriteConcurrency)
 	assert.Equal(t, int64(DefaultBufferLimit), s.BufferLimit)
 	assert.Equal(t, 32<<10, s.kafka["queued.max.messages.kbytes"], "an eighth of the bound is the client's prefetch")
 	assert.Equal(t, 32<<20, s.kafka["fetch.max.bytes"])
@@ -99,9 +100,9 @@ func TestConfigErrors(t *testing.T) {
 		want string
 	}{
 		{"no kafka", func(c *Config[string]) { c.Kafka = nil }, "Kafka"},
-		{"auto commit", func(c *Config[string]) { c.Kafka["enable.auto.commit"] = true }, "enable.auto.commit must be false"},
-		{"auto commit string", func(c *Config[string]) { c.Kafka["enable.auto.commit"] = "true" }, "enable.auto.commit must be false"},
-		{"offset store", func(c *Config[string]) { c.Kafka["enable.auto.offset.store"] = "yes" }, "enable.auto.offset.store must be false"},
+		{"auto commit", func(c *Config[string]) { c.Kafka["enable.auto.commit"] = true }, `Kafka["enable.auto.commit"]: expected false (or unset), found`},
+		{"auto commit string", func(c *Config[string]) { c.Kafka["enable.auto.commit"] = "true" }, `Kafka["enable.auto.commit"]: expected false (or unset), found`},
+		{"offset store", func(c *Config[string]) { c.Kafka["enable.auto.offset.store"] = "yes" }, `Kafka["enable.auto.offset.store"]: expected false (or unset), found yes`},
 		{"events channel", func(c *Config[string]) { c.Kafka["go.events.channel.enable"] = true }, "go.events.channel.enable"},
 		{"no group", func(c *Config[string]) { delete(c.Kafka, "group.id") }, "group.id is required"},
 		{"no servers", func(c *Config[string]) { delete(c.Kafka, "bootstrap.servers") }, "bootstrap.servers is required"},
@@ -111,9 +112,7 @@ func TestConfigErrors(t *testing.T) {
 		{"no keys", func(c *Config[string]) { c.Keys = nil }, "Keys"},
 		{"negative window", func(c *Config[string]) { c.WindowSize = -time.Second }, "WindowSize"},
 		{"negative flush", func(c *Config[string]) { c.FlushInterval = -1 }, "FlushInterval"},
-		{"negative caught-up flush", func(c *Config[string]) { c.FlushWhenCaughtUp = -time.Second }, "FlushWhenCaughtUp"},
 		{"tiny buffer", func(c *Config[string]) { c.BufferLimit = 1000 }, "BufferLimit: expected at least 65536 bytes, or a negative value for no bound, found 1000"},
-		{"negative write concurrency", func(c *Config[string]) { c.WriteConcurrency = -1 }, "WriteConcurrency"},
 		{"resume at one", func(c *Config[string]) { c.ResumeAt = 1 }, "ResumeAt"},
 		{"write timeout vs poll interval", func(c *Config[string]) { c.Kafka["max.poll.interval.ms"] = 50000 }, "WriteTimeout"},
 		{"bad poll interval", func(c *Config[string]) { c.Kafka["max.poll.interval.ms"] = "soon" }, "max.poll.interval.ms"},
@@ -216,4 +215,17 @@ func TestEventValidate(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+// A misspelled librdkafka property fails at New, naming it, not at Run.
+func TestNewRefusesAnUnknownKafkaProperty(t *testing.T) {
+	cfg := validConfig(t)
+	cfg.Kafka["fetch.wiat.max.ms"] = 5
+	_, err := New(cfg)
+	require.ErrorIs(t, err, ErrConfig)
+	assert.Contains(t, err.Error(), `"fetch.wiat.max.ms"`)
+	delete(cfg.Kafka, "fetch.wiat.max.ms")
+	cfg.Kafka["session.timeout.ms"] = "soon"
+	_, err = New(cfg)
+	require.ErrorIs(t, err, ErrConfig, "an invalid value too")
 }

@@ -32,10 +32,15 @@ type Consumer[K comparable] struct {
 	stops map[ledger.TopicPartition]int64 // a bounded run's stop offsets, computed once each
 }
 
-// New validates cfg and returns a Consumer. It does not connect: Run does.
+// New validates cfg and returns a Consumer. It checks every librdkafka property by making a
+// client and closing it at once, so that a misspelled or invalid one fails here, naming it;
+// it does not consume: Run does.
 func New[K comparable](cfg Config[K]) (*Consumer[K], error) {
 	s, err := cfg.validate()
 	if err != nil {
+		return nil, err
+	}
+	if err := checkClient(s.kafka); err != nil {
 		return nil, err
 	}
 	c := &Consumer[K]{s: s, abort: make(chan struct{}), stops: map[ledger.TopicPartition]int64{}}
@@ -111,6 +116,7 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 	defer c.p.stopWorkers()
 	c.p.live.started(time.Now())
 	defer c.p.live.running.Store(false)
+	c.p.tickedAt = c.p.now() // a caught-up tick waits FlushWhenCaughtUp from the start too
 
 	if err := kc.SubscribeTopics(c.s.topics, c.rebalance); err != nil {
 		return errors.Join(fmt.Errorf("consumer: subscribe to %v: %w", c.s.topics, err), c.closeClient(kc))
@@ -420,4 +426,18 @@ func (c *Consumer[K]) closeClient(kc *kafka.Consumer) error {
 	}
 	c.s.Logger.Error("client close timed out; leaving it behind", "timeout", c.s.CloseTimeout)
 	return fmt.Errorf("%w after %v", ErrCloseTimeout, c.s.CloseTimeout)
+}
+
+// checkClient makes a client of km and closes it: librdkafka refuses an unknown or invalid
+// property when the client is made.
+func checkClient(km kafka.ConfigMap) error {
+	probe := make(kafka.ConfigMap, len(km))
+	for k, v := range km {
+		probe[k] = v
+	}
+	kc, err := kafka.NewConsumer(&probe)
+	if err != nil {
+		return fmt.Errorf("%w: Kafka: %w", ErrConfig, err)
+	}
+	return kc.Close()
 }

@@ -209,6 +209,9 @@ func (c *chunk[K]) decode(p *processor[K]) {
 		case p.s.ApplyEffects == nil && ev.Effect != nil:
 			err = &EventError{Reason: "an effect, and the consumer has no ApplyEffects"}
 		}
+		if err == nil && p.s.states != nil {
+			err = checkStateRows(ev.State, p.s.states)
+		}
 		c.evs[i], c.errs[i] = ev, err
 	}
 }

@@ -82,7 +82,7 @@ type StateRow struct {
 }
 
 // SinkKey is where a window key's aggregates go in the sink: the merged row
-// (dimension, dimension_id) and its optional attributes (the seed's operator).
+// (dimension, dimension_id) and its optional attributes (an operator, for example).
 type SinkKey struct {
 	Dimension   string
 	DimensionID string
@@ -162,6 +162,25 @@ func checkValue(v float64) error {
 		return fmt.Errorf("expected a number, found NaN")
 	case math.IsInf(v, 0) || math.Abs(v) > window.MaxValue:
 		return fmt.Errorf("expected a magnitude of at most %g, found %g", window.MaxValue, v)
+	}
+	return nil
+}
+
+// checkStateRows checks state rows against the sink's specs: a declared table, and as many
+// key and value columns as it has.
+func checkStateRows(rows []StateRow, specs map[string]sink.StateSpec) error {
+	for i, r := range rows {
+		spec, ok := specs[r.Table]
+		switch {
+		case !ok:
+			return &EventError{Reason: fmt.Sprintf("state row %d: the sink declares no table %q", i, r.Table)}
+		case len(r.Key) != len(spec.Key):
+			return &EventError{Reason: fmt.Sprintf("state row %d for %q: %d key values, the table has %d key columns", i, r.Table, len(r.Key), len(spec.Key))}
+		case len(r.Values) != len(spec.Values):
+			return &EventError{Reason: fmt.Sprintf("state row %d for %q: %d values, the table has %d value columns", i, r.Table, len(r.Values), len(spec.Values))}
+		case r.ObservedAt.IsZero():
+			return &EventError{Reason: fmt.Sprintf("state row %d for %q has no observed-at time", i, r.Table)}
+		}
 	}
 	return nil
 }

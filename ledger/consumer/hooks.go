@@ -248,8 +248,8 @@ type PartitionInfo struct {
 // TickInfo holds the consumer's totals at the end of a tick.
 type TickInfo struct {
 	Partitions int
-	// Pending is the number of uncommitted messages over all ledgers (the seed's
-	// processor_uncommitted_messages).
+	// Pending is the number of uncommitted messages over all ledgers (exported as
+	// processor_uncommitted_messages by package prom).
 	Pending  int64
 	OpenKeys int
 	// MinWatermark is the global watermark over the active partitions (readiness only),

@@ -582,13 +582,13 @@ func TestCaughtUpTick(t *testing.T) {
 	h.p.caughtUp(ctx)
 	assert.Equal(t, int64(4), h.committed(p0), "and the next caught-up poll ticks for the rest")
 
-	off := newHarness(t, nil)
+	off := newHarness(t, func(c *Config[string]) { c.FlushWhenCaughtUp = -1 })
 	off.p.now = off.clock.Now
 	off.assign(p0, -1, "")
 	off.feed(p0, 0, "s 1")
 	off.clock.Advance(time.Hour)
 	off.p.caughtUp(ctx)
-	assert.Equal(t, int64(-1), off.committed(p0), "FlushWhenCaughtUp zero: ticks only every FlushInterval")
+	assert.Equal(t, int64(-1), off.committed(p0), "FlushWhenCaughtUp negative: ticks only every FlushInterval")
 }
 
 // tickRecorder records the ticks and the reasons of the commits.

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -134,6 +136,11 @@ func (p *processor[K]) closeBatch(pt *part[K]) (sink.CloseBatch, bool) {
 	}
 	if closed := pt.win.Close(wm); len(closed) > 0 {
 		sp, err := p.toSink(closed)
+		if errors.Is(err, ErrConfig) {
+			p.stop.setFatal(err)
+			p.log.Error("stopping: the sink refuses what Keys returns", "partition", pt.tp.String(), "error", err)
+			return sink.CloseBatch{}, false
+		}
 		if err != nil {
 			p.fail(err, "serialize closed windows", "partition", pt.tp.String())
 			return sink.CloseBatch{}, false
@@ -168,6 +175,9 @@ func (p *processor[K]) toSink(closed []window.Partial[K]) ([]sink.Partial, error
 	)
 	for _, c := range closed {
 		sk := p.s.Keys(c.Key)
+		if err := p.checkAttrs(c.Key, sk); err != nil {
+			return nil, err
+		}
 		k := key{c.Start.UnixNano(), sk.Dimension, sk.DimensionID}
 		if i, dup := index[k]; dup {
 			merged, err := window.Merge(stats[i], c.Stats)
@@ -312,4 +322,18 @@ func (p *processor[K]) report(d time.Duration, caughtUp bool) {
 	for _, h := range p.s.hooks.tick {
 		h.OnTick(ti)
 	}
+}
+
+// checkAttrs checks a sink key's attributes against the sink's aggregate spec, when it tells.
+func (p *processor[K]) checkAttrs(k K, sk SinkKey) error {
+	if p.s.agg == nil {
+		return nil
+	}
+	for name := range sk.Attrs {
+		if !slices.Contains(p.s.agg.Attributes, name) {
+			return fmt.Errorf("%w: Keys: the sink key of %v carries attribute %q; the sink's aggregate spec declares %q",
+				ErrConfig, k, name, p.s.agg.Attributes)
+		}
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/window"
 )
 
 // Version is the first byte of every encoded [Blob]. The second says how the rest is
@@ -33,7 +34,7 @@ const (
 // repetition for LZ77 alone, but their bytes are far from uniform: zstd's entropy stage
 // roughly halves them, at a cost below the merge's.
 var (
-	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
 	zdec, _ = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxDecoded), zstd.WithDecoderConcurrency(0))
 )
 
@@ -51,6 +52,8 @@ type Entry struct {
 	Attrs []*string
 	// Stats is a serialized window.Stats.
 	Stats []byte
+
+	decoded *window.Stats // Stats decoded, for a partial of the call being planned; nil otherwise
 }
 
 // Blob is what a stored row holds in one value: for a compact partial row the entries of

@@ -43,7 +43,7 @@ func (c *Call) Plan(partials []Partials, folded []Folded, final []time.Time) (*P
 		}
 		return w, nil
 	}
-	for _, b := range c.batches {
+	for bi, b := range c.batches {
 		for i, p := range b.Partials {
 			w, err := get(p.WindowStart, p.WindowEnd)
 			if err != nil {
@@ -52,7 +52,9 @@ func (c *Call) Plan(partials []Partials, folded []Folded, final []time.Time) (*P
 			if i == 0 || !p.WindowStart.Equal(b.Partials[i-1].WindowStart) {
 				w.batch[b.Source] = nil
 			}
-			w.batch[b.Source] = append(w.batch[b.Source], c.entry(p))
+			e := c.entry(p)
+			e.decoded = c.decoded[bi][i]
+			w.batch[b.Source] = append(w.batch[b.Source], e)
 		}
 	}
 	for _, p := range partials {
@@ -223,14 +225,18 @@ func (c *Call) refold(out *Plan, w *pending) error {
 }
 
 // merge merges one key's entries (in source order) into its merged row and its folded
-// entry: window.Merge of the stats in that order, and per attribute the first value.
+// entry: window.Merge of the stats, decoded with the spec's exact limit, in that order,
+// summarized by the spec's quantile and method, and per attribute the first value.
 func (c *Call) merge(w *pending, g []*Entry) (Row, Entry, error) {
 	key := sink.Key{WindowStart: w.start, Dimension: g[0].Dimension, DimensionID: g[0].DimensionID}
 	stats := make([]*window.Stats, len(g))
 	for i, e := range g {
-		stats[i] = new(window.Stats)
-		if err := stats[i].UnmarshalBinary(e.Stats); err != nil {
-			return Row{}, Entry{}, fmt.Errorf("%w: stored stats of %s/%s at %s: %w", sink.ErrInvalid,
+		if stats[i] = e.decoded; stats[i] != nil {
+			continue
+		}
+		var err error
+		if stats[i], err = c.spec.Decode(e.Stats); err != nil {
+			return Row{}, Entry{}, fmt.Errorf("stored stats of %s/%s at %s: %w",
 				key.Dimension, key.DimensionID, w.start.Format(time.RFC3339), err)
 		}
 	}
@@ -245,7 +251,7 @@ func (c *Call) merge(w *pending, g []*Entry) (Row, Entry, error) {
 			return Row{}, Entry{}, err
 		}
 	}
-	sum, err := sink.MergeStats(c.spec.Quantile, m)
+	sum, err := c.spec.Summarize(m)
 	if err != nil {
 		return Row{}, Entry{}, fmt.Errorf("fold: merge %s/%s at %s: %w", key.Dimension, key.DimensionID, w.start.Format(time.RFC3339), err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/window"
 )
 
 // Progress is the stored progress of one source partition.
@@ -69,11 +70,21 @@ type Plan struct {
 	Ignored int
 }
 
+// Report sets the row counts of info to what p writes, for [sink.ReportWriteClose].
+func (p *Plan) Report(info *sink.WriteCloseInfo) {
+	info.Merged = len(p.Insert) + len(p.Upsert)
+	info.Compact = len(p.Partials)
+	info.Folded = len(p.Folded)
+	info.Ignored = p.Ignored
+	info.Progress = len(p.Progress)
+}
+
 // Call plans one WriteClose call. Its methods are called in order: [NewCall],
 // [Call.SetProgress], [Call.Plan].
 type Call struct {
 	spec    sink.AggregateSpec
 	batches []sink.CloseBatch
+	decoded [][]*window.Stats       // each batch's partials' stats, decoded by prepare
 	windows map[time.Time]time.Time // start -> end of every window the batches hold partials of
 
 	progress map[sink.TopicPartition]Progress
@@ -84,11 +95,15 @@ type Call struct {
 	complete bool // some window may be complete: every holding partition closed something
 }
 
-// NewCall validates the batches of one call (see [sink.PrepareClose]): a source may appear
-// once, and the partials of one window start must agree on its end. Errors wrap
-// [sink.ErrInvalid]; nothing may be written then. spec must have its defaults applied.
+// NewCall validates the batches of one call: a source appears at most once; times are made
+// UTC, partials collapsed to the last one per key and ordered by key; every partial's stats
+// decode and hold a value, its window ends after it starts and at or before its batch's
+// ClosedThrough, and it carries only attributes the spec declares; the partials of one window
+// start agree on its end. Errors wrap [sink.ErrInvalid]; nothing may be written then. spec
+// must have its defaults applied.
 func NewCall(spec sink.AggregateSpec, batches []sink.CloseBatch) (*Call, error) {
-	c := &Call{spec: spec, batches: make([]sink.CloseBatch, len(batches)), windows: map[time.Time]time.Time{}}
+	c := &Call{spec: spec, batches: make([]sink.CloseBatch, len(batches)), decoded: make([][]*window.Stats, len(batches)),
+		windows: map[time.Time]time.Time{}}
 	seen := make(map[sink.TopicPartition]bool, len(batches))
 	for i, b := range batches {
 		if seen[b.Source] {
@@ -98,10 +113,11 @@ func NewCall(spec sink.AggregateSpec, batches []sink.CloseBatch) (*Call, error) 
 		if b.Empty && (!b.ClosedThrough.IsZero() || len(b.Partials) > 0) {
 			return nil, fmt.Errorf("%w: close batch for %s: CloseBatch.Empty marks a partition without a watermark; it cannot carry a ClosedThrough or partials", sink.ErrInvalid, b.Source)
 		}
-		p, err := sink.PrepareClose(spec, b)
+		p, decoded, err := prepare(spec, b)
 		if err != nil {
 			return nil, err
 		}
+		c.decoded[i] = decoded
 		p.Empty = b.Empty
 		for _, pa := range p.Partials {
 			if end, ok := c.windows[pa.WindowStart]; ok && !end.Equal(pa.WindowEnd) {

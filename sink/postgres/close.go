@@ -36,15 +36,42 @@ const (
 // touches in statements after it; plans the call with package fold; and writes the plan.
 // Transient failures are retried per the configured policy; a nil error means the
 // transaction committed.
+//
+// Each call with at least one batch is reported to the [Config.Hooks] that implement
+// sink.HookWriteClose, with what its transaction wrote.
 func (s *Sink) WriteClose(ctx context.Context, batches ...sink.CloseBatch) error {
-	c, err := fold.NewCall(s.cfg.Aggregates, batches)
-	if err != nil || len(batches) == 0 {
-		return err
+	if len(batches) == 0 {
+		return nil
 	}
-	return s.cfg.Retry.Do(ctx, opWriteClose, IsTransient, func(ctx context.Context, n int) error {
+	start := time.Now()
+	info := sink.WriteCloseInfo{Batches: len(batches)}
+	for _, b := range batches {
+		info.Partials += len(b.Partials)
+	}
+	plan, attempts, err := s.writeClose(ctx, batches)
+	info.Attempts, info.Err = attempts, err
+	if len(s.cfg.Hooks) > 0 {
+		if info.Err == nil && plan != nil {
+			plan.Report(&info)
+		}
+		info.Duration = time.Since(start)
+		sink.ReportWriteClose(s.cfg.Hooks, info)
+	}
+	return info.Err
+}
+
+// writeClose is WriteClose without the report; it returns the plan of the last attempt and
+// the attempts made.
+func (s *Sink) writeClose(ctx context.Context, batches []sink.CloseBatch) (plan *fold.Plan, attempts int, err error) {
+	c, err := fold.NewCall(s.cfg.Aggregates, batches)
+	if err != nil {
+		return nil, 0, err
+	}
+	err = s.cfg.Retry.Do(ctx, opWriteClose, IsTransient, func(ctx context.Context, n int) error {
+		attempts = n
 		now := s.cfg.Clock().UTC()
 		cutoff, prune := s.pruner.Due(now)
-		err := attemptTx(ctx, s.pool, s.cfg.Hooks, Attempt{Op: opWriteClose, N: n}, func(ctx context.Context, tx pgx.Tx) error {
+		err := attemptTx(ctx, s.pool, s.cfg.Faults, Attempt{Op: opWriteClose, N: n}, func(ctx context.Context, tx pgx.Tx) error {
 			if err := s.readProgressOf(ctx, tx, c, cutoff, prune); err != nil {
 				return err
 			}
@@ -52,17 +79,19 @@ func (s *Sink) WriteClose(ctx context.Context, batches ...sink.CloseBatch) error
 			if err != nil {
 				return err
 			}
-			plan, err := c.Plan(partials, folded, final)
+			p, err := c.Plan(partials, folded, final)
 			if err != nil {
 				return err
 			}
-			return s.writePlan(ctx, tx, plan, now)
+			plan = p
+			return s.writePlan(ctx, tx, p, now)
 		})
 		if err == nil && prune {
 			s.pruner.Done(now)
 		}
 		return err
 	})
+	return plan, attempts, err
 }
 
 // readProgressOf takes the lock, prunes when due, and reads the contributing topics and the

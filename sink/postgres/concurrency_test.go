@@ -31,7 +31,7 @@ func batches(t testing.TB, seed uint64, partitions, windows, keys int) [][]sink.
 			for k := range keys {
 				n := 1 + r.IntN(8)
 				if k%50 == 0 {
-					n = 100 + r.IntN(200) // merged over the partitions, past window.ExactLimit
+					n = 100 + r.IntN(200) // merged over the partitions, past window.DefaultExactLimit
 				}
 				vals := make([]float64, n)
 				for i := range vals {
@@ -93,7 +93,7 @@ func TestTwoProcessesWriteTheSameKeys(t *testing.T) {
 				}
 			}
 		}
-		sum, err := sink.Merge(0.9, parts...)
+		sum, err := sink.Merge(sink.AggregateSpec{}, parts...)
 		require.NoError(t, err)
 		require.Equal(t, sum, row.Summary)
 		if row.Count > 256 {
@@ -140,7 +140,7 @@ func TestCloseTakesOneLock(t *testing.T) {
 	db := pgtest.New(t)
 	var held int
 	s := newSinkOn(t, db, func(c *postgres.Config) {
-		c.Hooks.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
+		c.Faults.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
 			if p == postgres.BeforeCommit {
 				return db.Pool.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = $1", int32(a.PID)).Scan(&held)
 			}

@@ -75,11 +75,15 @@ type Config struct {
 	// horizon [time.Now]. Values are sent as parameters, so an injected clock makes every
 	// stored column deterministic.
 	Clock func() time.Time
-	// Hooks are called at fixed points of every attempt (fault injection in tests).
-	Hooks Hooks
+	// Hooks observe the sink's writes (see [sink.Hook]): each value implements
+	// sink.HookWriteClose, sink.HookUpsertLatest or both, or New refuses it. They are
+	// called after each call, on the caller's goroutine.
+	Hooks []sink.Hook
+	// Faults are called at fixed points of every attempt (fault injection in tests).
+	Faults Faults
 }
 
-// Point is a place in a write attempt where [Hooks.At] is called.
+// Point is a place in a write attempt where [Faults.At] is called.
 type Point int
 
 const (
@@ -116,16 +120,16 @@ type Attempt struct {
 	PID uint32
 }
 
-// Hooks inject faults. A non-nil error from At makes the attempt fail at that point with
+// Faults inject faults. A non-nil error from At makes the attempt fail at that point with
 // that error, exactly as a failing statement would: inside a transaction it is rolled back;
 // at [AfterCommit] the write is durable but the call reports the error. The error is
 // classified like any other, so a hook may return a transient server error to exercise
-// retries. Nil hooks cost nothing.
-type Hooks struct {
+// retries. A nil At costs nothing.
+type Faults struct {
 	At func(ctx context.Context, p Point, a Attempt) error
 }
 
-func (h Hooks) call(ctx context.Context, p Point, a Attempt) error {
+func (h Faults) call(ctx context.Context, p Point, a Attempt) error {
 	if h.At == nil {
 		return nil
 	}
@@ -156,6 +160,9 @@ func (c Config) withDefaults() Config {
 
 func (c Config) validate() error {
 	if err := c.Aggregates.Validate(); err != nil {
+		return err
+	}
+	if err := sink.CheckHooks("Config.Hooks", c.Hooks); err != nil {
 		return err
 	}
 	if c.Strategy < StrategyUnnest || c.Strategy > StrategyBatch {

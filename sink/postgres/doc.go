@@ -110,7 +110,14 @@
 // backoff honours the context. A commit whose acknowledgement is lost is retried too, which
 // is safe because every write replaces. Anything else is returned at once as a
 // [*sink.WriteError] that is not transient. A nil error is returned only after COMMIT
-// succeeded. [Hooks] inject faults at fixed points of an attempt for tests.
+// succeeded. [Faults] inject faults at fixed points of an attempt for tests.
+//
+// # Metrics
+//
+// [Config.Hooks] receive every WriteClose and UpsertLatest call as sink.WriteCloseInfo and
+// sink.UpsertLatestInfo: rows merged, compact, folded and ignored, progress rows, state
+// rows, attempts and duration. A value that implements neither hook interface is refused
+// by [New].
 //
 // # Effects
 //

@@ -52,8 +52,8 @@ type EffectConfig struct {
 	// Rand provides the token that tells a call its own markers after a commit whose
 	// acknowledgement was lost [crypto/rand.Reader].
 	Rand io.Reader
-	// Hooks are called at fixed points of every attempt (fault injection in tests).
-	Hooks Hooks
+	// Faults are called at fixed points of every attempt (fault injection in tests).
+	Faults Faults
 }
 
 // Effects applies effects that are not naturally idempotent exactly once per operation ID,
@@ -174,7 +174,7 @@ func (e *Effects) Apply(ctx context.Context, ops []sink.Operation, effect Effect
 	}
 	err := e.cfg.Retry.Do(ctx, opApplyEffects, IsTransient, func(ctx context.Context, n int) error {
 		for {
-			err := attemptTx(ctx, e.pool, e.cfg.Hooks, Attempt{Op: opApplyEffects, N: n}, func(ctx context.Context, tx pgx.Tx) error {
+			err := attemptTx(ctx, e.pool, e.cfg.Faults, Attempt{Op: opApplyEffects, N: n}, func(ctx context.Context, tx pgx.Tx) error {
 				return e.attempt(ctx, tx, b, n)
 			})
 			var isolate *isolateError

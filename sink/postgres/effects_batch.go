@@ -98,7 +98,7 @@ func (e *Effects) attempt(ctx context.Context, tx pgx.Tx, b *effectBatch, n int)
 		}
 		if round == 0 {
 			a := Attempt{Op: opApplyEffects, N: n, PID: tx.Conn().PgConn().PID()}
-			if err := e.cfg.Hooks.call(ctx, AfterMarker, a); err != nil {
+			if err := e.cfg.Faults.call(ctx, AfterMarker, a); err != nil {
 				return err
 			}
 		}

@@ -357,7 +357,7 @@ func crashPoint(t *testing.T, size int, point postgres.Point, kill, afterApply, 
 	var armed atomic.Bool
 	e := newEffects(t, db.Pool, db, func(c *postgres.EffectConfig) {
 		c.Retry = sink.RetryPolicy{MaxAttempts: 1} // a crashed process does not retry
-		c.Hooks.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
+		c.Faults.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
 			if p != point || !armed.CompareAndSwap(true, false) {
 				return nil
 			}
@@ -429,7 +429,7 @@ func TestEffectCommitAcknowledgementLost(t *testing.T) {
 	var lost atomic.Bool
 	var attempts atomic.Int32
 	e := newEffects(t, db.Pool, db, func(c *postgres.EffectConfig) {
-		c.Hooks.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
+		c.Faults.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
 			if p == postgres.BeforeBegin {
 				attempts.Add(1)
 			}
@@ -469,7 +469,7 @@ func TestEffectRetryAppliesTheBatchWhole(t *testing.T) {
 	var failed atomic.Bool
 	var attempts []int
 	e := newEffects(t, db.Pool, db, func(c *postgres.EffectConfig) {
-		c.Hooks.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
+		c.Faults.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
 			if p == postgres.BeforeBegin {
 				attempts = append(attempts, a.N)
 			}
@@ -524,7 +524,7 @@ func TestEffectRaceOnOneID(t *testing.T) {
 			inserted := make(chan struct{})
 			first := newEffects(t, db.NewPool(t, nil), db, func(c *postgres.EffectConfig) {
 				c.Retry = sink.RetryPolicy{MaxAttempts: 1}
-				c.Hooks.At = func(ctx context.Context, p postgres.Point, _ postgres.Attempt) error {
+				c.Faults.At = func(ctx context.Context, p postgres.Point, _ postgres.Attempt) error {
 					switch p {
 					case postgres.AfterMarker:
 						close(inserted)

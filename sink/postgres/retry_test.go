@@ -42,7 +42,7 @@ func TestRetryAfterConnectionTerminated(t *testing.T) {
 			var attempts []int
 			var killed atomic.Bool
 			s := newSinkOn(t, db, func(c *postgres.Config) {
-				c.Hooks.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
+				c.Faults.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
 					if p == postgres.BeforeBegin {
 						attempts = append(attempts, a.N)
 					}
@@ -77,7 +77,7 @@ func TestRetryUpsertLatestAfterConnectionTerminated(t *testing.T) {
 	db := pgtest.New(t)
 	var killed atomic.Bool
 	s := newSinkOn(t, db, func(c *postgres.Config) {
-		c.Hooks.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
+		c.Faults.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
 			if p == postgres.BeforeCommit && killed.CompareAndSwap(false, true) {
 				terminate(ctx, t, db, a.PID)
 			}
@@ -101,7 +101,7 @@ func TestRetriesRunOut(t *testing.T) {
 	var n atomic.Int32
 	s := newSinkOn(t, db, func(c *postgres.Config) {
 		c.Retry = sink.RetryPolicy{MaxAttempts: 3, InitialBackoff: time.Millisecond}
-		c.Hooks.At = func(_ context.Context, p postgres.Point, a postgres.Attempt) error {
+		c.Faults.At = func(_ context.Context, p postgres.Point, a postgres.Attempt) error {
 			if p == postgres.BeforeCommit {
 				n.Add(1)
 				return &pgconn.PgError{Code: "40001", Message: "could not serialize access"}
@@ -131,7 +131,7 @@ func TestRetryHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(testCtx(t))
 	s := newSinkOn(t, db, func(c *postgres.Config) {
 		c.Retry = sink.RetryPolicy{MaxAttempts: 100, InitialBackoff: time.Hour}
-		c.Hooks.At = func(_ context.Context, p postgres.Point, _ postgres.Attempt) error {
+		c.Faults.At = func(_ context.Context, p postgres.Point, _ postgres.Attempt) error {
 			if p == postgres.BeforeCommit {
 				cancel()
 				return &pgconn.PgError{Code: "40P01", Message: "deadlock detected"}
@@ -152,7 +152,7 @@ func TestFailureBeforeCommitWritesNothing(t *testing.T) {
 	db := pgtest.New(t)
 	boom := errors.New("injected")
 	s := newSinkOn(t, db, func(c *postgres.Config) {
-		c.Hooks.At = func(_ context.Context, p postgres.Point, _ postgres.Attempt) error {
+		c.Faults.At = func(_ context.Context, p postgres.Point, _ postgres.Attempt) error {
 			if p == postgres.BeforeCommit {
 				return boom
 			}

@@ -22,7 +22,7 @@ func TestDuplicateDeliveryDoesNotDoubleCountInRealPostgres(t *testing.T) {
 	// The ten values: mean 144 (sum 1440) and P90 300 by window's exact quantile.
 	sorted := append([]float64(nil), sinktest.SeedValues()...)
 	slices.Sort(sorted)
-	require.Equal(t, 300.0, window.ExactQuantile(sorted, 0.9))
+	require.Equal(t, 300.0, window.Linear.Exact(sorted, 0.9))
 
 	start := time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)
 	end := start.Add(5 * time.Minute)

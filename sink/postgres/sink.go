@@ -212,3 +212,10 @@ func (s *Sink) Statements() []string {
 	}
 	return append(out, s.migrationStatements()...)
 }
+
+// Tables returns the specs of the tables the sink writes, defaults filled in: a processor
+// builds its windows with the aggregate spec's exact limit and checks its state rows and
+// attributes against them before they reach a write.
+func (s *Sink) Tables() (sink.AggregateSpec, []sink.StateSpec) {
+	return s.cfg.Aggregates, slices.Clone(s.cfg.States)
+}

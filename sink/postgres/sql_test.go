@@ -63,7 +63,7 @@ var plusAfterDoUpdate = regexp.MustCompile(`(?is)DO\s+UPDATE.*\+`)
 // updateSet captures the SET list of an UPDATE ... SET ... FROM statement.
 var updateSet = regexp.MustCompile(`(?is)^UPDATE\s.*?\sSET\s(.*)\sFROM\s`)
 
-// checkStatements applies the seed's SQL checks to every statement.
+// checkStatements applies the SQL checks (replace, never add after DO UPDATE) to every statement.
 func checkStatements(t *testing.T, stmts []string) (upserts, guards int) {
 	t.Helper()
 	guard := `WHERE EXCLUDED."observed_at" >= "vehicle_latest"."observed_at"`

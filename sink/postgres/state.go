@@ -15,22 +15,37 @@ import (
 // UpsertLatest writes rows into the state table named table, declared in [Config.States]:
 // collapsed to the newest row per key, sent in one order every writer uses (so that
 // concurrent writers lock rows in the same order; see lockOrder), and guarded by
-// WHERE EXCLUDED.observed_at >= stored observed_at.
+// WHERE EXCLUDED.observed_at >= stored observed_at. Each call is reported to the
+// [Config.Hooks] that implement sink.HookUpsertLatest.
 func (s *Sink) UpsertLatest(ctx context.Context, table string, rows []sink.StateRow) error {
+	start := time.Now()
+	info := sink.UpsertLatestInfo{Table: table}
+	info.Rows, info.Attempts, info.Err = s.upsertLatest(ctx, table, rows)
+	if len(s.cfg.Hooks) > 0 {
+		if info.Err != nil {
+			info.Rows = 0
+		}
+		info.Duration = time.Since(start)
+		sink.ReportUpsertLatest(s.cfg.Hooks, info)
+	}
+	return info.Err
+}
+
+// upsertLatest is UpsertLatest without the report; it returns the rows sent and the
+// attempts made.
+func (s *Sink) upsertLatest(ctx context.Context, table string, rows []sink.StateRow) (sent, attempts int, err error) {
 	st, ok := s.states[table]
 	if !ok {
-		return fmt.Errorf("%w: state table %q is not in the sink's configuration", sink.ErrInvalid, table)
+		return 0, 0, fmt.Errorf("%w: state table %q is not in the sink's configuration", sink.ErrInvalid, table)
 	}
-	rows, err := sink.PrepareLatest(st.spec, rows)
-	if err != nil {
-		return err
-	}
-	if len(rows) == 0 {
-		return nil
+	rows, err = sink.PrepareLatest(st.spec, rows)
+	if err != nil || len(rows) == 0 {
+		return 0, 0, err
 	}
 	rows = lockOrder(rows)
-	return s.cfg.Retry.Do(ctx, opUpsertLatest, IsTransient, func(ctx context.Context, n int) error {
-		return attemptTx(ctx, s.pool, s.cfg.Hooks, Attempt{Op: opUpsertLatest, N: n}, func(ctx context.Context, tx pgx.Tx) error {
+	err = s.cfg.Retry.Do(ctx, opUpsertLatest, IsTransient, func(ctx context.Context, n int) error {
+		attempts = n
+		return attemptTx(ctx, s.pool, s.cfg.Faults, Attempt{Op: opUpsertLatest, N: n}, func(ctx context.Context, tx pgx.Tx) error {
 			if s.cfg.Strategy == StrategyUnnest {
 				if err := st.discoverTypes(ctx, tx, s.cfg.Schema); err != nil {
 					return err
@@ -40,6 +55,7 @@ func (s *Sink) UpsertLatest(ctx context.Context, table string, rows []sink.State
 			return writeRows(ctx, tx, st.u, rs, s.cfg.Strategy)
 		})
 	})
+	return len(rows), attempts, err
 }
 
 // discoverTypes reads the column types of the state table from the catalog, once, for the

@@ -9,11 +9,11 @@ import (
 )
 
 // attemptTx runs one attempt of op: fn inside a READ COMMITTED transaction on a connection
-// of pool, with the hooks called at their points. READ COMMITTED is set explicitly because
+// of pool, with the faults called at their points. READ COMMITTED is set explicitly because
 // the close path depends on it: each statement after the advisory locks must see what the
 // writer that held them committed, whatever the server's default isolation is.
-func attemptTx(ctx context.Context, pool *pgxpool.Pool, hooks Hooks, a Attempt, fn func(ctx context.Context, tx pgx.Tx) error) (err error) {
-	if err := hooks.call(ctx, BeforeBegin, a); err != nil {
+func attemptTx(ctx context.Context, pool *pgxpool.Pool, faults Faults, a Attempt, fn func(ctx context.Context, tx pgx.Tx) error) (err error) {
+	if err := faults.call(ctx, BeforeBegin, a); err != nil {
 		return err
 	}
 	conn, err := pool.Acquire(ctx)
@@ -51,12 +51,12 @@ func attemptTx(ctx context.Context, pool *pgxpool.Pool, hooks Hooks, a Attempt, 
 	if err := fn(ctx, tx); err != nil {
 		return err
 	}
-	if err := hooks.call(ctx, BeforeCommit, a); err != nil {
+	if err := faults.call(ctx, BeforeCommit, a); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	committed = true
-	return hooks.call(ctx, AfterCommit, a)
+	return faults.call(ctx, AfterCommit, a)
 }

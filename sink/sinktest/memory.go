@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -432,3 +433,14 @@ var (
 	_ sink.Sink   = (*Memory)(nil)
 	_ sink.Reader = (*Memory)(nil)
 )
+
+// Tables returns the specs of the tables the sink writes, defaults filled in (see
+// postgres.Sink.Tables).
+func (m *Memory) Tables() (sink.AggregateSpec, []sink.StateSpec) {
+	out := make([]sink.StateSpec, 0, len(m.states))
+	for _, st := range m.states {
+		out = append(out, st.spec)
+	}
+	slices.SortFunc(out, func(a, b sink.StateSpec) int { return strings.Compare(a.Table, b.Table) })
+	return m.agg, out
+}

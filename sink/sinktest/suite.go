@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/window"
 )
 
 // Subject is what the suite tests: a sink that can read back what it stored.
@@ -104,13 +103,7 @@ func DefaultSetup() Setup {
 // Stats serializes a window.Stats holding values, as a processor's closed partial would.
 func Stats(t testing.TB, values ...float64) []byte {
 	t.Helper()
-	s := window.NewStats()
-	for _, v := range values {
-		require.NoError(t, s.Add(v))
-	}
-	b, err := s.MarshalBinary()
-	require.NoError(t, err)
-	return b
+	return StatsWithLimit(t, 0, values...)
 }
 
 // SeedValues returns ten delays whose count, mean and P90 (window's exact quantile, linear
@@ -140,6 +133,7 @@ func Run(t *testing.T, f Factory, feat Features) {
 		{"DuplicateAndReorderedBatches", testDuplicateAndReordered},
 		{"MergeDeterminism", testMergeDeterminism},
 		{"RefoldForLaterPartition", testRefold},
+		{"QuantileDefinition", testQuantileDefinition},
 		{"ReplayOfFoldedWindowIgnored", testReplayIgnored},
 		{"HorizonPruning", testHorizon},
 		{"CallIsAtomic", testCallAtomic},

@@ -93,7 +93,7 @@ func testRegistrationHolds(t *testing.T, f Factory, _ Features) {
 	require.NoError(t, s.WriteClose(ctx, closeOf(1, end, partial(t, 0, "line", "1", 6))))
 	rows := rowsOf(t, ctx, s, 0)
 	require.Len(t, rows, 1)
-	assert.Equal(t, sink.Summary{Count: 2, Mean: 5, Quantile: window.ExactQuantile([]float64{4, 6}, 0.9), Max: 6, Min: 4}, rows[0].Summary)
+	assert.Equal(t, sink.Summary{Count: 2, Mean: 5, Quantile: window.Linear.Exact([]float64{4, 6}, 0.9), Max: 6, Min: 4}, rows[0].Summary)
 	got, err = s.ClosedThrough(ctx, tp(0), tp(1))
 	require.NoError(t, err)
 	assert.Equal(t, map[sink.TopicPartition]time.Time{tp(0): end, tp(1): end}, got)
@@ -211,10 +211,10 @@ func testMergeAcrossPartitions(t *testing.T, f Factory, _ Features) {
 	assert.Equal(t, 1.0, got.Min)
 	assert.Equal(t, 9.0, got.Max)
 	assert.InDelta(t, 42.0/9, got.Mean, 1e-12)
-	assert.Equal(t, window.ExactQuantile(all, 0.9), got.Quantile, "the quantile of all the partitions' values")
+	assert.Equal(t, window.Linear.Exact(all, 0.9), got.Quantile, "the quantile of all the partitions' values")
 	got, ok = aggregate(t, ctx, s, keyOf(0, "stop", "S"))
 	require.True(t, ok)
-	assert.Equal(t, sink.Summary{Count: 3, Mean: 14.0 / 3, Quantile: window.ExactQuantile([]float64{2, 5, 7}, 0.9), Max: 7, Min: 2}, got.Summary)
+	assert.Equal(t, sink.Summary{Count: 3, Mean: 14.0 / 3, Quantile: window.Linear.Exact([]float64{2, 5, 7}, 0.9), Max: 7, Min: 2}, got.Summary)
 }
 
 // scenario is a deterministic set of close batches: partitions x windows, several keys.
@@ -277,7 +277,7 @@ func checkCanonical(t *testing.T, batches [][]sink.CloseBatch, rows []sink.Aggre
 	}
 	require.Len(t, rows, len(want))
 	for _, row := range rows {
-		sum, err := sink.Merge(0.9, want[row.Key]...)
+		sum, err := sink.Merge(DelayAggregates(), want[row.Key]...)
 		require.NoError(t, err)
 		assert.Equal(t, sum, row.Summary, "%s/%s", row.Dimension, row.DimensionID)
 	}
@@ -332,7 +332,7 @@ func testDuplicateAndReordered(t *testing.T, f Factory, _ Features) {
 func testMergeDeterminism(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
 	const partitions, windows = 4, 1
-	// Up to 400 values per partial: many keys go past window.ExactLimit into digest mode.
+	// Up to 400 values per partial: many keys go past window.DefaultExactLimit into digest mode.
 	batches := scenario(t, 11, partitions, windows, 8, 400)
 	var results [][]sink.Aggregate
 	for _, perm := range [][]int{{0, 1, 2, 3}, {3, 2, 1, 0}, {2, 0, 3, 1}} {
@@ -366,7 +366,7 @@ func testRefold(t *testing.T, f Factory, _ Features) {
 	require.NoError(t, s.WriteClose(ctx, closeOf(2, end, partial(t, 0, "line", "A", a2...), partial(t, 0, "line", "B", 7))))
 	got, ok := aggregate(t, ctx, s, keyOf(0, "line", "A"))
 	require.True(t, ok)
-	want, err := sink.Merge(0.9, Stats(t, a0...), Stats(t, a1...), Stats(t, a2...))
+	want, err := sink.Merge(DelayAggregates(), Stats(t, a0...), Stats(t, a1...), Stats(t, a2...))
 	require.NoError(t, err)
 	assert.Equal(t, want, got.Summary, "the new partition is merged into the folded window")
 	got, ok = aggregate(t, ctx, s, keyOf(0, "line", "B"))

@@ -58,7 +58,7 @@ func TestConcurrentDuplicateDelivery(t *testing.T) {
 		cfg.Hooks.BeforeApply = func(ds []service.Delivery) {
 			armed.Store(slices.ContainsFunc(ds, func(d service.Delivery) bool { return d.Credit.ID == "c00" }))
 		}
-		cfg.SinkHooks.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
+		cfg.SinkFaults.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
 			if !armed.Load() || p != postgres.AfterMarker || !held.CompareAndSwap(false, true) {
 				return nil
 			}

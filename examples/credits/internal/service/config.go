@@ -61,8 +61,8 @@ type Config struct {
 	SourceRetention time.Duration
 	// Retry bounds the sink's retries of transient database failures.
 	Retry sink.RetryPolicy
-	// SinkHooks are passed to the effect sink (fault injection in tests).
-	SinkHooks postgres.Hooks
+	// SinkFaults are passed to the effect sink (fault injection in tests).
+	SinkFaults postgres.Faults
 
 	// DeadLetters receives the credits that cannot be applied; *dlqkafka.Producer is one.
 	DeadLetters consumer.DeadLetterer

@@ -76,7 +76,7 @@ func armCrash(t *testing.T, e *env, cfg *service.Config, point crashPoint, crash
 			crash()
 		}
 	}
-	cfg.SinkHooks.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
+	cfg.SinkFaults.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
 		switch {
 		case !armed.Load():
 		case point == beforeCommit && p == postgres.BeforeCommit:
@@ -254,7 +254,7 @@ func TestBatchRetriedWholeAfterConnectionLoss(t *testing.T) {
 	cfg := e.config("g")
 	cfg.CommitInterval = 200 * time.Millisecond
 	var killed atomic.Bool
-	cfg.SinkHooks.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
+	cfg.SinkFaults.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
 		if p == postgres.BeforeCommit && killed.CompareAndSwap(false, true) {
 			var ok bool
 			err := e.db.Pool.QueryRow(context.Background(), `SELECT pg_terminate_backend($1)`, int32(a.PID)).Scan(&ok)

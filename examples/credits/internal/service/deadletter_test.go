@@ -180,7 +180,7 @@ func infrastructureFailure(t *testing.T, batch int) {
 			}
 		}
 	}
-	cfg.SinkHooks.At = func(_ context.Context, p postgres.Point, _ postgres.Attempt) error {
+	cfg.SinkFaults.At = func(_ context.Context, p postgres.Point, _ postgres.Attempt) error {
 		if armed.Load() && p == postgres.BeforeBegin {
 			return outage
 		}

@@ -45,7 +45,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	fx, err := postgres.NewEffects(cfg.Pool, postgres.EffectConfig{
 		Schema: cfg.Schema, Table: cfg.Markers, Horizon: cfg.Horizon, SourceRetention: max(cfg.SourceRetention, 0),
-		Retry: cfg.Retry, Clock: cfg.Clock, Rand: cfg.Rand, Hooks: cfg.SinkHooks,
+		Retry: cfg.Retry, Clock: cfg.Clock, Rand: cfg.Rand, Faults: cfg.SinkFaults,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("service: effect sink: %w", err)

@@ -54,9 +54,8 @@ type Case struct {
 	// Procs is the GOMAXPROCS of the consuming phases (the raw consumer and the pipeline);
 	// zero leaves it as it is.
 	Procs int
-	// BufferLimit is the pipeline's (consumer.Config.BufferLimit); when positive, the
-	// consuming phases also run under a Go memory limit of the same size (GOMEMLIMIT), so
-	// that the garbage collector keeps the heap within the bound.
+	// BufferLimit is the pipeline's (consumer.Config.BufferLimit); zero: the runtime's
+	// default.
 	BufferLimit int64
 }
 
@@ -196,10 +195,10 @@ func Consume(ctx context.Context, cfg Config, spec Spec, res *Result) error {
 	if c.Procs > 0 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(c.Procs))
 	}
-	if c.BufferLimit > 0 {
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(c.BufferLimit))
-	}
 	res.BufferLimit = c.BufferLimit
+	res.GOGC = debug.SetGCPercent(-1)
+	debug.SetGCPercent(res.GOGC)
+	res.MemoryLimit = debug.SetMemoryLimit(-1)
 	res.Procs = runtime.GOMAXPROCS(0)
 	if res.Records == 0 {
 		res.Records = spec.Records

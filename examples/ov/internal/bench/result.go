@@ -87,6 +87,9 @@ type Result struct {
 	Procs int `json:"gomaxprocs"`
 	// BufferLimit is the pipeline's bound (consumer.Config.BufferLimit); zero: the default.
 	BufferLimit int64 `json:"buffer_limit"`
+	// GOGC and MemoryLimit are the garbage collector's settings in the consuming process.
+	GOGC        int   `json:"gogc"`
+	MemoryLimit int64 `json:"memory_limit"`
 	// InChild: the raw consumer and the pipeline ran in a child process, apart from the
 	// broker and the producer.
 	InChild bool `json:"in_child"`

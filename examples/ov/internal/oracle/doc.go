@@ -6,7 +6,8 @@
 // path: no window.Windows, no watermark or ledger package, no consumer. It decodes with
 // package event (whose own tests pin it down, and whose rejections the tests also compare
 // with the generator's intent), and takes P90 from window.Merge of per-partition
-// window.Stats, because the design defines the merged quantile as the deterministic digest's.
+// window.Stats with delay_aggregates' exact limit, by its quantile method, because the design
+// defines the merged quantile as the deterministic digest's above that limit.
 // Count, min, max and sum are accumulated here by hand.
 //
 // # Semantics (the design's, restated)

@@ -13,6 +13,19 @@ import (
 	"github.com/streamledger/streamledger/window"
 )
 
+// spec is delay_aggregates' specification: partials keep its exact limit of values, and
+// merged rows take its quantile by its method.
+var spec = tables.Aggregates()
+
+// newStats returns an empty partial's stats with the spec's exact limit.
+func newStats() (*window.Stats, error) {
+	s := window.NewStats()
+	if err := s.SetExactLimit(spec.ExactLimit); err != nil {
+		return nil, fmt.Errorf("oracle: %w", err)
+	}
+	return s, nil
+}
+
 // Config is what the oracle needs to know about the processor and the topics.
 type Config struct {
 	PositionsTopic, PredictionsTopic string
@@ -305,7 +318,11 @@ func Compute(cfg Config, records []feed.Record) (*Result, error) {
 				pk := pkey{start: start, dim: k.Dimension, id: k.ID}
 				pa := parts[pk]
 				if pa == nil {
-					pa = &partial{end: time.Unix(0, end).UTC(), operator: k.Operator, min: v, max: v, stats: window.NewStats()}
+					st, err := newStats()
+					if err != nil {
+						return nil, err
+					}
+					pa = &partial{end: time.Unix(0, end).UTC(), operator: k.Operator, min: v, max: v, stats: st}
 					parts[pk] = pa
 					openByEnd[src][end] = append(openByEnd[src][end], pk)
 					openRefs[pk]++
@@ -429,7 +446,7 @@ func (r *Result) Aggregates(closedThrough map[Source]time.Time) (map[AggKey]AggR
 			return nil, fmt.Errorf("oracle: merge %v: %w", k, err)
 		}
 		a.row.Mean = a.sum / float64(a.row.Count)
-		a.row.P90 = merged.Quantile(tables.Quantile)
+		a.row.P90 = merged.Quantile(spec.QuantileMethod, spec.Quantile)
 		out[k] = a.row
 	}
 	return out, nil

@@ -70,7 +70,7 @@ func TestOnePartition(t *testing.T) {
 	rows, err := r.Aggregates(r.ClosableThrough())
 	require.NoError(t, err)
 	end := t0.Add(5 * time.Minute)
-	p90 := window.ExactQuantile([]float64{30, 60}, 0.9)
+	p90 := window.Linear.Exact([]float64{30, 60}, 0.9)
 	assert.Equal(t, 57.0, p90)
 	want := oracle.AggRow{WindowEnd: end, Count: 2, Mean: 45, P90: p90, Max: 60, Min: 30}
 	withOp := want
@@ -109,7 +109,7 @@ func keyIn(t *testing.T, prefix string, p, n int32) string {
 func TestPartitionsMerge(t *testing.T) {
 	a, b := keyIn(t, "RET:A", 0, 2), keyIn(t, "RET:B", 1, 2)
 	var recs []feed.Record
-	for i := range 300 { // more than window.ExactLimit in the merged row: the digest decides P90
+	for i := range 300 { // more than window.DefaultExactLimit in the merged row: the digest decides P90
 		recs = append(recs, pred(a, "RET:D", "RET", "S1", float64(i%5)/2, int32(i)))
 		recs = append(recs, pred(b, "RET:D", "RET", "S2", float64(i%5)/2, int32(1000-i)))
 	}
@@ -145,7 +145,7 @@ func TestPartitionsMerge(t *testing.T) {
 	assert.Equal(t, 0.0, got.Min)
 	assert.Equal(t, 1000.0, got.Max)
 	assert.InDelta(t, 500, got.Mean, 1e-9)
-	assert.Equal(t, merged.Quantile(0.9), got.P90)
+	assert.Equal(t, merged.Quantile(window.Linear, 0.9), got.P90)
 	assert.Equal(t, "RET", rows[oracle.AggKey{WindowStart: t0, Dimension: "line", DimensionID: "RET:D"}].Operator)
 	assert.Equal(t, "", got.Operator)
 	assert.Equal(t, int64(300), rows[oracle.AggKey{WindowStart: t0, Dimension: "station", DimensionID: "S2"}].Count)

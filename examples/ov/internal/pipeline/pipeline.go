@@ -15,6 +15,8 @@ import (
 	"github.com/streamledger/streamledger/examples/ov/internal/event"
 	"github.com/streamledger/streamledger/examples/ov/internal/tables"
 	"github.com/streamledger/streamledger/ledger/consumer"
+	"github.com/streamledger/streamledger/ledger/consumer/prom"
+	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/postgres"
 )
 
@@ -84,6 +86,9 @@ type Config struct {
 	Ticks  <-chan time.Time
 	Logger *slog.Logger
 	Hooks  []consumer.Hook
+	// Metrics, if set, receives the metrics of the consumer, the sink and the dead-letter
+	// producer.
+	Metrics *prom.Metrics
 	// WrapHandler, if set, wraps the handler of each topic, for instrumentation (the bench
 	// command times decoding with it). Nil means the handlers run as they are.
 	WrapHandler func(topic string, h consumer.Handler[tables.Key]) consumer.Handler[tables.Key]
@@ -105,11 +110,8 @@ func (c Config) withDefaults() Config {
 	if c.WriteConcurrency == 0 {
 		c.WriteConcurrency = DefaultWriteConcurrency
 	}
-	switch flush := cmp.Or(c.FlushInterval, consumer.DefaultFlushInterval); {
-	case c.FlushWhenCaughtUp == 0:
-		c.FlushWhenCaughtUp = flush / 5
-	case c.FlushWhenCaughtUp < 0:
-		c.FlushWhenCaughtUp = 0 // the runtime's never
+	if c.FlushWhenCaughtUp == 0 {
+		c.FlushWhenCaughtUp = cmp.Or(c.FlushInterval, consumer.DefaultFlushInterval) / 5
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -138,6 +140,10 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 	}
 	pgcfg := tables.Postgres(cfg.Schema)
 	pgcfg.Clock = cfg.Clock
+	hooks := cfg.Hooks
+	if m := cfg.Metrics; m != nil {
+		pgcfg.Hooks, hooks = []sink.Hook{m}, append([]consumer.Hook{m}, hooks...)
+	}
 	snk, err := postgres.New(pool, pgcfg)
 	if err != nil {
 		return nil, err
@@ -151,21 +157,9 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 	for k, v := range cfg.Kafka {
 		common[k] = v
 	}
-	prodCfg := kafka.ConfigMap{}
-	for k, v := range common {
-		prodCfg[k] = v
-	}
-	dlqProducer, err := dlqkafka.NewProducer(dlqkafka.Config{
-		Kafka:        prodCfg,
-		ProcessorID:  cfg.ProcessorID,
-		CreateTopics: cfg.CreateDLQTopics,
-		Clock:        cfg.Clock,
-		OnError: func(err error) {
-			cfg.Logger.Warn("dead-letter producer", "error", err)
-		},
-	})
+	dlqProducer, err := newDeadLetters(cfg, common)
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: dead-letter producer: %w", err)
+		return nil, err
 	}
 	consCfg := kafka.ConfigMap{"group.id": cfg.Group, "auto.offset.reset": "earliest"}
 	for k, v := range common {
@@ -197,7 +191,7 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 		Until:             cfg.Until,
 		Clock:             cfg.Clock,
 		Logger:            cfg.Logger,
-		Hooks:             cfg.Hooks,
+		Hooks:             hooks,
 	})
 	if err != nil {
 		closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -206,6 +200,32 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 		return nil, err
 	}
 	return &Pipeline{cfg: cfg, cons: cons, dlq: dlqProducer, sink: snk}, nil
+}
+
+// newDeadLetters starts the dead-letter producer with the common Kafka settings.
+func newDeadLetters(cfg Config, common kafka.ConfigMap) (*dlqkafka.Producer, error) {
+	prodCfg := kafka.ConfigMap{}
+	for k, v := range common {
+		prodCfg[k] = v
+	}
+	var hooks []dlqkafka.Hook
+	if cfg.Metrics != nil {
+		hooks = []dlqkafka.Hook{cfg.Metrics}
+	}
+	p, err := dlqkafka.NewProducer(dlqkafka.Config{
+		Kafka:        prodCfg,
+		ProcessorID:  cfg.ProcessorID,
+		CreateTopics: cfg.CreateDLQTopics,
+		Clock:        cfg.Clock,
+		OnError: func(err error) {
+			cfg.Logger.Warn("dead-letter producer", "error", err)
+		},
+		Hooks: hooks,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: dead-letter producer: %w", err)
+	}
+	return p, nil
 }
 
 // Run consumes until ctx is cancelled (or, with Until, until every partition is written and

@@ -6,6 +6,7 @@ import (
 	"github.com/streamledger/streamledger/examples/ov/internal/event"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/postgres"
+	"github.com/streamledger/streamledger/window"
 )
 
 // Table names.
@@ -27,7 +28,9 @@ const (
 	NetworkID = "NL"
 )
 
-// Quantile is the quantile delay_aggregates carries in p90_delay_s.
+// Quantile is the quantile delay_aggregates carries in p90_delay_s: by window.Linear, the
+// spec's method, it equals PostgreSQL's percentile_cont(0.9) for every key of at most
+// window.DefaultExactLimit delays.
 const Quantile = 0.9
 
 // Aggregates describes delay_aggregates.
@@ -39,8 +42,9 @@ func Aggregates() sink.AggregateSpec {
 			Count: "event_count", Mean: "mean_delay_s", Quantile: "p90_delay_s", Max: "max_delay_s", Min: "min_delay_s",
 			ComputedAt: "computed_at",
 		},
-		Attributes: []string{OperatorAttr},
-		Quantile:   Quantile,
+		Attributes:     []string{OperatorAttr},
+		Quantile:       Quantile,
+		QuantileMethod: window.Linear,
 	}
 }
 

@@ -1,0 +1,97 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamledger/streamledger/internal/pgtest"
+	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/postgres"
+	"github.com/streamledger/streamledger/sink/sinktest"
+)
+
+// reports records what the sink reports to its hooks.
+type reports struct {
+	mu     sync.Mutex
+	closes []sink.WriteCloseInfo
+	latest []sink.UpsertLatestInfo
+}
+
+func (r *reports) OnWriteClose(i sink.WriteCloseInfo) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i.Duration = 0
+	r.closes = append(r.closes, i)
+}
+
+func (r *reports) OnUpsertLatest(i sink.UpsertLatestInfo) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i.Duration = 0
+	r.latest = append(r.latest, i)
+}
+
+// TestHooksReportWrites checks what the sink reports for each kind of write: compact rows
+// of a window not complete yet, the fold that completes it, a replay, a retried attempt,
+// a failed call and state rows.
+func TestHooksReportWrites(t *testing.T) {
+	ctx := testCtx(t)
+	db := pgtest.New(t)
+	r := &reports{}
+	var failNext, failHard atomic.Bool
+	s := newSinkOn(t, db, func(c *postgres.Config) {
+		c.Hooks = []sink.Hook{r}
+		c.Faults.At = func(_ context.Context, p postgres.Point, _ postgres.Attempt) error {
+			switch {
+			case p != postgres.BeforeCommit:
+			case failHard.Load():
+				return errors.New("refused")
+			case failNext.CompareAndSwap(true, false):
+				return &pgconn.PgError{Code: "40001", Message: "could not serialize access"}
+			}
+			return nil
+		}
+	})
+	p0, p1 := sink.TopicPartition{Topic: sinktest.Topic, Partition: 0}, sink.TopicPartition{Topic: sinktest.Topic, Partition: 1}
+	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: p0}, sink.CloseBatch{Source: p1}))
+	require.NoError(t, s.WriteClose(ctx, closeBatch(t, 0, 1, 2)))
+	failNext.Store(true)
+	require.NoError(t, s.WriteClose(ctx, closeBatch(t, 1, 3)))
+	require.NoError(t, s.WriteClose(ctx, closeBatch(t, 1, 3)))
+	failHard.Store(true)
+	require.Error(t, s.WriteClose(ctx, closeBatch(t, 1, 3)))
+	failHard.Store(false)
+	at := sinktest.T0()
+	require.NoError(t, s.UpsertLatest(ctx, sinktest.StateTable, []sink.StateRow{
+		{Key: []any{"v1"}, ObservedAt: at, Values: []any{"t", 1.0, int64(1)}},
+		{Key: []any{"v1"}, ObservedAt: at.Add(time.Second), Values: []any{"t", 2.0, int64(2)}},
+		{Key: []any{"v2"}, ObservedAt: at, Values: []any{"t", 3.0, int64(1)}},
+	}))
+
+	assert.Equal(t, []sink.WriteCloseInfo{
+		{Batches: 2, Progress: 2, Attempts: 1},
+		{Batches: 1, Partials: 1, Compact: 1, Progress: 1, Attempts: 1},
+		{Batches: 1, Partials: 1, Merged: 1, Folded: 1, Progress: 1, Attempts: 2},
+		{Batches: 1, Partials: 1, Ignored: 1, Attempts: 1},
+		{Batches: 1, Partials: 1, Attempts: 1, Err: r.closes[4].Err},
+	}, r.closes)
+	assert.Error(t, r.closes[4].Err, "a failed call is reported with its error")
+	assert.Equal(t, []sink.UpsertLatestInfo{{Table: sinktest.StateTable, Rows: 2, Attempts: 1}}, r.latest)
+}
+
+func TestHooksRefusedAtNew(t *testing.T) {
+	db := pgtest.New(t)
+	setup := sinktest.DefaultSetup()
+	_, err := postgres.New(db.Pool, postgres.Config{Schema: db.Schema, Aggregates: setup.Aggregates,
+		Hooks: []sink.Hook{&reports{}, struct{}{}}})
+	require.ErrorIs(t, err, sink.ErrInvalid)
+	assert.ErrorContains(t, err, "Config.Hooks[1]")
+}
