@@ -43,7 +43,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.DurationVar(&o.horizon, "horizon", 30*24*time.Hour, "how long markers are kept; 0 keeps them forever")
 	fs.DurationVar(&o.retention, "source-retention", 0, "how far back the topic can redeliver; 0 reads its retention.ms from the broker")
 	fs.DurationVar(&o.commitEvery, "commit-interval", service.DefaultCommitInterval, "how often the durable prefix is committed")
-	fs.IntVar(&o.batch, "batch", 0, "most credits of a partition applied in one transaction [256]; -1: one at a time")
+	fs.IntVar(&o.batch, "batch", service.DefaultBatch, "most credits of a partition applied in one transaction; -1: one at a time")
 	fs.IntVar(&o.workers, "workers", 0, "partitions applied at once, each on its own connection [GOMAXPROCS]")
 	open := fs.String("open", "", "accounts to open before consuming, as id=balance,id=balance (existing ones are left alone)")
 	verbose := fs.Bool("v", false, "debug logs")

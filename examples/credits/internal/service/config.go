@@ -20,6 +20,10 @@ const (
 	DefaultTopic          = "credits"
 	DefaultCommitInterval = time.Second
 	DefaultPruneInterval  = time.Hour
+	// DefaultBatch bounds the credits of one transaction: large batches take fewer
+	// transactions and commits per credit, and a partition's batch is only that large when
+	// that many credits wait (credits bench measures the rate by batch size).
+	DefaultBatch = 4096
 )
 
 // EveryMessage as [Config.CommitInterval] commits after every decided message, once the
@@ -74,8 +78,8 @@ type Config struct {
 	Rand io.Reader
 
 	// Batch bounds the credits applied in one transaction: a partition's credits at hand, in
-	// offset order (consumer.Config.EffectBatch) [consumer.DefaultEffectBatch]; negative applies
-	// each credit alone.
+	// offset order (consumer.Config.EffectBatch) [DefaultBatch]; negative applies each credit
+	// alone.
 	Batch int
 	// Workers is how many partitions' batches are decided and applied at once, on as many
 	// connections (consumer.Config.Workers) [runtime.GOMAXPROCS]; negative decides every
@@ -145,6 +149,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.CommitInterval == 0 {
 		cfg.CommitInterval = DefaultCommitInterval
+	}
+	if cfg.Batch == 0 {
+		cfg.Batch = DefaultBatch
 	}
 	if cfg.PruneInterval == 0 {
 		cfg.PruneInterval = DefaultPruneInterval
