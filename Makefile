@@ -26,7 +26,7 @@ test-race:
 
 test-rest:
 	@rest=$$($(GO) list ./... | grep -v -E '/(ledger|window|watermark|sink)(/|$$)'); \
-	if [ -n "$$rest" ]; then $(GO) test -count=1 $$rest; fi
+	if [ -n "$$rest" ]; then $(GO) test -count=1 -timeout 14m $$rest; fi
 
 # Micro benchmarks in benchstat's format, with allocations. A time-based -benchtime, never Nx:
 # some benchmarks do a lot per op (the ledger's BenchmarkPendingMemoryInOrder adds 10 M

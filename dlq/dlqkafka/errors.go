@@ -17,6 +17,9 @@ var (
 	// ErrTooFewPartitions means a dead-letter topic has fewer partitions than its source, so some
 	// source partition has no partition of the same number to go to.
 	ErrTooFewPartitions = errors.New("dlqkafka: dead-letter topic has too few partitions")
+	// ErrQueueFull means librdkafka's queue of messages to produce is full: the letter was not
+	// sent; send it again later.
+	ErrQueueFull = errors.New("dlqkafka: the producer's queue is full")
 	// ErrTargetMissing means a replay's target topic or partition does not exist.
 	ErrTargetMissing = errors.New("dlqkafka: replay target does not exist")
 )

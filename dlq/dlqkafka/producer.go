@@ -2,6 +2,7 @@ package dlqkafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -72,6 +73,7 @@ type Producer struct {
 	mu     sync.Mutex
 	closed bool
 	topics map[string]resolved // by source topic
+	failed map[string]failure  // by source topic: a lookup that failed, kept for lookupBackoff
 }
 
 type resolved struct {
@@ -136,7 +138,7 @@ func NewProducer(cfg Config) (*Producer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Producer{cfg: cfg, s: s, hooks: hs, topics: map[string]resolved{}}
+	p := &Producer{cfg: cfg, s: s, hooks: hs, topics: map[string]resolved{}, failed: map[string]failure{}}
 	if cfg.CreateTopics {
 		if p.admin, err = kafka.NewAdminClientFromProducer(s.p); err != nil {
 			_ = s.close(context.Background())
@@ -258,34 +260,61 @@ func (p *Producer) resolve(ctx context.Context, source string, partition int32) 
 	if r, ok := p.topics[source]; ok && int(partition) < r.partitions {
 		return r.name, nil
 	}
+	if f, ok := p.failed[source]; ok && p.cfg.Clock().Before(f.until) {
+		return "", f.err // a dead-letter cluster that did not answer is not asked again at once
+	}
+	name, parts, err := p.lookup(ctx, source, partition)
+	if err != nil {
+		var te *TopicError
+		if !errors.As(err, &te) && !errors.Is(err, ErrConfig) {
+			p.failed[source] = failure{err: err, until: p.cfg.Clock().Add(lookupBackoff)}
+		}
+		return "", err
+	}
+	delete(p.failed, source)
+	p.topics[source] = resolved{name: name, partitions: parts}
+	return name, nil
+}
+
+// lookupBackoff is how long a failed lookup of a dead-letter topic is remembered: every Send
+// for its source fails at once meanwhile, instead of waiting on the cluster again.
+const lookupBackoff = 2 * time.Second
+
+// failure is a lookup that failed.
+type failure struct {
+	err   error
+	until time.Time
+}
+
+// lookup finds (or creates) the dead-letter topic of source and checks its partitions.
+func (p *Producer) lookup(ctx context.Context, source string, partition int32) (string, int, error) {
 	name := p.cfg.Topic(source)
 	if err := dlq.ValidateTopic(name); err != nil {
-		return "", fmt.Errorf("dlqkafka: dead-letter topic of %q: %w", source, err)
+		return "", 0, fmt.Errorf("%w: dead-letter topic of %q: %w", ErrConfig, source, err)
 	}
 	if name == source {
-		return "", fmt.Errorf("%w: Topic maps %q to itself, expected a separate dead-letter topic", ErrConfig, source)
+		return "", 0, fmt.Errorf("%w: Topic maps %q to itself, expected a separate dead-letter topic", ErrConfig, source)
 	}
 	srcParts, err := p.partitions(ctx, source)
 	if err != nil {
-		return "", fmt.Errorf("dlqkafka: source topic %q: %w", source, err)
+		return "", 0, fmt.Errorf("dlqkafka: source topic %q: %w", source, err)
 	}
 	dlqParts, err := p.partitions(ctx, name)
 	if err != nil {
-		return "", fmt.Errorf("dlqkafka: dead-letter topic %q: %w", name, err)
+		return "", 0, fmt.Errorf("dlqkafka: dead-letter topic %q: %w", name, err)
 	}
 	if dlqParts == 0 {
 		if !p.cfg.CreateTopics {
-			return "", &TopicError{Topic: name, Source: source, SourcePartitions: srcParts, Err: ErrTopicMissing}
+			return "", 0, &TopicError{Topic: name, Source: source, SourcePartitions: srcParts, Err: ErrTopicMissing}
 		}
 		if dlqParts, err = p.create(ctx, name, srcParts); err != nil {
-			return "", &TopicError{Topic: name, Source: source, SourcePartitions: srcParts, Err: err}
+			return "", 0, &TopicError{Topic: name, Source: source, SourcePartitions: srcParts, Err: err}
 		}
 	}
 	if dlqParts < srcParts || int(partition) >= dlqParts {
-		return "", &TopicError{Topic: name, Source: source, Partitions: dlqParts, SourcePartitions: srcParts, Partition: partition, Err: ErrTooFewPartitions}
+		return "", 0, &TopicError{Topic: name, Source: source, Partitions: dlqParts, SourcePartitions: srcParts, Partition: partition, Err: ErrTooFewPartitions}
 	}
-	p.topics[source] = resolved{name: name, partitions: dlqParts}
-	return name, nil
+	return name, dlqParts, nil
 }
 
 // partitions returns the partition count of topic, 0 if it does not exist.

@@ -2,12 +2,15 @@ package dlqkafka_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/dlq"
@@ -169,4 +172,28 @@ func TestDeadLetterTypeNameClassAndNullKey(t *testing.T) {
 	require.Equal(t, "*strconv.NumError", back.ErrorClass)
 	require.Equal(t, "strconv...", back.ErrorMessage, "truncated to MaxErrorMessage bytes")
 	require.True(t, back.Timestamp.IsZero())
+}
+
+// A dead-letter cluster that does not answer costs one lookup per source topic and backoff:
+// the next Send fails at once with the same error instead of waiting on the cluster again.
+func TestUnreachableClusterFailsFastAfterOneLookup(t *testing.T) {
+	p, err := dlqkafka.NewProducer(dlqkafka.Config{
+		Kafka:       kafka.ConfigMap{"bootstrap.servers": "127.0.0.1:1", "log_level": 0},
+		ProcessorID: "p", MetadataTimeout: 200 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = p.Close(ctx)
+	})
+	done := func(dlqkafka.Delivery) { t.Error("no delivery is expected") }
+	start := time.Now()
+	first := p.Send(context.Background(), source("orders", 0, 1), errors.New("bad"), done)
+	require.Error(t, first)
+	assert.GreaterOrEqual(t, time.Since(start), 150*time.Millisecond, "the first lookup waited for the cluster")
+	start = time.Now()
+	second := p.Send(context.Background(), source("orders", 0, 2), errors.New("bad"), done)
+	assert.Less(t, time.Since(start), 50*time.Millisecond, "the next one did not")
+	assert.Equal(t, first.Error(), second.Error())
 }

@@ -97,8 +97,8 @@ func newSender(conf kafka.ConfigMap, maxAttempts int, backoff time.Duration, onE
 }
 
 // send produces msg; done is called exactly once, from the delivery goroutine, unless send
-// returns an error, in which case it is never called. ctx bounds only the wait for room in
-// librdkafka's queue.
+// returns an error, in which case it is never called. A full librdkafka queue is such an
+// error, at once ([ErrQueueFull]): the caller sends again later rather than wait here.
 func (s *sender) send(ctx context.Context, msg kafka.Message, done func(outcome)) error {
 	f := &inflight{msg: msg, done: done}
 	s.mu.Lock()
@@ -108,7 +108,7 @@ func (s *sender) send(ctx context.Context, msg kafka.Message, done func(outcome)
 	}
 	s.pending++
 	s.mu.Unlock()
-	if err := s.produce(ctx, f); err != nil {
+	if err := s.produce(f); err != nil {
 		s.mu.Lock()
 		s.pending--
 		s.mu.Unlock()
@@ -117,7 +117,7 @@ func (s *sender) send(ctx context.Context, msg kafka.Message, done func(outcome)
 	return nil
 }
 
-func (s *sender) produce(ctx context.Context, f *inflight) error {
+func (s *sender) produce(f *inflight) error {
 	// f is shared between the delivery loop and retry timers; librdkafka's own synchronization
 	// between Produce and the delivery report is invisible to the race detector, so f's state is
 	// kept under s.mu.
@@ -126,21 +126,15 @@ func (s *sender) produce(ctx context.Context, f *inflight) error {
 	s.mu.Unlock()
 	m := f.msg
 	m.Opaque = f
-	for {
-		err := s.p.Produce(&m, s.dr)
-		var ke kafka.Error
-		if !errors.As(err, &ke) || ke.Code() != kafka.ErrQueueFull {
-			if err != nil {
-				return fmt.Errorf("dlqkafka: produce to %s: %w", tpString(m.TopicPartition), err)
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("dlqkafka: produce to %s: librdkafka's queue is full: %w", tpString(m.TopicPartition), ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
+	err := s.p.Produce(&m, s.dr)
+	var ke kafka.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ke) && ke.Code() == kafka.ErrQueueFull:
+		return fmt.Errorf("%w: produce to %s: %w", ErrQueueFull, tpString(m.TopicPartition), err)
 	}
+	return fmt.Errorf("dlqkafka: produce to %s: %w", tpString(m.TopicPartition), err)
 }
 
 func (s *sender) loop() {
@@ -197,7 +191,7 @@ func (s *sender) delivered(m *kafka.Message) {
 		var rerr error
 		if aborting {
 			rerr = fmt.Errorf("%w before a retry (last error: %v)", ErrClosed, err)
-		} else if rerr = s.produce(context.Background(), f); rerr == nil {
+		} else if rerr = s.produce(f); rerr == nil {
 			return
 		}
 		// Handed to the delivery loop, so that every done runs on that one goroutine.

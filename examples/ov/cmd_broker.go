@@ -2,94 +2,90 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
-	"strconv"
-	"sync"
-
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"net/http"
+	"time"
 
 	"github.com/streamledger/streamledger/dlq"
-	"github.com/streamledger/streamledger/examples/ov/internal/chaos"
+	"github.com/streamledger/streamledger/examples/ov/internal/broker"
 	"github.com/streamledger/streamledger/examples/ov/internal/feed"
 )
 
 func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f := newFlags("broker", "A standalone Kafka-protocol broker (franz-go's kfake, in memory) with the OV topics and their\n"+
-		"dead-letter topics, for local runs: start it in one terminal, then \"ov run\" and \"ov feed\" in\n"+
-		"others. It outlives processor restarts; its data lives until it stops. Not for production.\n"+
-		"It prints a line for every new generation of a consumer group (a rebalance it ran).", stderr)
-	addr := f.String("addr", "OV_BROKER_ADDR", "127.0.0.1:9092", "listen address (kfake listens on 127.0.0.1)")
+	f := newFlags("broker", "A standalone Kafka-protocol broker (franz-go's kfake) with the OV topics and their dead-letter\n"+
+		"topics, for local runs: start it in one terminal, then \"ov run\" and \"ov feed\" in others. It\n"+
+		"outlives processor restarts; with --data-dir it also outlives its own (kill -9 included).\n"+
+		"It prints a line for every new generation of a consumer group (a rebalance it ran), expires\n"+
+		"the group members kfake would keep forever, and says when a rebalance runs long. Not for\n"+
+		"production.", stderr)
+	addr := f.String("addr", "OV_BROKER_ADDR", "127.0.0.1:9092", "listen address; with --nodes N the first of N consecutive ports, or a comma-separated list of one address per node (kfake listens on 127.0.0.1)")
+	nodes := f.Int("nodes", "", 1, "number of broker nodes")
 	partitions := f.Int("partitions", "", 8, "partitions of each topic")
 	posTopic := f.String("positions-topic", "OV_POSITIONS_TOPIC", feed.DefaultPositionsTopic, "vehicle positions topic")
 	predTopic := f.String("predictions-topic", "OV_PREDICTIONS_TOPIC", feed.DefaultPredictionsTopic, "arrival predictions topic")
+	dataDir := f.String("data-dir", "OV_BROKER_DATA_DIR", "", "persist records, offsets and groups in this directory and load them at start; empty: in memory")
+	syncWrites := f.Bool("sync-writes", "", false, "fsync every produced batch (with --data-dir): survives a machine crash, not only a killed process")
+	consumerSession := f.Duration("consumer-session-timeout", "", 0, "KIP-848 groups: group.consumer.session.timeout.ms; 0: kfake's 45s")
+	consumerHeartbeat := f.Duration("consumer-heartbeat-interval", "", 0, "KIP-848 groups: group.consumer.heartbeat.interval.ms; 0: kfake's 5s")
+	noExpiry := f.Bool("no-expiry", "", false, "do not expire the members kfake never times out (reproduces the classic-protocol wedge)")
+	adminAddr := f.String("admin-addr", "", "", "test hook: serve the reliability harness's endpoint (faults, leader moves, groups) on this loopback address; empty: none")
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	host, portStr, err := net.SplitHostPort(*addr)
+	ports, err := broker.ParsePorts(*addr, *nodes)
 	if err != nil {
 		return err
 	}
-	if host != "127.0.0.1" && host != "localhost" && host != "" {
-		return fmt.Errorf("kfake listens on 127.0.0.1 only, not %q", host)
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil {
-		return fmt.Errorf("port %q: %w", portStr, err)
-	}
-	c, err := startBroker(port, int32(*partitions), *posTopic, *predTopic)
+	b, err := broker.Start(broker.Config{Ports: ports, Topics: []string{*posTopic, *predTopic}, Partitions: int32(*partitions),
+		DataDir: *dataDir, SyncWrites: *syncWrites, ConsumerSessionTimeout: *consumerSession,
+		ConsumerHeartbeatInterval: *consumerHeartbeat, NoExpiry: *noExpiry, Log: stdout})
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	watchGenerations(c, stdout)
-	fmt.Fprintf(stdout, "broker listening on %v with %d partitions per topic: %s, %s, %s, %s\n", c.ListenAddrs(), *partitions,
-		*posTopic, *predTopic, dlq.DefaultTopic(*posTopic), dlq.DefaultTopic(*predTopic))
+	defer b.Close()
+	if *adminAddr != "" {
+		stop, err := serveAdmin(*adminAddr, b, stderr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	where := "in memory"
+	if *dataDir != "" {
+		where = "persisted in " + *dataDir
+	}
+	fmt.Fprintf(stdout, "broker listening on %v (%s) with %d partitions per topic: %s, %s, %s, %s\n", b.ListenAddrs(), where,
+		*partitions, *posTopic, *predTopic, dlq.DefaultTopic(*posTopic), dlq.DefaultTopic(*predTopic))
 	fmt.Fprintln(stdout, "stop it with Ctrl-C")
 	<-ctx.Done()
 	return nil
 }
 
-// startBroker runs a kfake cluster on port (0: any) with the OV topics and their dead-letter
-// topics.
-func startBroker(port int, partitions int32, topics ...string) (*kfake.Cluster, error) {
-	var all []string
-	for _, t := range topics {
-		all = append(all, t, dlq.DefaultTopic(t))
-	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port), kfake.SeedTopics(partitions, all...))
+// serveAdmin serves the harness's endpoint on a loopback address.
+func serveAdmin(addr string, b *broker.Broker, stderr io.Writer) (func(), error) {
+	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, fmt.Errorf("starting the broker on port %d: %w", port, err)
+		return nil, fmt.Errorf("admin address %q: %w", addr, err)
 	}
-	return c, nil
-}
-
-// watchGenerations prints a line to w for every new (group, generation) that a SyncGroup
-// request names: each is a rebalance the broker ran, which is what the reliability harness
-// counts, rather than the membership changes it caused (a change during a rebalance joins it;
-// a static member's restart needs none; an incremental cooperative rebalance takes two). The
-// control function only observes: it returns false, so kfake handles every request itself, and
-// an unhandled control function stays registered.
-func watchGenerations(c *kfake.Cluster, w io.Writer) {
-	var mu sync.Mutex
-	type key struct {
-		group      string
-		generation int32
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("admin address %q: expected a loopback address, the endpoint has no authentication", addr)
 	}
-	seen := map[key]bool{}
-	c.ControlKey(kmsg.SyncGroup.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		r, ok := req.(*kmsg.SyncGroupRequest)
-		if !ok {
-			return nil, nil, false
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("admin endpoint: %w", err)
+	}
+	srv := &http.Server{Handler: broker.NewAdmin(b).Handler(), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintln(stderr, "admin endpoint stopped:", err)
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if k := (key{r.Group, r.Generation}); !seen[k] {
-			seen[k] = true
-			fmt.Fprintln(w, chaos.GenerationLine(r.Group, r.Generation))
-		}
-		return nil, nil, false
-	})
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
 }

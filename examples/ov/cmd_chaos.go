@@ -22,6 +22,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	dsn := f.String("dsn", "DATABASE_URL", DefaultDatabaseURL, "Postgres connection string")
 	workDir := f.String("workdir", "", "", "directory for the processes' logs (default: a temporary one, removed on success)")
 	seed := f.Int("seed", "", 1, "seed of the random fault instants")
+	brokerFlags := f.String("broker-flags", "", "", "flags added to every \"ov broker\" (space-separated), e.g. --no-expiry")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -44,7 +45,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		names = strings.Split(*scenarios, ",")
 	}
 	results, err := chaos.Run(ctx, chaos.Config{Binary: bin, DSN: *dsn, Size: size, Scenarios: names, WorkDir: dir,
-		Progress: stderr, Seed: uint64(*seed)})
+		Progress: stderr, Seed: uint64(*seed), BrokerFlags: strings.Fields(*brokerFlags)})
 	chaos.WriteTable(stdout, size.Name, results)
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/streamledger/streamledger/examples/ov/internal/broker"
 	"github.com/streamledger/streamledger/examples/ov/internal/event"
 	"github.com/streamledger/streamledger/examples/ov/internal/feed"
 	"github.com/streamledger/streamledger/examples/ov/internal/figures"
@@ -101,12 +102,12 @@ func demo(ctx context.Context, o demoFlags, start time.Time, log *slog.Logger, o
 		return fmt.Errorf("preparing schema %s: %w", o.schema, err)
 	}
 
-	broker, err := startBroker(0, int32(o.partitions), pos, pred)
+	b, err := broker.Start(broker.Config{Topics: []string{pos, pred}, Partitions: int32(o.partitions)})
 	if err != nil {
 		return err
 	}
-	defer broker.Close()
-	addr := strings.Join(broker.ListenAddrs(), ",")
+	defer b.Close()
+	addr := b.Addr()
 
 	reg := prometheus.NewRegistry()
 	m, err := prom.New(reg)

@@ -41,6 +41,7 @@ func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	flushInterval := f.Duration("flush-interval", "OV_FLUSH_INTERVAL", 5*time.Second, "period of state flush, window writes and commits")
 	caughtUp := f.Duration("flush-when-caught-up", "OV_FLUSH_WHEN_CAUGHT_UP", 0, "tick early when the consumer has caught up, at most this often; 0: a fifth of --flush-interval; negative: never")
 	writeTimeout := f.Duration("write-timeout", "OV_WRITE_TIMEOUT", 0, "bound of one tick's sink writes; 0: 30s (keep it under half of max.poll.interval.ms)")
+	shutdownTimeout := f.Duration("shutdown-timeout", "OV_SHUTDOWN_TIMEOUT", 0, "bound of the graceful shutdown's last writes and commit; 0: 30s")
 	writeConcurrency := f.Int("write-concurrency", "OV_WRITE_CONCURRENCY", pipeline.DefaultWriteConcurrency, "how many of a tick's sink writes run at once")
 	idle := f.Duration("idle-timeout", "OV_IDLE_TIMEOUT", 30*time.Second, "quiet time after which a caught-up partition is idle; negative: never")
 	metricsAddr := f.String("metrics-addr", "OV_METRICS_ADDR", "127.0.0.1:9464", "listen address of /metrics and /healthz; empty disables")
@@ -53,13 +54,15 @@ func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	bufferLimit := f.String("buffer-limit", "OV_BUFFER_LIMIT", "0", "bound of the memory the processor holds (open windows, unwritten rows, the client's prefetch), in bytes or with KiB, MiB or GiB; 0: 256MiB; negative: no bound")
 	logLevel := f.String("log-level", "OV_LOG_LEVEL", "info", "debug, info, warn or error")
 	logFormat := f.String("log-format", "OV_LOG_FORMAT", "text", "text or json")
-	assignor := f.String("assignor", "OV_ASSIGNOR", "", "partition.assignment.strategy: range, roundrobin or cooperative-sticky; empty: librdkafka's default")
+	groupProtocol := f.String("group-protocol", "OV_GROUP_PROTOCOL", "classic", "group.protocol: classic, or consumer (KIP-848: the broker assigns partitions and sets the session; librdkafka 2.11 calls it a preview)")
+	assignor := f.String("assignor", "OV_ASSIGNOR", "", "classic protocol: partition.assignment.strategy, range, roundrobin or cooperative-sticky; empty: librdkafka's default")
+	remoteAssignor := f.String("remote-assignor", "OV_REMOTE_ASSIGNOR", "", "consumer protocol: group.remote.assignor, uniform or range; empty: the broker's default")
 	kafkaProps := f.String("kafka", "OV_KAFKA", "", "extra librdkafka properties, key=value[,key=value] (TLS, SASL, timeouts); never logged")
 	clockRate := f.Float("clock-rate", "OV_CLOCK_RATE", 1, "test hook: the processor's clock runs this many times faster than the wall clock from its start (idle timeouts and idle advances)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	extra, err := parseKafkaProps(*kafkaProps, *assignor)
+	extra, err := parseKafkaProps(*kafkaProps, groupJoin{protocol: *groupProtocol, assignor: *assignor, remoteAssignor: *remoteAssignor})
 	if err != nil {
 		return err
 	}
@@ -111,6 +114,7 @@ func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		FlushWhenCaughtUp: *caughtUp,
 		WriteTimeout:      *writeTimeout,
 		WriteConcurrency:  *writeConcurrency,
+		ShutdownTimeout:   *shutdownTimeout,
 		Decoder:           event.Config{Box: box, MaxDelay: *maxDelay},
 		ProcessorID:       *processorID,
 		CreateDLQTopics:   *createDLQ,
@@ -119,7 +123,7 @@ func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		Kafka:             extra,
 		Clock:             rateClock(*clockRate, time.Now),
 		Logger:            log,
-		Hooks:             faults.hooks(log),
+		Hooks:             append([]consumer.Hook{pipeline.GroupEvents(log)}, faults.hooks(log)...),
 		Metrics:           m,
 	}, pool)
 	if err != nil {

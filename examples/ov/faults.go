@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-
 	"github.com/streamledger/streamledger/ledger/consumer"
 )
 
@@ -135,31 +133,6 @@ func (h faultHook) OnCommit(c consumer.CommitInfo) {
 	if c.Reason == consumer.CommitRevoke {
 		h.fs.hit(FaultRevokeCommitted, fmt.Sprintf(": %d offsets", len(c.Commits)))
 	}
-}
-
-// parseKafkaProps reads key=value[,key=value] into librdkafka properties, and the assignor.
-func parseKafkaProps(s, assignor string) (kafka.ConfigMap, error) {
-	m := kafka.ConfigMap{}
-	for _, kv := range strings.Split(s, ",") {
-		kv = strings.TrimSpace(kv)
-		if kv == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || strings.TrimSpace(k) == "" {
-			// The text may be a secret: do not repeat it.
-			return nil, fmt.Errorf("a kafka property without a key or '=': want key=value")
-		}
-		m[strings.TrimSpace(k)] = strings.TrimSpace(v)
-	}
-	switch assignor {
-	case "":
-	case "range", "roundrobin", "cooperative-sticky":
-		m["partition.assignment.strategy"] = assignor
-	default:
-		return nil, fmt.Errorf("assignor %q: want range, roundrobin or cooperative-sticky", assignor)
-	}
-	return m, nil
 }
 
 // rateClock returns a clock that starts at now() and runs rate times faster.

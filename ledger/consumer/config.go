@@ -30,6 +30,7 @@ const (
 	MaxDeadLetterBackoff     = 30 * time.Second
 	DefaultShutdownTimeout   = 30 * time.Second
 	DefaultCloseTimeout      = 10 * time.Second
+	DefaultCommitTimeout     = 10 * time.Second
 	// defaultSessionTimeout is librdkafka's session.timeout.ms default.
 	defaultSessionTimeout = 45 * time.Second
 	DefaultResumeAt       = 0.5
@@ -199,6 +200,13 @@ type Config[K comparable] struct {
 	// complete a rebalance otherwise leaves a consumer waiting without a word. Zero means
 	// three session timeouts (session.timeout.ms, 45 s unless set); negative means never.
 	AssignmentWait time.Duration
+	// CommitTimeout bounds the wait for one offset commit: librdkafka waits for the group
+	// coordinator without a bound (a broker restart can hold a commit for many seconds), and
+	// the polling goroutine waits for it. A commit that takes longer is taken as failed (its
+	// offsets are sent again later) and no other commit is sent until it returns. The
+	// shutdown's commit is also bounded by ShutdownTimeout. Zero means DefaultCommitTimeout
+	// (10 s); negative means no bound.
+	CommitTimeout time.Duration
 	// AssignTimeout bounds reading the committed offsets and the sink's progress of newly
 	// assigned partitions. Failing that, Run stops with an error wrapping [ErrAssign]: the
 	// consumer cannot know from which watermark to decide. Zero means DefaultAssignTimeout.
@@ -360,6 +368,9 @@ func (s *settings[K]) durations() error {
 	}
 	if s.IdleTimeout == 0 {
 		s.IdleTimeout = watermark.DefaultIdleTimeout
+	}
+	if s.CommitTimeout == 0 {
+		s.CommitTimeout = DefaultCommitTimeout
 	}
 	switch {
 	case s.FlushWhenCaughtUp == 0 && s.Ticks != nil:

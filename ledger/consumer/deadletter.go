@@ -57,6 +57,11 @@ func (b *inbox) take(dst []report) []report {
 	return dst
 }
 
+// deadLetterSendTimeout bounds one Send: it runs on the worker that decides the partition, so
+// a dead-letter cluster that does not answer must not hold the partition's decisions; a send
+// that fails is sent again after DeadLetterBackoff.
+const deadLetterSendTimeout = time.Second
+
 // send hands l to the dead-letter producer. It runs on the worker deciding the message, or
 // on the loop for a letter sent again. A send that fails at once is reported like a failed
 // delivery: the loop schedules it again when it drains the reports.
@@ -66,7 +71,7 @@ func (p *processor[K]) send(ctx context.Context, pt *part[K], l *letter) {
 	}
 	l.attempt++
 	pt.inflight++
-	sctx, cancel := context.WithTimeout(ctx, p.s.WriteTimeout)
+	sctx, cancel := context.WithTimeout(ctx, deadLetterSendTimeout)
 	defer cancel()
 	err := p.s.DeadLetters.Send(sctx, l.rec, l.cause, func(d dlqkafka.Delivery) {
 		p.inbox.put(report{l: l, err: d.Err})

@@ -148,6 +148,7 @@ type fakeClient struct {
 	paused    map[ledger.TopicPartition]bool
 	seeks     []kafka.TopicPartition
 	high      map[ledger.TopicPartition]int64
+	hold      chan struct{} // when set, a commit waits until it is closed, as one to a restarting broker does
 }
 
 func newFakeClient() *fakeClient {
@@ -164,8 +165,14 @@ func ltp(tp kafka.TopicPartition) ledger.TopicPartition {
 
 func (f *fakeClient) CommitOffsets(offsets []kafka.TopicPartition) ([]kafka.TopicPartition, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.commits = append(f.commits, slices.Clone(offsets))
+	hold := f.hold
+	f.mu.Unlock()
+	if hold != nil {
+		<-hold
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if len(f.failNext) > 0 {
 		err := f.failNext[0]
 		f.failNext = f.failNext[1:]

@@ -74,10 +74,11 @@ type processor[K comparable] struct {
 	lettersAt time.Time // when the loop last handled delivery reports outside a tick
 
 	commitBuf       []ledger.Commit
-	ticks           uint64    // ticks so far
-	tickedAt        time.Time // when the last tick began (now), for FlushWhenCaughtUp
-	tickedCount     int64     // dispatched when the last tick began
-	windowsPausedAt uint64    // tick of the last pause for open windows
+	commitDone      chan struct{} // closed when a commit left behind returns; nil when none
+	ticks           uint64        // ticks so far
+	tickedAt        time.Time     // when the last tick began (now), for FlushWhenCaughtUp
+	tickedCount     int64         // dispatched when the last tick began
+	windowsPausedAt uint64        // tick of the last pause for open windows
 
 	assignedOnce   bool // an assignment came (a bounded run may end)
 	endedSinceTick bool // a partition reached its stop since the last tick

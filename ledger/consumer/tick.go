@@ -219,7 +219,7 @@ func (p *processor[K]) toSink(closed []window.Partial[K]) ([]sink.Partial, error
 // commit sends the commits synchronously, with their metadata, and marks the accepted ones.
 // A failed commit is logged and left for the next tick: Tracker.Commits reports it again.
 func (p *processor[K]) commit(ctx context.Context, reason CommitReason, cs []ledger.Commit) []ledger.Commit {
-	if len(cs) == 0 || p.fatal() != nil || ctx.Err() != nil {
+	if len(cs) == 0 || p.fatal() != nil || ctx.Err() != nil || p.commitBusy() {
 		return nil
 	}
 	offsets := make([]kafka.TopicPartition, len(cs))
@@ -232,7 +232,7 @@ func (p *processor[K]) commit(ctx context.Context, reason CommitReason, cs []led
 		}
 	}
 	start := time.Now()
-	res, err := p.cl.CommitOffsets(offsets)
+	res, err := p.commitBounded(ctx, offsets)
 	info := CommitInfo{Reason: reason, Commits: cs, Err: err}
 	var ok []ledger.Commit
 	if err != nil {
@@ -336,4 +336,52 @@ func (p *processor[K]) checkAttrs(k K, sk SinkKey) error {
 		}
 	}
 	return nil
+}
+
+// commitBounded sends offsets with CommitOffsets, waiting at most CommitTimeout and until ctx
+// ends: librdkafka's commit waits for the group coordinator without a bound. A commit left
+// behind is reported failed (nothing is marked committed, which is always safe) and keeps
+// running; until it returns no other commit is sent, so that it cannot land after a later
+// one and move the committed offset back.
+func (p *processor[K]) commitBounded(ctx context.Context, offsets []kafka.TopicPartition) ([]kafka.TopicPartition, error) {
+	var (
+		res  []kafka.TopicPartition
+		err  error
+		done = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		res, err = p.cl.CommitOffsets(offsets)
+	}()
+	var timeout <-chan time.Time
+	if p.s.CommitTimeout > 0 {
+		t := time.NewTimer(p.s.CommitTimeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-done:
+		return res, err
+	case <-timeout:
+		err = fmt.Errorf("%w after %v", ErrCommitTimeout, p.s.CommitTimeout)
+	case <-ctx.Done():
+		err = fmt.Errorf("%w: %w", ErrCommitTimeout, context.Cause(ctx))
+	}
+	p.commitDone = done
+	return nil, err
+}
+
+// commitBusy reports whether a commit left behind by commitBounded is still running.
+func (p *processor[K]) commitBusy() bool {
+	if p.commitDone == nil {
+		return false
+	}
+	select {
+	case <-p.commitDone:
+		p.commitDone = nil
+		return false
+	default:
+		p.log.Debug("a commit left behind still runs; committing at a later tick")
+		return true
+	}
 }

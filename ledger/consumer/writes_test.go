@@ -282,3 +282,36 @@ func TestFlushWritesOnlyTablesWithRows(t *testing.T) {
 	assert.Equal(t, []string{"a"}, job.tables, "b was sized but given no rows: no empty write")
 	assert.NotContains(t, job.state, "b")
 }
+
+// A commit that does not return within CommitTimeout is taken as failed, nothing of it is
+// marked committed, and no other commit is sent while it runs; once it returns, the next tick
+// commits again.
+func TestCommitTimeout(t *testing.T) {
+	h := newHarness(t, func(c *Config[string]) { c.CommitTimeout = 20 * time.Millisecond })
+	p0 := tp("t", 0)
+	h.assign(p0, -1, "")
+	h.feed(p0, 0, "s 1", "s 2")
+	hold := make(chan struct{})
+	h.cl.mu.Lock()
+	h.cl.hold = hold
+	h.cl.mu.Unlock()
+	start := time.Now()
+	h.tick()
+	assert.Less(t, time.Since(start), time.Second, "the tick did not wait for the commit")
+	assert.Equal(t, int64(1), h.p.counters.snapshot().CommitFailures)
+	h.chk.mu.Lock()
+	last := h.chk.commits[len(h.chk.commits)-1]
+	h.chk.mu.Unlock()
+	require.ErrorIs(t, last.Err, ErrCommitTimeout)
+
+	h.feed(p0, 2, "s 3")
+	h.tick()
+	h.cl.mu.Lock()
+	assert.Len(t, h.cl.commits, 1, "no second commit while the first runs")
+	h.cl.hold = nil
+	h.cl.mu.Unlock()
+	close(hold)
+	require.Eventually(t, func() bool { return !h.p.commitBusy() }, time.Second, time.Millisecond)
+	h.tick()
+	assert.Equal(t, int64(3), h.committed(p0), "committed again once the first returned")
+}

@@ -139,6 +139,7 @@ func Run(t *testing.T, f Factory, feat Features) {
 		{"CallIsAtomic", testCallAtomic},
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"Progress", testProgress},
+		{"StaleBatchOfAZombie", testStaleBatch},
 		{"Readiness", testReadiness},
 		{"Attributes", testAttributes},
 		{"InvalidCloseWritesNothing", testInvalidClose},

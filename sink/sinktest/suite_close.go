@@ -537,6 +537,44 @@ func testProgress(t *testing.T, f Factory, _ Features) {
 	assert.Equal(t, map[sink.TopicPartition]time.Time{tp(0): end2, tp(1): end0}, got, "progress never goes back")
 }
 
+// testStaleBatch is a zombie's write: a processor that lost its partition (paused past its
+// session timeout) writes a close it made before, after the partition's new owner wrote
+// further. Its rewritten partial is identical (a replay decides alike), so nothing changes:
+// closed_through does not move back, readiness does not regress, and the merged rows equal
+// those of a run without it.
+func testStaleBatch(t *testing.T, f Factory, _ Features) {
+	ctx := ctxT(t)
+	_, end0 := win(0)
+	_, end1 := win(1)
+	p0w0, p0w1 := partial(t, 0, "line", "1", 1, 2), partial(t, 1, "line", "1", 3)
+	p1w0, p1w1 := partial(t, 0, "line", "1", 10), partial(t, 1, "line", "1", 20, 30)
+	run := func(stale bool) (Subject, []sink.Aggregate) {
+		s := f(t, DefaultSetup())
+		register(t, ctx, s, tps(2)...)
+		require.NoError(t, s.WriteClose(ctx, closeOf(0, end1, p0w0, p0w1)), "the new owner of partition 0")
+		if stale {
+			require.NoError(t, s.WriteClose(ctx, closeOf(0, end0, p0w0)), "the zombie's older close")
+			got, err := s.ClosedThrough(ctx, tp(0))
+			require.NoError(t, err)
+			assert.Equal(t, end1, got[tp(0)], "closed_through never moves back")
+			through, ok, err := s.CompleteThrough(ctx, Topic)
+			require.NoError(t, err)
+			require.True(t, ok)
+			assert.True(t, through.Before(end0), "partition 1 still holds the windows back")
+		}
+		require.NoError(t, s.WriteClose(ctx, closeOf(1, end1, p1w0, p1w1)))
+		return s, append(rowsOf(t, ctx, s, 0), rowsOf(t, ctx, s, 1)...)
+	}
+	_, want := run(false)
+	require.Len(t, want, 2)
+	s, got := run(true)
+	assert.Equal(t, want, got, "the merged rows do not see the stale close")
+	through, ok, err := s.CompleteThrough(ctx, Topic)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, end1, through)
+}
+
 func testReadiness(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
 	s := f(t, DefaultSetup())

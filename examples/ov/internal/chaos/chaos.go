@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,9 +19,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/streamledger/streamledger/dlq"
+	"github.com/streamledger/streamledger/examples/ov/internal/broker"
 	"github.com/streamledger/streamledger/examples/ov/internal/event"
 	"github.com/streamledger/streamledger/examples/ov/internal/feed"
 	"github.com/streamledger/streamledger/examples/ov/internal/oracle"
+	"github.com/streamledger/streamledger/examples/ov/internal/pipeline"
 	"github.com/streamledger/streamledger/examples/ov/internal/verify"
 )
 
@@ -32,11 +35,18 @@ const (
 	ScenarioPostgres         = "postgres"
 	ScenarioIdle             = "idle-partition"
 	ScenarioFaultPoints      = "fault-points"
+	ScenarioBrokerRestart    = "broker-restart"
+	ScenarioBrokers          = "brokers"
+	ScenarioProtocolErrors   = "protocol-errors"
+	ScenarioZombie           = "zombie"
+	ScenarioGroupConsumer    = "group-consumer"
+	ScenarioRapidKills       = "rapid-kills"
 )
 
 // Scenarios lists every scenario name.
 func Scenarios() []string {
-	return []string{ScenarioKill, ScenarioGroupRange, ScenarioGroupCooperative, ScenarioPostgres, ScenarioIdle, ScenarioFaultPoints}
+	return []string{ScenarioKill, ScenarioGroupRange, ScenarioGroupCooperative, ScenarioPostgres, ScenarioIdle, ScenarioFaultPoints,
+		ScenarioBrokerRestart, ScenarioBrokers, ScenarioProtocolErrors, ScenarioZombie, ScenarioGroupConsumer, ScenarioRapidKills}
 }
 
 // The processor's timing in every scenario. Its clock runs ClockRate times faster than the wall
@@ -59,7 +69,12 @@ const (
 	// A member killed during a rebalance holds it for max.poll.interval.ms (the rebalance
 	// timeout), so the harness keeps it short, and the write timeout under half of it.
 	sessionProps = "session.timeout.ms=6000,heartbeat.interval.ms=500,max.poll.interval.ms=10000"
-	writeTimeout = 4 * time.Second
+	// consumerProps, consumerSession and consumerHeartbeat are the same for KIP-848 groups,
+	// whose session and heartbeat the broker sets.
+	consumerProps     = "max.poll.interval.ms=10000"
+	consumerSession   = 6 * time.Second
+	consumerHeartbeat = 500 * time.Millisecond
+	writeTimeout      = 4 * time.Second
 )
 
 // Size is how much a run does.
@@ -86,6 +101,23 @@ type Size struct {
 	RestartPostgres bool
 	// DrainTimeout bounds the wait for every offset to be committed after a scenario.
 	DrainTimeout time.Duration
+	// BrokerRestarts is the number of kill -9 of the broker in scenario broker-restart; each
+	// keeps it down for BrokerDown, and the last also stops a processor (its shutdown timeout
+	// 1 s) while the broker is down for ShutdownProbeDown.
+	BrokerRestarts    int
+	BrokerDown        [2]time.Duration
+	ShutdownProbeDown time.Duration
+	// Zombies is the number of processors stopped (SIGSTOP) past their session timeout in
+	// scenario zombie, each for ZombieFor.
+	Zombies   int
+	ZombieFor time.Duration
+	// RapidKills are killed within RapidKillsWithin in scenario rapid-kills, whose processors
+	// run with RapidKafka (librdkafka's defaults when empty); the group must form a generation
+	// within RapidRecovery of the last kill.
+	RapidKills       int
+	RapidKillsWithin time.Duration
+	RapidKafka       string
+	RapidRecovery    time.Duration
 }
 
 func baseFeed() feed.Config {
@@ -101,7 +133,9 @@ func Short() Size {
 	f.Scale, f.Duration = 0.02, 3*time.Hour
 	return Size{Name: "short", Feed: f, Partitions: 6, Span: 12 * time.Second, Kills: 20, GroupChanges: 10, Terminations: 15,
 		FaultKills: 10, KillAfter: [2]time.Duration{200 * time.Millisecond, 1400 * time.Millisecond}, GroupRebalances: 10,
-		DrainTimeout: 2 * time.Minute}
+		DrainTimeout: 2 * time.Minute, BrokerRestarts: 2, BrokerDown: [2]time.Duration{500 * time.Millisecond, 2 * time.Second},
+		ShutdownProbeDown: 5 * time.Second, Zombies: 1, ZombieFor: 9 * time.Second, RapidKills: 6,
+		RapidKillsWithin: 8 * time.Second, RapidKafka: "session.timeout.ms=6000", RapidRecovery: 30 * time.Second}
 }
 
 // Full is the size of `make chaos`: over a million records.
@@ -110,7 +144,9 @@ func Full() Size {
 	f.Scale, f.Duration = 0.3, 3*time.Hour+30*time.Minute
 	return Size{Name: "full", Feed: f, Partitions: 8, Span: 100 * time.Second, Kills: 30, GroupChanges: 16, Terminations: 60,
 		FaultKills: 20, KillAfter: [2]time.Duration{300 * time.Millisecond, 2500 * time.Millisecond}, GroupRebalances: 10,
-		RestartPostgres: true, DrainTimeout: 6 * time.Minute}
+		RestartPostgres: true, DrainTimeout: 6 * time.Minute, BrokerRestarts: 5, BrokerDown: [2]time.Duration{time.Second, 6 * time.Second},
+		ShutdownProbeDown: 15 * time.Second, Zombies: 3, ZombieFor: 10 * time.Second, RapidKills: 6, RapidKillsWithin: 30 * time.Second,
+		RapidRecovery: 3 * time.Minute}
 }
 
 // Config configures Run.
@@ -128,6 +164,9 @@ type Config struct {
 	Progress io.Writer
 	// Seed drives the random instants of faults.
 	Seed uint64
+	// BrokerFlags are added to every "ov broker" command line (--no-expiry reproduces the
+	// classic-protocol wedge in scenario rapid-kills).
+	BrokerFlags []string
 	// PostgresCluster stops and starts the server when Size.RestartPostgres is set; nil
 	// means pg_ctlcluster on the only cluster in /etc/postgresql.
 	PostgresCluster func(ctx context.Context, action string) error
@@ -143,6 +182,16 @@ type Result struct {
 	// Rebalances counts the group generations the broker formed while the scenario's faults
 	// ran (the drain's excluded), from the lines "ov broker" prints for each.
 	Kills, Rebalances, Outages int
+	// BrokerRestarts counts the broker kill -9s and restarts; Moves the partition leader
+	// moves (one per shuffle of every leader or move of one), group coordinator moves and node
+	// removals.
+	BrokerRestarts, Moves int
+	// Faults counts the requests the broker failed on purpose, by kind (commit, fetch, dlq,
+	// heartbeat).
+	Faults map[string]int
+	// Lost counts the partitions processors gave up as lost (no final write or commit), from
+	// their logs; Zombies the processors stopped past their session timeout and resumed.
+	Lost, Zombies int
 	// Mismatched counts rows (and dead letters, and accounting identities) that differ from
 	// the oracle; Mismatches holds the first of them.
 	Mismatched int
@@ -157,6 +206,21 @@ type Result struct {
 	Notes []string
 	// Err is set when the scenario could not be played to the end.
 	Err error
+}
+
+// faultsColumn formats the injected faults by kind, "-" for none.
+func faultsColumn(f map[string]int) string {
+	var kinds []string
+	for k, n := range f {
+		if n > 0 {
+			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	if len(kinds) == 0 {
+		return "-"
+	}
+	slices.Sort(kinds)
+	return strings.Join(kinds, ", ")
 }
 
 // OK reports whether the scenario ran and matched the oracle.
@@ -241,6 +305,7 @@ func (h *harness) randN(n int) int {
 type scene struct {
 	h    *harness
 	name string
+	spec spec
 	res  *Result
 	// records is everything produced, in order; first and later are its two parts in the idle
 	// scenario (first is all of it elsewhere).
@@ -248,54 +313,69 @@ type scene struct {
 	ocfg                  oracle.Config
 	oracle                *oracle.Result
 
-	addr     string
-	broker   *proc
-	kc       *kafkaClient
-	schema   string
-	appName  string
-	dsn      string
-	logDir   string
-	g        gauges
-	mu       sync.Mutex
-	procs    []*proc
-	count    int
-	scrapeCx context.Context
+	addr       string // bootstrap list of the broker's nodes
+	brokerArgs []string
+	broker     *proc
+	admin      *broker.Client
+	kc         *kafkaClient
+	schema     string
+	appName    string
+	dsn        string
+	logDir     string
+	g          gauges
+	mu         sync.Mutex
+	procs      []*proc
+	count      int
+	scrapeCx   context.Context
 }
 
+// spec is what a scenario needs besides its body.
+type spec struct {
+	body func(s *scene, ctx context.Context) error
+	// nodes is the number of broker nodes; zero means one.
+	nodes int
+	// persist runs the broker with --data-dir, so that it can be killed and started again.
+	persist bool
+	// protocol is every processor's group protocol, the drain's included; empty: classic.
+	protocol string
+	// static is the drain processor's group.instance.id: the scenario's static member, which
+	// it replaces at once.
+	static string
+	// readBack computes the oracle from what the topics hold once the feed is produced: a
+	// broker killed between storing a batch and acknowledging it can have the producer's
+	// retry stored again (kfake saves the idempotent producer's sequences only when it
+	// stops), so the topics may hold a record twice; that is the processors' input.
+	readBack bool
+}
+
+func specs() map[string]spec {
+	group := func(assignor string) func(*scene, context.Context) error {
+		return func(s *scene, ctx context.Context) error { return s.group(ctx, assignor) }
+	}
+	return map[string]spec{
+		ScenarioKill:             {body: (*scene).kills, static: killStatic},
+		ScenarioGroupRange:       {body: group("range")},
+		ScenarioGroupCooperative: {body: group("cooperative-sticky")},
+		ScenarioPostgres:         {body: (*scene).postgres},
+		ScenarioIdle:             {body: (*scene).idle},
+		ScenarioFaultPoints:      {body: (*scene).faultPoints, static: faultStatic},
+		ScenarioBrokerRestart:    {body: (*scene).brokerRestarts, persist: true, readBack: true},
+		ScenarioBrokers:          {body: (*scene).moves, nodes: 3},
+		ScenarioProtocolErrors:   {body: (*scene).protocolErrors},
+		ScenarioZombie:           {body: (*scene).zombies},
+		ScenarioGroupConsumer:    {body: group(""), protocol: consumerProtocol},
+		ScenarioRapidKills:       {body: (*scene).rapidKills},
+	}
+}
+
+// consumerProtocol is librdkafka's group.protocol of KIP-848.
+const consumerProtocol = "consumer"
+
 func (h *harness) scenario(ctx context.Context, name string, all []feed.Record) (res Result) {
-	res = Result{Scenario: name}
+	res = Result{Scenario: name, Faults: map[string]int{}}
 	start := time.Now()
 	defer func() { res.Wall = time.Since(start) }()
-	records := all
-	var later []feed.Record
-	if name == ScenarioIdle {
-		records, later = splitIdle(all, h.cfg.Size.Partitions, 0, h.cfg.Size.Feed.Start.Add(h.cfg.Size.Feed.Duration))
-	}
-	// What the broker receives, in this order: the idle scenario produces the withheld part
-	// last; every partition keeps its records' order.
-	produced := append(records[:len(records):len(records)], later...)
-	res.Messages = len(produced)
-	dec, err := event.NewDecoder(event.Config{})
-	if err != nil {
-		res.Err = err
-		return res
-	}
-	ocfg := oracle.Config{PositionsTopic: feed.DefaultPositionsTopic, PredictionsTopic: feed.DefaultPredictionsTopic,
-		Partitions: h.cfg.Size.Partitions, WindowSize: h.cfg.Size.Feed.WindowSize, Lateness: h.cfg.Size.Feed.Lateness, Decoder: dec}
-	or, err := oracle.Compute(ocfg, produced)
-	if err != nil {
-		res.Err = err
-		return res
-	}
-	s := &scene{h: h, name: name, res: &res, records: produced, first: records, later: later, ocfg: ocfg, oracle: or,
-		schema: fmt.Sprintf("chaos_%s_%d", strings.ReplaceAll(name, "-", "_"), time.Now().UnixNano()%1_000_000_000)}
-	s.appName = s.schema
-	s.logDir = filepath.Join(h.cfg.WorkDir, name)
-	if err := os.MkdirAll(s.logDir, 0o755); err != nil {
-		res.Err = err
-		return res
-	}
-	s.dsn, err = withAppName(h.cfg.DSN, s.appName)
+	s, err := h.newScene(name, all, &res)
 	if err != nil {
 		res.Err = err
 		return res
@@ -309,35 +389,25 @@ func (h *harness) scenario(ctx context.Context, name string, all []feed.Record) 
 		return res
 	}
 	defer s.tearDown()
-
-	var body func(context.Context) error
-	switch name {
-	case ScenarioKill:
-		body = s.kills
-	case ScenarioGroupRange:
-		body = func(ctx context.Context) error { return s.group(ctx, "range") }
-	case ScenarioGroupCooperative:
-		body = func(ctx context.Context) error { return s.group(ctx, "cooperative-sticky") }
-	case ScenarioPostgres:
-		body = s.postgres
-	case ScenarioIdle:
-		body = s.idle
-	case ScenarioFaultPoints:
-		body = s.faultPoints
-	}
-	if err := body(ctx); err != nil {
+	if err := s.spec.body(s, ctx); err != nil {
 		res.Err = err
 		return res
 	}
 	if res.Rebalances, err = generations(s.brokerLog(), group); err != nil {
 		s.note("%v", err)
 	}
-	static := map[string]string{ScenarioKill: killStatic, ScenarioFaultPoints: faultStatic}[name]
-	if err := s.drain(ctx, static); err != nil {
+	if s.spec.readBack {
+		if err := s.readBack(ctx); err != nil {
+			res.Err = err
+			return res
+		}
+	}
+	if err := s.drain(ctx, s.spec.static); err != nil {
 		res.Err = err
 		return res
 	}
 	s.check(ctx)
+	res.Lost = s.countLogs(pipeline.LostMessage)
 	res.MaxUncommitted = s.g.uncommitted.Load()
 	res.MaxOpenWindows = s.g.openWindows.Load()
 	res.PeakRSSKB = s.g.rssKB.Load()
@@ -347,6 +417,40 @@ func (h *harness) scenario(ctx context.Context, name string, all []feed.Record) 
 		}
 	}
 	return res
+}
+
+// newScene prepares a scenario: its feed, the oracle, its schema's name and its log directory.
+func (h *harness) newScene(name string, all []feed.Record, res *Result) (*scene, error) {
+	records := all
+	var later []feed.Record
+	if name == ScenarioIdle {
+		records, later = splitIdle(all, h.cfg.Size.Partitions, 0, h.cfg.Size.Feed.Start.Add(h.cfg.Size.Feed.Duration))
+	}
+	// What the broker receives, in this order: the idle scenario produces the withheld part
+	// last; every partition keeps its records' order.
+	produced := append(records[:len(records):len(records)], later...)
+	res.Messages = len(produced)
+	dec, err := event.NewDecoder(event.Config{})
+	if err != nil {
+		return nil, err
+	}
+	ocfg := oracle.Config{PositionsTopic: feed.DefaultPositionsTopic, PredictionsTopic: feed.DefaultPredictionsTopic,
+		Partitions: h.cfg.Size.Partitions, WindowSize: h.cfg.Size.Feed.WindowSize, Lateness: h.cfg.Size.Feed.Lateness, Decoder: dec}
+	or, err := oracle.Compute(ocfg, produced)
+	if err != nil {
+		return nil, err
+	}
+	s := &scene{h: h, name: name, spec: specs()[name], res: res, records: produced, first: records, later: later, ocfg: ocfg,
+		oracle: or, schema: fmt.Sprintf("chaos_%s_%d", strings.ReplaceAll(name, "-", "_"), time.Now().UnixNano()%1_000_000_000)}
+	s.appName = s.schema
+	s.logDir = filepath.Join(h.cfg.WorkDir, name)
+	if err := os.MkdirAll(s.logDir, 0o755); err != nil {
+		return nil, err
+	}
+	if s.dsn, err = withAppName(h.cfg.DSN, s.appName); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // splitIdle splits the feed of the idle-partition scenario in two. The first part is what is
@@ -398,19 +502,32 @@ func (s *scene) progress(format string, args ...any) {
 func (s *scene) brokerLog() string { return filepath.Join(s.logDir, "broker.log") }
 
 func (s *scene) setUp(ctx context.Context) error {
-	port, err := freePort()
+	nodes := max(s.spec.nodes, 1)
+	var addrs []string
+	for range nodes {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", port))
+	}
+	s.addr = strings.Join(addrs, ",")
+	adminPort, err := freePort()
 	if err != nil {
 		return err
 	}
-	s.addr = fmt.Sprintf("127.0.0.1:%d", port)
-	s.broker, err = start("broker", s.h.cfg.Binary, []string{"broker", "--addr", s.addr, "--partitions", fmt.Sprint(s.h.cfg.Size.Partitions)},
-		nil, s.brokerLog(), "")
-	if err != nil {
-		return err
+	adminAddr := fmt.Sprintf("127.0.0.1:%d", adminPort)
+	s.admin = broker.NewClient(adminAddr)
+	s.brokerArgs = []string{"broker", "--addr", s.addr, "--partitions", fmt.Sprint(s.h.cfg.Size.Partitions), "--admin-addr", adminAddr}
+	s.brokerArgs = append(s.brokerArgs, s.h.cfg.BrokerFlags...)
+	if s.spec.persist {
+		s.brokerArgs = append(s.brokerArgs, "--data-dir", filepath.Join(s.logDir, "broker-data"))
 	}
-	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	if err := waitPort(wctx, s.addr, s.broker); err != nil {
+	if s.spec.protocol == consumerProtocol {
+		s.brokerArgs = append(s.brokerArgs, "--consumer-session-timeout", consumerSession.String(),
+			"--consumer-heartbeat-interval", consumerHeartbeat.String())
+	}
+	if err := s.startBroker(ctx); err != nil {
 		return err
 	}
 	if s.kc, err = newKafkaClient(s.addr); err != nil {
@@ -422,8 +539,27 @@ func (s *scene) setUp(ctx context.Context) error {
 	return nil
 }
 
+// startBroker starts the broker process (again, after a kill: from its data directory) and
+// waits until every node and the admin endpoint accept connections.
+func (s *scene) startBroker(ctx context.Context) error {
+	var err error
+	s.broker, err = start("broker", s.h.cfg.Binary, s.brokerArgs, nil, s.brokerLog(), "")
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	for _, a := range append(strings.Split(s.addr, ","), s.admin.Addr) {
+		if err := waitPort(wctx, a, s.broker); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (s *scene) tearDown() {
 	for _, p := range s.live() {
+		p.resume()
 		p.kill()
 	}
 	if s.kc != nil {
@@ -462,6 +598,20 @@ type procOpts struct {
 	static string
 	// flush is the flush interval (and commit cadence); zero means FlushInterval.
 	flush time.Duration
+	// kafka replaces the session timeouts the harness gives processors (sessionProps), set
+	// means librdkafka's own (defaultTimeouts) or these properties.
+	kafka           string
+	defaultTimeouts bool
+	// shutdown is --shutdown-timeout; zero means the runtime's default.
+	shutdown time.Duration
+	// writeTimeout is --write-timeout; zero means writeTimeout.
+	writeTimeout time.Duration
+}
+
+// noWait returns o not waiting for the processor to serve.
+func (o procOpts) noWait() procOpts {
+	o.wait = false
+	return o
 }
 
 // startProc starts an "ov run" processor named name.
@@ -483,14 +633,29 @@ func (s *scene) startProc(ctx context.Context, name string, o procOpts) (*proc, 
 	args := []string{"run", "--brokers", s.addr, "--group", group, "--dsn", s.dsn, "--schema", s.schema,
 		"--flush-interval", flush.String(), "--flush-when-caught-up", caughtUp.String(), "--clock-rate", fmt.Sprint(ClockRate), "--idle-timeout", o.idle.String(),
 		"--metrics-addr", metrics, "--processor-id", "chaos-" + name, "--window", s.h.cfg.Size.Feed.WindowSize.String(),
-		"--lateness", s.h.cfg.Size.Feed.Lateness.String(), "--write-timeout", writeTimeout.String()}
+		"--lateness", s.h.cfg.Size.Feed.Lateness.String(), "--write-timeout", cmp.Or(o.writeTimeout, writeTimeout).String()}
 	props := sessionProps
-	if o.static != "" {
-		props += ",group.instance.id=" + o.static
+	switch {
+	case o.defaultTimeouts:
+		props = o.kafka
+	case s.spec.protocol == consumerProtocol:
+		// The broker sets a KIP-848 member's session and heartbeat.
+		props = consumerProps
 	}
-	args = append(args, "--kafka", props)
+	if o.static != "" {
+		props = strings.TrimPrefix(props+",group.instance.id="+o.static, ",")
+	}
+	if props != "" {
+		args = append(args, "--kafka", props)
+	}
 	if o.assignor != "" {
 		args = append(args, "--assignor", o.assignor)
+	}
+	if s.spec.protocol != "" {
+		args = append(args, "--group-protocol", s.spec.protocol)
+	}
+	if o.shutdown > 0 {
+		args = append(args, "--shutdown-timeout", o.shutdown.String())
 	}
 	var env []string
 	if o.fault != "" {
@@ -654,15 +819,16 @@ func (s *scene) check(ctx context.Context) {
 // WriteTable prints the results as a table.
 func WriteTable(w io.Writer, size string, results []Result) {
 	fmt.Fprintf(w, "\nchaos (%s)\n", size)
-	fmt.Fprintf(w, "%-18s %9s %6s %10s %8s %10s %15s %13s %9s\n", "scenario", "messages", "kills", "rebalances", "outages",
-		"mismatched", "max uncommitted", "peak RSS MiB", "wall")
+	fmt.Fprintf(w, "%-18s %9s %5s %8s %5s %4s %7s %10s %7s %10s %15s %8s %9s  %s\n", "scenario", "messages", "kills", "restarts",
+		"moves", "lost", "zombies", "rebalances", "outages", "mismatched", "max uncommitted", "peak RSS", "wall", "faults")
 	for _, r := range results {
 		mm := fmt.Sprint(r.Mismatched)
 		if r.Err != nil {
 			mm = "ERROR"
 		}
-		fmt.Fprintf(w, "%-18s %9d %6d %10d %8d %10s %15d %13.0f %9s\n", r.Scenario, r.Messages, r.Kills, r.Rebalances, r.Outages, mm,
-			r.MaxUncommitted, float64(r.PeakRSSKB)/1024, r.Wall.Round(100*time.Millisecond))
+		fmt.Fprintf(w, "%-18s %9d %5d %8d %5d %4d %7d %10d %7d %10s %15d %4.0f MiB %9s  %s\n", r.Scenario, r.Messages, r.Kills,
+			r.BrokerRestarts, r.Moves, r.Lost, r.Zombies, r.Rebalances, r.Outages, mm, r.MaxUncommitted, float64(r.PeakRSSKB)/1024,
+			r.Wall.Round(100*time.Millisecond), faultsColumn(r.Faults))
 	}
 	for _, r := range results {
 		for _, n := range r.Notes {

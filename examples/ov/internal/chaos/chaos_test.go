@@ -59,7 +59,7 @@ func TestChaosShort(t *testing.T) {
 	}
 	dir, err := os.MkdirTemp("", "ov-chaos-test-")
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	results, err := chaos.Run(ctx, chaos.Config{Binary: bin, DSN: pgtest.URL(), Size: size, Scenarios: scenarios, WorkDir: dir,
 		Progress: logWriter{t}, Seed: 1})
@@ -83,6 +83,21 @@ func TestChaosShort(t *testing.T) {
 			// the feed lasts; each of the five at least once is the usual case.
 			assert.GreaterOrEqual(t, r.Kills, 4, "processes killed at a fault point")
 			assert.Positive(t, r.Rebalances, "revocations need rebalances")
+		case chaos.ScenarioBrokerRestart:
+			assert.Equal(t, size.BrokerRestarts, r.BrokerRestarts, "broker restarts")
+		case chaos.ScenarioBrokers:
+			assert.Positive(t, r.Moves, "leader and coordinator moves")
+		case chaos.ScenarioProtocolErrors:
+			for _, kind := range []string{"commit", "fetch", "dlq", "heartbeat"} {
+				assert.Positive(t, r.Faults[kind], "%s faults injected", kind)
+			}
+			assert.Positive(t, r.Lost, "partitions lost after the heartbeat faults")
+		case chaos.ScenarioZombie:
+			assert.Equal(t, size.Zombies, r.Zombies, "zombies")
+		case chaos.ScenarioGroupConsumer:
+			assert.GreaterOrEqual(t, r.Rebalances, size.GroupRebalances, "KIP-848 group epochs")
+		case chaos.ScenarioRapidKills:
+			assert.Equal(t, size.RapidKills, r.Kills, "kills")
 		}
 	}
 	if ok {

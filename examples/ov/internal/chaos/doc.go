@@ -4,7 +4,9 @@
 //
 // # A scenario
 //
-// Each scenario starts its own broker process ("ov broker" on a free port: kfake, in memory),
+// Each scenario starts its own broker process ("ov broker" on free ports: kfake, in memory, or
+// persisted to a directory where the scenario kills and restarts it; with a test endpoint,
+// --admin-addr, through which the harness injects faults and moves leaders),
 // creates a Postgres schema of its own, produces the fixed simulated feed (package feed,
 // deterministic for its seed, with disorder, late and malformed messages) over a span of wall
 // time while it injects its faults into processor processes ("ov run", with a short flush
@@ -78,20 +80,56 @@
 //     consumer.WriteInfo.Revoke; the armed processor ticks only every two windows' worth of
 //     wall time, so that its revocations have closed windows and state rows to write), and
 //     after that commit and before the hand-over (revoke-committed).
-//
-// A broker restart is out of reach: the broker is kfake, in memory, so a restarted broker has
-// lost every record and every committed offset. Faking it (replaying the feed into a new broker)
-// would prove nothing about a real broker's recovery, so the harness does not.
+//   - broker-restart: two processors while the broker process, persisted with --data-dir, is
+//     killed with SIGKILL and started again from its directory on the same ports (twice in the
+//     short run, five times in the full one, spread over the feed, down 0.5 to 2 s or 1 to 6
+//     s). The processors reconnect on their own. During the last outage one processor (its
+//     --shutdown-timeout 1 s) is stopped gracefully and the note says how long it took. kfake
+//     saves the idempotent producer's sequences only when it stops, so a batch stored but not
+//     acknowledged before a kill can be stored again by the producer's retry: the oracle is
+//     computed from what the topics hold (the note says whether it differs from the feed).
+//   - brokers: two processors on a broker of three nodes while, every 0.3 to 1.2 s, every
+//     partition leader is shuffled, one partition's leader moves, or the group coordinators
+//     move, and once half the feed is produced a node is removed (each counts as a move).
+//   - protocol-errors: two processors while the broker fails requests on purpose (kfake's
+//     Fault API): every dead letter of one prediction partition, from a malformed record not
+//     yet produced, is refused with INVALID_RECORD for three refusals and at least 3 s (the
+//     partition's committed offset must stay at or below that record's, and pass it once the
+//     letters are accepted); then three OffsetCommits each with REBALANCE_IN_PROGRESS,
+//     COORDINATOR_NOT_AVAILABLE and REQUEST_TIMED_OUT (answered after the commit is applied);
+//     five Fetches each with NOT_LEADER_FOR_PARTITION, KAFKA_STORAGE_ERROR and
+//     UNKNOWN_SERVER_ERROR; a Heartbeat with UNKNOWN_MEMBER_ID and one with
+//     ILLEGAL_GENERATION, on which librdkafka declares the assignment lost: the partitions are
+//     dropped without a final write or commit and replayed by their next owner.
+//   - zombie: two processors; the one that ticks rarely (it holds closed windows not yet
+//     written) is stopped with SIGSTOP for longer than its session timeout (9 s, 10 s in the
+//     full run; once, three times), the group gives its partitions to the other, then it
+//     continues. Its writes in flight complete late, and whatever it writes or commits with
+//     its old generation must change nothing: every partition's closed_through is sampled every
+//     100 ms and must never move back, and the oracle compares every row.
+//   - group-consumer: the group scenario under KIP-848 (ov run --group-protocol consumer; the
+//     broker sets the session, 6 s, and the heartbeat, 500 ms): joins, leaves and kills until
+//     the broker formed ten group epochs.
+//   - rapid-kills: the case that wedged a classic group: two processors with librdkafka's
+//     default timeouts (the short run shortens the session to 6 s and keeps the 300 s
+//     rebalance timeout the wedge turned on) killed six times (within 8 s, 30 s in the full
+//     run) and restarted at once, so that some die while their JoinGroup waits. The group must
+//     then be stable with both processors within 30 s (3 minutes in the full run). With
+//     "ov chaos --broker-flags=--no-expiry" the broker keeps the members kfake never times
+//     out, and the scenario fails: the group stays in PreparingRebalance.
 //
 // # Figures
 //
-// [WriteTable] prints per scenario: messages, kills, rebalances (the group generations the
-// broker formed while the faults ran, the drain's excluded: "ov broker" prints a line for each
-// new generation a SyncGroup request names, and the harness counts them in its log), outages
+// [WriteTable] prints per scenario: messages, kills, broker restarts, moves (leaders,
+// coordinators, a node removed), lost partitions (given up without a final write or commit,
+// counted in the processors' logs), zombies, rebalances (the group generations the broker
+// formed while the faults ran, the drain's excluded: "ov broker" prints a line for each new
+// generation a SyncGroup request names, or each new epoch of a KIP-848 group, and the harness
+// counts them in its log), outages
 // (rounds of terminated backends, server restarts), mismatched rows (must be 0), the highest
 // processor_uncommitted_messages any processor exported (the drain's included, which reads
 // what the faults left uncommitted at full speed), the peak resident set of the processor
 // processes (VmHWM from /proc/<pid>/status, sampled every 100 ms while each runs; not wait4's
-// ru_maxrss, which on Linux carries over the forking harness's own high-water mark), and the
-// wall time.
+// ru_maxrss, which on Linux carries over the forking harness's own high-water mark), the
+// wall time and the injected faults by kind.
 package chaos

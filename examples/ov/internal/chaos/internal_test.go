@@ -9,17 +9,18 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/examples/ov/internal/broker"
 	"github.com/streamledger/streamledger/examples/ov/internal/feed"
 )
 
 func TestGenerationsCountsDistinctOfOneGroup(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "broker.log")
 	log := "broker listening on [127.0.0.1:1]\n" +
-		GenerationLine("ov-chaos", 1) + "\n" +
-		GenerationLine("other", 2) + "\n" +
-		GenerationLine("ov-chaos", 2) + "\n" +
-		GenerationLine("ov-chaos", 2) + "\n" + // a restarted broker's log or a repeated line counts once
-		GenerationLine("ov-chaos-2", 3) + "\n"
+		broker.GenerationLine("ov-chaos", 1) + "\n" +
+		broker.GenerationLine("other", 2) + "\n" +
+		broker.GenerationLine("ov-chaos", 2) + "\n" +
+		broker.GenerationLine("ov-chaos", 2) + "\n" + // a restarted broker's log or a repeated line counts once
+		broker.GenerationLine("ov-chaos-2", 3) + "\n"
 	require.NoError(t, os.WriteFile(path, []byte(log), 0o644))
 	n, err := generations(path, "ov-chaos")
 	require.NoError(t, err)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamledger/streamledger/dlq"
+	"github.com/streamledger/streamledger/examples/ov/internal/broker"
 	"github.com/streamledger/streamledger/examples/ov/internal/feed"
 )
 
@@ -26,7 +26,7 @@ type kafkaClient struct {
 }
 
 func newKafkaClient(addr string) (*kafkaClient, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(addr, ",")...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(2*time.Millisecond), kgo.MaxBufferedRecords(100_000))
 	if err != nil {
 		return nil, fmt.Errorf("chaos: kafka client: %w", err)
@@ -154,12 +154,12 @@ func (k *kafkaClient) endOffsets(ctx context.Context, topic string, partitions i
 	return out, nil
 }
 
-// deadLetters reads every record of dlq.<topic> up to its end offsets and decodes them.
-func (k *kafkaClient) deadLetters(ctx context.Context, addr, topic string, partitions int32) ([]dlq.DeadLetter, []int32, error) {
-	dt := dlq.DefaultTopic(topic)
-	ends, err := k.endOffsets(ctx, dt, partitions)
+// readAll reads every record of topic up to the end offsets it has when called, by partition
+// then offset.
+func (k *kafkaClient) readAll(ctx context.Context, addr, topic string, partitions int32) ([]*kgo.Record, error) {
+	ends, err := k.endOffsets(ctx, topic, partitions)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	start := map[int32]kgo.Offset{}
 	for p, end := range ends {
@@ -168,88 +168,78 @@ func (k *kafkaClient) deadLetters(ctx context.Context, addr, topic string, parti
 		}
 	}
 	if len(start) == 0 {
-		return nil, nil, nil
+		return nil, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{dt: start}))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(addr, ",")...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: start}))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer cl.Close()
-	type rec struct {
-		d      dlq.DeadLetter
-		p      int32
-		offset int64
-	}
-	var recs []rec
-	var decodeErr error
+	var recs []*kgo.Record
 	for len(start) > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return nil, nil, fmt.Errorf("reading %s: %w", dt, err)
+			return nil, fmt.Errorf("reading %s: %w", topic, err)
 		}
 		var ferr error
-		fs.EachError(func(_ string, p int32, err error) { ferr = fmt.Errorf("reading %s[%d]: %w", dt, p, err) })
+		fs.EachError(func(_ string, p int32, err error) { ferr = fmt.Errorf("reading %s[%d]: %w", topic, p, err) })
 		if ferr != nil {
-			return nil, nil, ferr
+			return nil, ferr
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			end := ends[r.Partition]
 			if _, ok := start[r.Partition]; !ok || r.Offset >= end {
 				return
 			}
-			hs := make([]dlq.Header, len(r.Headers))
-			for i, h := range r.Headers {
-				hs[i] = dlq.Header{Key: h.Key, Value: h.Value}
-			}
-			d, err := dlq.Decode(r.Key, r.Value, hs)
-			if err != nil && decodeErr == nil {
-				decodeErr = fmt.Errorf("%s[%d]@%d: %w", dt, r.Partition, r.Offset, err)
-			}
-			recs = append(recs, rec{d, r.Partition, r.Offset})
+			recs = append(recs, r)
 			if r.Offset+1 >= end {
 				delete(start, r.Partition)
 			}
 		})
 	}
-	if decodeErr != nil {
-		return nil, nil, decodeErr
+	slices.SortFunc(recs, func(a, b *kgo.Record) int {
+		return cmp.Or(cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
+	})
+	return recs, nil
+}
+
+// deadLetters reads every record of dlq.<topic> up to its end offsets and decodes them.
+func (k *kafkaClient) deadLetters(ctx context.Context, addr, topic string, partitions int32) ([]dlq.DeadLetter, []int32, error) {
+	dt := dlq.DefaultTopic(topic)
+	recs, err := k.readAll(ctx, addr, dt, partitions)
+	if err != nil {
+		return nil, nil, err
 	}
-	slices.SortFunc(recs, func(a, b rec) int { return cmp.Or(cmp.Compare(a.p, b.p), cmp.Compare(a.offset, b.offset)) })
 	letters := make([]dlq.DeadLetter, len(recs))
 	parts := make([]int32, len(recs))
 	for i, r := range recs {
-		letters[i], parts[i] = r.d, r.p
+		hs := make([]dlq.Header, len(r.Headers))
+		for j, h := range r.Headers {
+			hs[j] = dlq.Header{Key: h.Key, Value: h.Value}
+		}
+		d, err := dlq.Decode(r.Key, r.Value, hs)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s[%d]@%d: %w", dt, r.Partition, r.Offset, err)
+		}
+		letters[i], parts[i] = d, r.Partition
 	}
 	return letters, parts, nil
 }
 
-// generationPrefix starts the line "ov broker" prints for each new consumer group generation.
-const generationPrefix = "group generation: "
-
-// GenerationLine is the line "ov broker" prints when a SyncGroup request first names a
-// generation of a group: a rebalance the broker ran. The harness counts these lines in the
-// broker's log.
-func GenerationLine(group string, generation int32) string {
-	return fmt.Sprintf("%sgeneration=%d group=%s", generationPrefix, generation, strconv.Quote(group))
-}
-
-// generations counts the distinct generations of group in the broker's log at path.
+// generations counts the distinct generations of group in the broker's log at path (the
+// lines of broker.GenerationLine).
 func generations(path, group string) (int, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, fmt.Errorf("chaos: reading the broker's log: %w", err)
 	}
 	defer f.Close()
-	suffix := " group=" + strconv.Quote(group)
 	seen := map[string]bool{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), generationPrefix)
-		if !ok {
-			continue
-		}
-		if gen, ok := strings.CutSuffix(rest, suffix); ok {
+		if gen, ok := broker.IsGeneration(sc.Text(), group); ok {
 			seen[gen] = true
 		}
 	}

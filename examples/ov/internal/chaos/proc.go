@@ -234,3 +234,9 @@ func waitPort(ctx context.Context, addr string, p *proc) error {
 		}
 	}
 }
+
+// pause stops the process with SIGSTOP, as a process that stalls (a long GC pause, a frozen
+// VM) does; resume continues it.
+func (p *proc) pause() error { return p.cmd.Process.Signal(syscall.SIGSTOP) }
+
+func (p *proc) resume() { _ = p.cmd.Process.Signal(syscall.SIGCONT) }

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -169,7 +170,7 @@ func (s *scene) group(ctx context.Context, assignor string) error {
 	if prodErr != nil {
 		return prodErr
 	}
-	s.progress("%d membership changes (%d kills) with %s", changes, s.res.Kills, assignor)
+	s.progress("%d membership changes (%d kills) with %s", changes, s.res.Kills, cmp.Or(assignor, "the broker's assignor"))
 	s.note("%d membership changes (%d of them kills); %d not followed by a new generation within %v", changes, s.res.Kills,
 		unsettled, settleTimeout)
 	return nil
@@ -530,7 +531,7 @@ func (s *scene) faultPoints(ctx context.Context) error {
 	// than a window's span of wall time (the window at the feed's speed) that is often none,
 	// so the processor armed for revoke-written ticks less often than a window passes: its
 	// revocation then always has closed partials (and state rows) to write.
-	revokeFlush := max(FlushInterval, time.Duration(float64(s.h.cfg.Size.Feed.WindowSize)/s.feedSpeed()*2))
+	revokeFlush := s.holdingFlush()
 	fired := map[string]int{}
 	var prodErr error
 	prodDone := false
@@ -620,6 +621,13 @@ func (s *scene) faultPoints(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// holdingFlush is a flush interval longer than two windows' worth of wall time at the feed's
+// speed: a processor that ticks this rarely holds closed windows not yet written most of the
+// time.
+func (s *scene) holdingFlush() time.Duration {
+	return max(FlushInterval, time.Duration(float64(s.h.cfg.Size.Feed.WindowSize)/s.feedSpeed()*2))
 }
 
 // waitExit waits until p exits or d passes.

@@ -61,6 +61,8 @@ type Config struct {
 	// WriteConcurrency is how many of a tick's writes run at once (see consumer.Config)
 	// [DefaultWriteConcurrency].
 	WriteConcurrency int
+	// ShutdownTimeout bounds the graceful shutdown (see consumer.Config; 30 s when zero).
+	ShutdownTimeout time.Duration
 	// Decoder bounds what a message may hold (the Netherlands, 6 h of delay, by default).
 	Decoder event.Config
 	// ProcessorID names this instance in its dead letters and as the Kafka client.id
@@ -186,6 +188,7 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 		WriteTimeout:      cfg.WriteTimeout,
 		SyncWrites:        cfg.SyncWrites,
 		WriteConcurrency:  cfg.WriteConcurrency,
+		ShutdownTimeout:   cfg.ShutdownTimeout,
 		Ticks:             cfg.Ticks,
 		BufferLimit:       cfg.BufferLimit,
 		Until:             cfg.Until,
