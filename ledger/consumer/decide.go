@@ -80,9 +80,9 @@ func (p *processor[K]) applyEffects(ctx context.Context, c *chunk[K], first int)
 }
 
 // decide decides one decoded message: late test against the partition watermark BEFORE the
-// event is applied, apply (or take its effect's result, fxErr), add to the ledger, then move the watermark
-// and tell the ledger. That order is what makes a replay from any committed offset decide
-// as this run did.
+// event is applied, apply (or take its effect's result, fxErr), add to the ledger, then move
+// the watermark and tell the ledger. That order is what makes a replay from any committed
+// offset decide as this run did.
 func (p *processor[K]) decide(ctx context.Context, pt *part[K], m *kafka.Message, arrival time.Time, ev Event[K], fxErr error) {
 	off := int64(m.TopicPartition.Offset)
 	info := MessageInfo{TopicPartition: pt.tp, Offset: off, Outcome: Admitted}
