@@ -53,30 +53,35 @@ func (p *processor[K]) applyEffects(ctx context.Context, c *chunk[K], first int)
 	ectx, cancel := context.WithTimeout(ctx, p.s.WriteTimeout)
 	err := p.s.ApplyEffects(ectx, c.batch)
 	cancel()
-	if err == nil {
-		k := 0
-		for i := first; i <= last; i++ {
-			if c.errs[i] == nil && c.evs[i].Effect != nil {
-				c.fxErrs[i] = c.batch[k].Err
-				k++
-			}
+	if err != nil {
+		clear(c.batch)
+		p.batchFailed(ctx, c, first, last, err)
+		return false
+	}
+	k := 0
+	for i := first; i <= last; i++ {
+		if c.errs[i] == nil && c.evs[i].Effect != nil {
+			c.fxErrs[i] = c.batch[k].Err
+			k++
 		}
-		c.fxApplied = last + 1
 	}
 	clear(c.batch)
-	if err == nil {
-		return true
-	}
-	// Not decided: not counted, not in the ledger, so never committed.
+	c.fxApplied = last + 1
+	return true
+}
+
+// batchFailed stops Run before the batch of c's messages first to last, which failed as a
+// whole, unless Abort caused the failure. None of them is decided: not counted, not in the
+// ledger, so never committed.
+func (p *processor[K]) batchFailed(ctx context.Context, c *chunk[K], first, last int, err error) {
 	if ctx.Err() != nil {
-		return false // aborted: the failure is the abort's
+		return // aborted: the failure is the abort's
 	}
 	pt := c.pt
 	from, to := int64(c.msgs[first].TopicPartition.Offset), int64(c.msgs[last].TopicPartition.Offset)
 	p.stop.setHalt(fmt.Errorf("%w: %s offsets %d to %d: %w", ErrEffect, pt.tp, from, to, err))
 	p.log.Error("a batch of effects failed; stopping after committing what is durable, this batch excluded",
-		"partition", pt.tp.String(), "from", from, "to", to, "effects", last-first+1, "error", err)
-	return false
+		"partition", pt.tp.String(), "from", from, "to", to, "effects", len(c.batch), "error", err)
 }
 
 // decide decides one decoded message: late test against the partition watermark BEFORE the
