@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -130,7 +129,8 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-func noEffect(context.Context) error { return nil }
+// noEffect is the Effect of the validation cases: any value.
+var noEffect = struct{}{}
 
 // Without a sink, a consumer takes effects only: no Keys are needed.
 func TestConfigWithoutSink(t *testing.T) {
@@ -138,6 +138,33 @@ func TestConfigWithoutSink(t *testing.T) {
 	cfg.Sink, cfg.Keys = nil, nil
 	_, err := New(cfg)
 	require.NoError(t, err)
+}
+
+func TestConfigEffectBatch(t *testing.T) {
+	for _, tc := range []struct {
+		batch, want, chunk int
+		err                string
+	}{
+		{batch: 0, want: DefaultEffectBatch, chunk: chunkSize},
+		{batch: -1, want: 1, chunk: chunkSize},
+		{batch: 16, want: 16, chunk: chunkSize},
+		{batch: 1000, want: 1000, chunk: 1000},
+		{batch: MaxEffectBatch, want: MaxEffectBatch, chunk: MaxEffectBatch},
+		{batch: MaxEffectBatch + 1, err: "EffectBatch: expected at most MaxEffectBatch"},
+	} {
+		cfg := validConfig(t)
+		cfg.EffectBatch = tc.batch
+		s, err := cfg.validate()
+		if tc.err != "" {
+			require.ErrorIs(t, err, ErrConfig)
+			assert.Contains(t, err.Error(), tc.err)
+			continue
+		}
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, s.effectBatch, "EffectBatch %d", tc.batch)
+		assert.Equal(t, tc.chunk, s.chunk, "EffectBatch %d", tc.batch)
+		assert.GreaterOrEqual(t, s.sealEvery, s.chunk)
+	}
 }
 
 func TestSecretsAreRedacted(t *testing.T) {

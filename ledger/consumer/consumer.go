@@ -59,9 +59,9 @@ func (c *Consumer[K]) Counters() Counters { return c.p.counters.snapshot() }
 // committed is redelivered to the next owner. Call it on a second interrupt, for example. It is
 // safe to call from any goroutine, more than once.
 //
-// Abort cancels the context of a running [Event.Effect] before it returns, so that an effect
-// (or a hook) that calls it stops right there, as a crash would: no later message is decided
-// and nothing more is committed.
+// Abort cancels the context of a running [Config.ApplyEffects] before it returns, so that a
+// batch of effects (or a hook) that calls it stops right there, as a crash would: no later
+// message is decided and nothing more is committed.
 func (c *Consumer[K]) Abort() {
 	c.abortOnce.Do(func() {
 		close(c.abort)

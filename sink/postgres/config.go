@@ -114,7 +114,7 @@ func (p Point) String() string {
 
 // Attempt describes the attempt a hook is called in.
 type Attempt struct {
-	Op string // "write close", "upsert latest", "apply effect"
+	Op string // "write close", "upsert latest", "apply effects"
 	N  int    // 1-based attempt number
 	// PID is the server process of the attempt's connection, 0 before a connection is held.
 	PID uint32

@@ -26,11 +26,7 @@ type Service struct {
 	c       *consumer.Consumer[noKey]
 	ticks   chan time.Time // EveryMessage: a tick after every decision and delivery report
 
-	// The delivery being decided and its effect's outcome, owned by the consumer's loop: the
-	// handler sets them, the effect and the message hook read them, in that order.
-	cur     Delivery
-	outcome Outcome
-
+	decisions          decisions
 	applied, duplicate atomic.Int64
 }
 
@@ -60,13 +56,13 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, store: st, effects: fx}
 	rc := consumer.Config[noKey]{
-		Kafka:       cfg.Kafka,
-		Topics:      map[string]consumer.Handler[noKey]{cfg.Topic: s.handle},
-		DeadLetters: cfg.DeadLetters,
-		IdleTimeout: -1, // no windows, no event time
-		// One message at a time on the polling goroutine: the handler and the hooks share
-		// the delivery being decided (s.cur).
-		Workers:           -1,
+		Kafka:             cfg.Kafka,
+		Topics:            map[string]consumer.Handler[noKey]{cfg.Topic: handle},
+		ApplyEffects:      s.applyBatch,
+		EffectBatch:       cfg.Batch,
+		Workers:           cfg.Workers,
+		DeadLetters:       cfg.DeadLetters,
+		IdleTimeout:       -1, // no windows, no event time
 		FlushInterval:     cfg.CommitInterval,
 		PollTimeout:       cfg.PollTimeout,
 		DeadLetterBackoff: cfg.DeadLetterBackoff,
@@ -130,7 +126,12 @@ func (s *Service) Run(ctx context.Context) error {
 		wg.Wait()
 	}()
 	if s.cfg.PruneInterval > 0 && s.cfg.Horizon > 0 {
-		wg.Go(func() { s.pruneEvery(pctx, s.cfg.PruneInterval) })
+		wg.Go(func() { every(pctx, s.cfg.PruneInterval, func() { s.prune(pctx) }) })
+	}
+	if s.ticks != nil {
+		// The runtime applies delivery reports at ticks: tick often enough to commit past a
+		// confirmed dead letter, and to send a refused one again, without a decision.
+		wg.Go(func() { every(pctx, reportEvery, observer{s}.tick) })
 	}
 	s.cfg.Logger.Info("consuming credits", "topic", s.cfg.Topic, "group", s.cfg.Kafka["group.id"], "horizon", s.cfg.Horizon)
 	err := s.c.Run(ctx)
@@ -141,22 +142,31 @@ func (s *Service) Run(ctx context.Context) error {
 	return err
 }
 
-func (s *Service) pruneEvery(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
+// reportEvery is how often an EveryMessage service ticks without a decision.
+const reportEvery = 20 * time.Millisecond
+
+// every calls f every d until ctx is done.
+func every(ctx context.Context, d time.Duration, f func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			f()
 		}
-		n, err := s.effects.Prune(ctx)
-		if err != nil {
-			s.cfg.Logger.Warn("pruning markers failed", "error", err)
-			continue
-		}
-		s.cfg.Logger.Info("markers pruned", "deleted", n, "horizon", s.cfg.Horizon)
 	}
+}
+
+// prune deletes the markers past the horizon, for the pruning loop.
+func (s *Service) prune(ctx context.Context) {
+	n, err := s.effects.Prune(ctx)
+	if err != nil {
+		s.cfg.Logger.Warn("pruning markers failed", "error", err)
+		return
+	}
+	s.cfg.Logger.Info("markers pruned", "deleted", n, "horizon", s.cfg.Horizon)
 }
 
 // delivery describes m for the hooks.
