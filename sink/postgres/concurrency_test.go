@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/internal/pgtest"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/postgres"
@@ -139,13 +140,12 @@ func TestCloseTakesOneLock(t *testing.T) {
 	ctx := testCtx(t)
 	db := pgtest.New(t)
 	var held int
-	s := newSinkOn(t, db, func(c *postgres.Config) {
-		c.Faults.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
-			if p == postgres.BeforeCommit {
-				return db.Pool.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = $1", int32(a.PID)).Scan(&held)
-			}
-			return nil
+	s := newSinkOn(t, db, nil)
+	ctx = faults.With(ctx, func(ctx context.Context, p faults.Point, a faults.Attempt) error {
+		if p == faults.BeforeCommit {
+			return db.Pool.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = $1", int32(a.Conn)).Scan(&held)
 		}
+		return nil
 	})
 	bs := batches(t, 2, 3, 1, 5000)
 	require.NoError(t, s.WriteClose(ctx, bs[0][0], bs[1][0], bs[2][0]))

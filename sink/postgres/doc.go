@@ -105,12 +105,12 @@
 //
 // # Failures
 //
-// Each write is retried per [Config.Retry] when it fails transiently ([IsTransient]: a lost
+// Each write is retried per [Config.Retry] when it fails transiently (a lost
 // connection, admin or crash shutdown, serialization failure, deadlock, lock timeout);
 // backoff honours the context. A commit whose acknowledgement is lost is retried too, which
 // is safe because every write replaces. Anything else is returned at once as a
 // [*sink.WriteError] that is not transient. A nil error is returned only after COMMIT
-// succeeded. [Faults] inject faults at fixed points of an attempt for tests.
+// succeeded.
 //
 // # Metrics
 //

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/sink"
 )
 
@@ -52,8 +53,6 @@ type EffectConfig struct {
 	// Rand provides the token that tells a call its own markers after a commit whose
 	// acknowledgement was lost [crypto/rand.Reader].
 	Rand io.Reader
-	// Faults are called at fixed points of every attempt (fault injection in tests).
-	Faults Faults
 }
 
 // Effects applies effects that are not naturally idempotent exactly once per operation ID,
@@ -150,9 +149,9 @@ func (e *Effects) Statements() []string {
 // operations are deleted in the same transaction. An ID that occurs again after a rejection
 // takes one more such round.
 //
-// A transient failure (see [IsTransient]) retries the whole batch, up to the retry policy. A
-// commit whose acknowledgement was lost is recognised by the retry, from the random token its
-// markers carry, and its results are returned. Any other failure, or one that persists, is
+// A transient failure (a lost connection, a deadlock, a serialization failure) retries the
+// whole batch, up to the retry policy. A commit whose acknowledgement was lost is recognised
+// by the retry, from the random token its markers carry, and its results are returned. Any other failure, or one that persists, is
 // returned as a [*sink.WriteError]: nothing of the batch may be assumed committed, and no
 // results are returned. An operation without an ID, or a nil effect, is an error wrapping
 // [sink.ErrInvalid], and nothing is written.
@@ -172,9 +171,9 @@ func (e *Effects) Apply(ctx context.Context, ops []sink.Operation, effect Effect
 	if _, err := io.ReadFull(e.cfg.Rand, b.token); err != nil {
 		return nil, fmt.Errorf("sink: token for a batch of %d operations: %w", len(ops), err)
 	}
-	err := e.cfg.Retry.Do(ctx, opApplyEffects, IsTransient, func(ctx context.Context, n int) error {
+	err := e.cfg.Retry.Do(ctx, opApplyEffects, transient, func(ctx context.Context, n int) error {
 		for {
-			err := attemptTx(ctx, e.pool, e.cfg.Faults, Attempt{Op: opApplyEffects, N: n}, func(ctx context.Context, tx pgx.Tx) error {
+			err := attemptTx(ctx, e.pool, faults.Attempt{Op: opApplyEffects, N: n}, func(ctx context.Context, tx pgx.Tx) error {
 				return e.attempt(ctx, tx, b, n)
 			})
 			var isolate *isolateError
@@ -199,7 +198,7 @@ func (e *Effects) Prune(ctx context.Context) (int64, error) {
 	}
 	before := e.cfg.Clock().Add(-e.cfg.Horizon).UTC()
 	var n int64
-	err := e.cfg.Retry.Do(ctx, "prune markers", IsTransient, func(ctx context.Context, _ int) error {
+	err := e.cfg.Retry.Do(ctx, "prune markers", transient, func(ctx context.Context, _ int) error {
 		tag, err := e.pool.Exec(ctx, e.prune, before)
 		n = tag.RowsAffected()
 		return err

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/sink"
 )
 
@@ -97,8 +98,8 @@ func (e *Effects) attempt(ctx context.Context, tx pgx.Tx, b *effectBatch, n int)
 			return err
 		}
 		if round == 0 {
-			a := Attempt{Op: opApplyEffects, N: n, PID: tx.Conn().PgConn().PID()}
-			if err := e.cfg.Faults.call(ctx, AfterMarker, a); err != nil {
+			a := faults.Attempt{Op: opApplyEffects, N: n, Conn: int64(tx.Conn().PgConn().PID())}
+			if err := faults.At(ctx, faults.AfterMarker, a); err != nil {
 				return err
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/internal/pgtest"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/postgres"
@@ -328,17 +329,17 @@ func TestEffectCrashPoints(t *testing.T) {
 	for _, size := range []int{1, 3} {
 		for _, tc := range []struct {
 			name       string
-			point      postgres.Point // hook point that crashes (0: none)
-			terminate  bool           // the server kills the session instead of the hook returning
-			afterApply bool           // the consumer crashes after Apply returned, before the offset commit
-			afterBoth  bool           // no crash; the partition is replayed from the start afterwards
-			durable    bool           // the batch's markers and effects exist at the crash
+			point      faults.Point // hook point that crashes (0: none)
+			terminate  bool         // the server kills the session instead of the hook returning
+			afterApply bool         // the consumer crashes after Apply returned, before the offset commit
+			afterBoth  bool         // no crash; the partition is replayed from the start afterwards
+			durable    bool         // the batch's markers and effects exist at the crash
 		}{
-			{name: "before the transaction", point: postgres.BeforeBegin},
-			{name: "inside it, after the markers", point: postgres.AfterMarker},
-			{name: "inside it, server kills the session", point: postgres.AfterMarker, terminate: true},
-			{name: "inside it, before commit", point: postgres.BeforeCommit},
-			{name: "after commit, before Apply returned", point: postgres.AfterCommit, durable: true},
+			{name: "before the transaction", point: faults.BeforeBegin},
+			{name: "inside it, after the markers", point: faults.AfterMarker},
+			{name: "inside it, server kills the session", point: faults.AfterMarker, terminate: true},
+			{name: "inside it, before commit", point: faults.BeforeCommit},
+			{name: "after commit, before Apply returned", point: faults.AfterCommit, durable: true},
 			{name: "after Apply returned, before the offset commit", afterApply: true, durable: true},
 			{name: "after both commits", afterBoth: true, durable: true},
 		} {
@@ -349,7 +350,7 @@ func TestEffectCrashPoints(t *testing.T) {
 	}
 }
 
-func crashPoint(t *testing.T, size int, point postgres.Point, kill, afterApply, afterBoth, durable bool) {
+func crashPoint(t *testing.T, size int, point faults.Point, kill, afterApply, afterBoth, durable bool) {
 	ctx := testCtx(t)
 	db := pgtest.New(t)
 	b := newBank(t, db, map[string]int64{"a7": 100, "a8": 100, "a9": 100})
@@ -357,16 +358,16 @@ func crashPoint(t *testing.T, size int, point postgres.Point, kill, afterApply, 
 	var armed atomic.Bool
 	e := newEffects(t, db.Pool, db, func(c *postgres.EffectConfig) {
 		c.Retry = sink.RetryPolicy{MaxAttempts: 1} // a crashed process does not retry
-		c.Faults.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
-			if p != point || !armed.CompareAndSwap(true, false) {
-				return nil
-			}
-			if kill {
-				terminate(ctx, t, db, a.PID)
-				return nil
-			}
-			return errCrash
+	})
+	ctx = faults.With(ctx, func(ctx context.Context, p faults.Point, a faults.Attempt) error {
+		if p != point || !armed.CompareAndSwap(true, false) {
+			return nil
 		}
+		if kill {
+			terminate(ctx, t, db, a.Conn)
+			return nil
+		}
+		return errCrash
 	})
 	c := &consumer{log: log, size: size}
 	if size == 1 {
@@ -428,17 +429,16 @@ func TestEffectCommitAcknowledgementLost(t *testing.T) {
 	b := newBank(t, db, map[string]int64{"a7": 100})
 	var lost atomic.Bool
 	var attempts atomic.Int32
-	e := newEffects(t, db.Pool, db, func(c *postgres.EffectConfig) {
-		c.Faults.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
-			if p == postgres.BeforeBegin {
-				attempts.Add(1)
-			}
-			if p == postgres.AfterCommit && lost.CompareAndSwap(false, true) {
-				terminate(ctx, t, db, a.PID)
-				return &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}
-			}
-			return nil
+	e := newEffects(t, db.Pool, db, nil)
+	ctx = faults.With(ctx, func(ctx context.Context, p faults.Point, a faults.Attempt) error {
+		if p == faults.BeforeBegin {
+			attempts.Add(1)
 		}
+		if p == faults.AfterCommit && lost.CompareAndSwap(false, true) {
+			terminate(ctx, t, db, a.Conn)
+			return &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}
+		}
+		return nil
 	})
 	lost.Store(true) // disarmed
 	_, err := apply(ctx, e, credit{OpID: "d1", Account: "a7", Amount: 1})
@@ -468,16 +468,15 @@ func TestEffectRetryAppliesTheBatchWhole(t *testing.T) {
 	b := newBank(t, db, map[string]int64{"a": 0, "b": 0})
 	var failed atomic.Bool
 	var attempts []int
-	e := newEffects(t, db.Pool, db, func(c *postgres.EffectConfig) {
-		c.Faults.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
-			if p == postgres.BeforeBegin {
-				attempts = append(attempts, a.N)
-			}
-			if p == postgres.BeforeCommit && failed.CompareAndSwap(false, true) {
-				return &pgconn.PgError{Code: "40001", Message: "could not serialize access"}
-			}
-			return nil
+	e := newEffects(t, db.Pool, db, nil)
+	ctx = faults.With(ctx, func(ctx context.Context, p faults.Point, a faults.Attempt) error {
+		if p == faults.BeforeBegin {
+			attempts = append(attempts, a.N)
 		}
+		if p == faults.BeforeCommit && failed.CompareAndSwap(false, true) {
+			return &pgconn.PgError{Code: "40001", Message: "could not serialize access"}
+		}
+		return nil
 	})
 	var batch []credit
 	for i := range 50 {
@@ -524,18 +523,18 @@ func TestEffectRaceOnOneID(t *testing.T) {
 			inserted := make(chan struct{})
 			first := newEffects(t, db.NewPool(t, nil), db, func(c *postgres.EffectConfig) {
 				c.Retry = sink.RetryPolicy{MaxAttempts: 1}
-				c.Faults.At = func(ctx context.Context, p postgres.Point, _ postgres.Attempt) error {
-					switch p {
-					case postgres.AfterMarker:
-						close(inserted)
-					case postgres.BeforeCommit:
-						waitForLockWaiter(ctx, t, db)
-						if !firstCommits {
-							return errCrash
-						}
+			})
+			firstCtx := faults.With(ctx, func(ctx context.Context, p faults.Point, _ faults.Attempt) error {
+				switch p {
+				case faults.AfterMarker:
+					close(inserted)
+				case faults.BeforeCommit:
+					waitForLockWaiter(ctx, t, db)
+					if !firstCommits {
+						return errCrash
 					}
-					return nil
 				}
+				return nil
 			})
 			second := newEffects(t, db.NewPool(t, nil), db, nil)
 			c := credit{OpID: "race", Account: "a7", Amount: 10}
@@ -544,7 +543,7 @@ func TestEffectRaceOnOneID(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				firstOut, firstErr = applyOne(ctx, first, c)
+				firstOut, firstErr = applyOne(firstCtx, first, c)
 			}()
 			select { // the first holds its uncommitted marker
 			case <-inserted:

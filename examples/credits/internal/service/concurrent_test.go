@@ -13,8 +13,8 @@ import (
 
 	"github.com/streamledger/streamledger/examples/credits/internal/credit"
 	"github.com/streamledger/streamledger/examples/credits/internal/service"
+	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/internal/kafkatest"
-	"github.com/streamledger/streamledger/sink/postgres"
 )
 
 // Two consumers in two groups are delivered the same credits and race on them, in batches:
@@ -58,14 +58,14 @@ func TestConcurrentDuplicateDelivery(t *testing.T) {
 		cfg.Hooks.BeforeApply = func(ds []service.Delivery) {
 			armed.Store(slices.ContainsFunc(ds, func(d service.Delivery) bool { return d.Credit.ID == "c00" }))
 		}
-		cfg.SinkFaults.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
-			if !armed.Load() || p != postgres.AfterMarker || !held.CompareAndSwap(false, true) {
+		cfg.SinkFaults = func(ctx context.Context, p faults.Point, a faults.Attempt) error {
+			if !armed.Load() || p != faults.AfterMarker || !held.CompareAndSwap(false, true) {
 				return nil
 			}
 			deadline := time.Now().Add(kafkatest.Timeout)
 			for time.Now().Before(deadline) {
 				var n int
-				err := e.db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, int32(a.PID)).Scan(&n)
+				err := e.db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, int32(a.Conn)).Scan(&n)
 				if err != nil {
 					return err
 				}

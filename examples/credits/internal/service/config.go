@@ -10,9 +10,9 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/ledger/consumer"
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/sink/postgres"
 )
 
 // Defaults for the zero values of [Config] that the consumer runtime does not set itself.
@@ -65,8 +65,9 @@ type Config struct {
 	SourceRetention time.Duration
 	// Retry bounds the sink's retries of transient database failures.
 	Retry sink.RetryPolicy
-	// SinkFaults are passed to the effect sink (fault injection in tests).
-	SinkFaults postgres.Faults
+	// SinkFaults, when set, is armed on every write of the effect sink (fault injection in
+	// tests, see package internal/faults).
+	SinkFaults faults.Func
 
 	// DeadLetters receives the credits that cannot be applied; *dlqkafka.Producer is one.
 	DeadLetters consumer.DeadLetterer

@@ -14,8 +14,8 @@ import (
 
 	"github.com/streamledger/streamledger/examples/credits/internal/credit"
 	"github.com/streamledger/streamledger/examples/credits/internal/service"
+	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/ledger"
-	"github.com/streamledger/streamledger/sink/postgres"
 )
 
 var errCrash = errors.New("crash injected by the test")
@@ -76,20 +76,20 @@ func armCrash(t *testing.T, e *env, cfg *service.Config, point crashPoint, crash
 			crash()
 		}
 	}
-	cfg.SinkFaults.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
+	cfg.SinkFaults = func(ctx context.Context, p faults.Point, a faults.Attempt) error {
 		switch {
 		case !armed.Load():
-		case point == beforeCommit && p == postgres.BeforeCommit:
+		case point == beforeCommit && p == faults.BeforeCommit:
 			// The markers and the credits are written but not committed. The process dies:
 			// its session ends, and the server rolls the transaction back.
 			crash()
 			// On a worker: report, never FailNow.
 			var killed bool
-			err := e.db.Pool.QueryRow(context.Background(), `SELECT pg_terminate_backend($1)`, int32(a.PID)).Scan(&killed)
+			err := e.db.Pool.QueryRow(context.Background(), `SELECT pg_terminate_backend($1)`, int32(a.Conn)).Scan(&killed)
 			assert.NoError(t, err)
-			assert.True(t, killed, "the transaction's backend %d terminated", a.PID)
+			assert.True(t, killed, "the transaction's backend %d terminated", a.Conn)
 			return errCrash
-		case point == afterCommit && p == postgres.AfterCommit:
+		case point == afterCommit && p == faults.AfterCommit:
 			crash()
 			return errCrash
 		}
@@ -254,10 +254,10 @@ func TestBatchRetriedWholeAfterConnectionLoss(t *testing.T) {
 	cfg := e.config("g")
 	cfg.CommitInterval = 200 * time.Millisecond
 	var killed atomic.Bool
-	cfg.SinkFaults.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
-		if p == postgres.BeforeCommit && killed.CompareAndSwap(false, true) {
+	cfg.SinkFaults = func(ctx context.Context, p faults.Point, a faults.Attempt) error {
+		if p == faults.BeforeCommit && killed.CompareAndSwap(false, true) {
 			var ok bool
-			err := e.db.Pool.QueryRow(context.Background(), `SELECT pg_terminate_backend($1)`, int32(a.PID)).Scan(&ok)
+			err := e.db.Pool.QueryRow(context.Background(), `SELECT pg_terminate_backend($1)`, int32(a.Conn)).Scan(&ok)
 			assert.NoError(t, err)
 			assert.True(t, ok)
 		}

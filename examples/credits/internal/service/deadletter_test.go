@@ -17,8 +17,8 @@ import (
 	"github.com/streamledger/streamledger/examples/credits/internal/accounts"
 	"github.com/streamledger/streamledger/examples/credits/internal/credit"
 	"github.com/streamledger/streamledger/examples/credits/internal/service"
+	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/internal/kafkatest"
-	"github.com/streamledger/streamledger/sink/postgres"
 )
 
 // letters reads the dead-letter topic back: "partition@offset class" per letter, with the
@@ -180,8 +180,8 @@ func infrastructureFailure(t *testing.T, batch int) {
 			}
 		}
 	}
-	cfg.SinkFaults.At = func(_ context.Context, p postgres.Point, _ postgres.Attempt) error {
-		if armed.Load() && p == postgres.BeforeBegin {
+	cfg.SinkFaults = func(_ context.Context, p faults.Point, _ faults.Attempt) error {
+		if armed.Load() && p == faults.BeforeBegin {
 			return outage
 		}
 		return nil

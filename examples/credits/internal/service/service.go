@@ -10,6 +10,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/streamledger/streamledger/examples/credits/internal/accounts"
+	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/ledger/consumer"
 	"github.com/streamledger/streamledger/sink/postgres"
 )
@@ -45,7 +46,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	fx, err := postgres.NewEffects(cfg.Pool, postgres.EffectConfig{
 		Schema: cfg.Schema, Table: cfg.Markers, Horizon: cfg.Horizon, SourceRetention: max(cfg.SourceRetention, 0),
-		Retry: cfg.Retry, Clock: cfg.Clock, Rand: cfg.Rand, Faults: cfg.SinkFaults,
+		Retry: cfg.Retry, Clock: cfg.Clock, Rand: cfg.Rand,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("service: effect sink: %w", err)
@@ -119,6 +120,9 @@ func (s *Service) Abort() { s.c.Abort() }
 // is committed; another error of the runtime (a fatal client error); or [ErrAborted] after
 // [Service.Abort]. A restart resumes at the first credit not committed.
 func (s *Service) Run(ctx context.Context) error {
+	if s.cfg.SinkFaults != nil {
+		ctx = faults.With(ctx, s.cfg.SinkFaults)
+	}
 	var wg sync.WaitGroup
 	pctx, stopPruning := context.WithCancel(context.WithoutCancel(ctx))
 	defer func() {
