@@ -145,11 +145,10 @@ type Config[K comparable] struct {
 	IdleTimeout time.Duration
 
 	// FlushInterval is the period of the tick that flushes state, writes closed windows and
-	// commits. Zero means DefaultFlushInterval (5 s). Ignored when Ticks is set.
+	// commits. Zero means DefaultFlushInterval (5 s); negative means no periodic tick: ticks
+	// then run when [Consumer.Tick] asks, when the buffer fills (see BufferLimit), at
+	// rebalances and at the shutdown, and after FlushWhenCaughtUp only when that is set.
 	FlushInterval time.Duration
-	// Ticks, if set, replaces the FlushInterval ticker: each value received runs one tick.
-	// Tests use it to tick deterministically.
-	Ticks <-chan time.Time
 	// PollTimeout bounds one Poll of the client. Zero means DefaultPollTimeout (100 ms).
 	PollTimeout time.Duration
 	// FlushWhenCaughtUp runs a tick early when a Poll returns nothing (the client has no
@@ -160,7 +159,8 @@ type Config[K comparable] struct {
 	// in: at most one such tick per FlushWhenCaughtUp. The tick is an ordinary one (the
 	// guarantees do not depend on when ticks run); TickInfo.CaughtUp marks it. Like
 	// FlushInterval, it is wall-clock time, not Clock's. Zero means a fifth of FlushInterval
-	// (never with Ticks); negative means ticks come every FlushInterval only.
+	// (never when FlushInterval is negative); negative means ticks come every FlushInterval
+	// only.
 	FlushWhenCaughtUp time.Duration
 
 	// WriteTimeout bounds the sink writes of one tick (the state flush and the close batches
@@ -351,7 +351,6 @@ func (s *settings[K]) durations() error {
 	}{
 		{"WindowSize", &s.WindowSize, window.DefaultSize},
 		{"Lateness", &s.Lateness, watermark.DefaultLateness},
-		{"FlushInterval", &s.FlushInterval, DefaultFlushInterval},
 		{"PollTimeout", &s.PollTimeout, DefaultPollTimeout},
 		{"WriteTimeout", &s.WriteTimeout, DefaultWriteTimeout},
 		{"AssignTimeout", &s.AssignTimeout, DefaultAssignTimeout},
@@ -373,8 +372,14 @@ func (s *settings[K]) durations() error {
 		s.CommitTimeout = DefaultCommitTimeout
 	}
 	switch {
-	case s.FlushWhenCaughtUp == 0 && s.Ticks != nil:
-		s.FlushWhenCaughtUp = -1 // ticks come when the caller says only
+	case s.FlushInterval == 0:
+		s.FlushInterval = DefaultFlushInterval
+	case s.FlushInterval < 0:
+		s.FlushInterval = -1
+	}
+	switch {
+	case s.FlushWhenCaughtUp == 0 && s.FlushInterval < 0:
+		s.FlushWhenCaughtUp = -1 // no periodic tick to take a fifth of
 	case s.FlushWhenCaughtUp == 0:
 		s.FlushWhenCaughtUp = s.FlushInterval / 5
 	}

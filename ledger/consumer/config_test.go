@@ -47,6 +47,29 @@ func TestConfigDefaults(t *testing.T) {
 	assert.Equal(t, 3*45*time.Second, s.AssignmentWait, "three of librdkafka's session timeouts")
 }
 
+func TestConfigTicks(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		interval, caughtUp    time.Duration
+		wantInt, wantCaughtUp time.Duration
+	}{
+		{"defaults", 0, 0, DefaultFlushInterval, DefaultFlushInterval / 5},
+		{"interval set: caught-up ticks a fifth of it", 10 * time.Second, 0, 10 * time.Second, 2 * time.Second},
+		{"no caught-up ticks", 0, -1, DefaultFlushInterval, -1},
+		{"on request only", -time.Second, 0, -1, -1},
+		{"on request and when caught up", -1, time.Second, -1, time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := validConfig(t)
+			cfg.FlushInterval, cfg.FlushWhenCaughtUp = tc.interval, tc.caughtUp
+			s, err := cfg.validate()
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantInt, s.FlushInterval)
+			assert.Equal(t, tc.wantCaughtUp, s.FlushWhenCaughtUp)
+		})
+	}
+}
+
 func TestConfigBufferLimit(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
@@ -111,7 +134,6 @@ func TestConfigErrors(t *testing.T) {
 		{"nil handler", func(c *Config[string]) { c.Topics["u"] = nil }, `topic "u" has a nil handler`},
 		{"no keys", func(c *Config[string]) { c.Keys = nil }, "Keys"},
 		{"negative window", func(c *Config[string]) { c.WindowSize = -time.Second }, "WindowSize"},
-		{"negative flush", func(c *Config[string]) { c.FlushInterval = -1 }, "FlushInterval"},
 		{"tiny buffer", func(c *Config[string]) { c.BufferLimit = 1000 }, "BufferLimit: expected at least 65536 bytes, or a negative value for no bound, found 1000"},
 		{"resume at one", func(c *Config[string]) { c.ResumeAt = 1 }, "ResumeAt"},
 		{"write timeout vs poll interval", func(c *Config[string]) { c.Kafka["max.poll.interval.ms"] = 50000 }, "WriteTimeout"},

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
@@ -182,11 +181,7 @@ func (o observer) OnCommit(ci consumer.CommitInfo) {
 }
 
 func (o observer) tick() {
-	if o.s.ticks == nil {
-		return
-	}
-	select {
-	case o.s.ticks <- time.Time{}:
-	default:
+	if o.s.everyMessage {
+		o.s.c.Tick()
 	}
 }

@@ -21,11 +21,11 @@ type noKey struct{}
 // Service consumes credits and applies each once through the effect sink. Create one with
 // [New]; [Service.Run] runs one consumer, once.
 type Service struct {
-	cfg     Config
-	store   *accounts.Store
-	effects *postgres.Effects
-	c       *consumer.Consumer[noKey]
-	ticks   chan time.Time // EveryMessage: a tick after every decision and delivery report
+	cfg          Config
+	store        *accounts.Store
+	effects      *postgres.Effects
+	c            *consumer.Consumer[noKey]
+	everyMessage bool // a tick after every decision and delivery report
 
 	decisions          decisions
 	applied, duplicate atomic.Int64
@@ -73,8 +73,8 @@ func New(cfg Config) (*Service, error) {
 		Hooks:             []consumer.Hook{observer{s}},
 	}
 	if cfg.CommitInterval == EveryMessage {
-		s.ticks = make(chan time.Time, 1)
-		rc.FlushInterval, rc.Ticks = 0, s.ticks
+		s.everyMessage = true
+		rc.FlushInterval = -1 // ticks on request (observer.tick)
 	}
 	if s.c, err = consumer.New(rc); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -132,7 +132,7 @@ func (s *Service) Run(ctx context.Context) error {
 	if s.cfg.PruneInterval > 0 && s.cfg.Horizon > 0 {
 		wg.Go(func() { every(pctx, s.cfg.PruneInterval, func() { s.prune(pctx) }) })
 	}
-	if s.ticks != nil {
+	if s.everyMessage {
 		// The runtime applies delivery reports at ticks: tick often enough to commit past a
 		// confirmed dead letter, and to send a refused one again, without a decision.
 		wg.Go(func() { every(pctx, reportEvery, observer{s}.tick) })
