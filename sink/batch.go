@@ -3,6 +3,7 @@ package sink
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -27,10 +28,40 @@ func CompareSources(a, b TopicPartition) int {
 	return cmp.Compare(a.Partition, b.Partition)
 }
 
-// PrepareLatest validates rows against spec and collapses them to the newest row per key,
-// a later row in rows wins a tie. Times are converted to
-// UTC. The rows keep the order of their keys' first appearance. Errors wrap [ErrInvalid].
-func PrepareLatest(spec StateSpec, rows []StateRow) ([]StateRow, error) {
+// PrepareLatest validates rows against the specs of their tables (spec looks one up) and
+// returns them grouped by table, the groups in table order. Each group is collapsed to the
+// newest row per key, a later row in rows winning a tie, with times in UTC, and keeps the
+// order of its keys' first appearance. A row of a table spec does not know, or one that does
+// not fit its table's spec, is an error wrapping [ErrInvalid].
+func PrepareLatest(rows []StateRow, spec func(table string) (StateSpec, bool)) ([][]StateRow, error) {
+	var groups [][]StateRow
+	index := make(map[string]int)
+	for i, r := range rows {
+		g, ok := index[r.Table]
+		if !ok {
+			if _, known := spec(r.Table); !known {
+				return nil, fmt.Errorf("%w: row %d: state table %q is not in the sink's configuration", ErrInvalid, i, r.Table)
+			}
+			g = len(groups)
+			index[r.Table] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], r)
+	}
+	for g, rows := range groups {
+		sp, _ := spec(rows[0].Table)
+		var err error
+		if groups[g], err = latestOf(sp, rows); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(groups, func(a, b []StateRow) int { return cmp.Compare(a[0].Table, b[0].Table) })
+	return groups, nil
+}
+
+// latestOf validates the rows of one table against its spec and collapses them to the
+// newest row per key.
+func latestOf(spec StateSpec, rows []StateRow) ([]StateRow, error) {
 	out := make([]StateRow, 0, len(rows))
 	index := make(map[any]int, len(rows))
 	var buf []byte

@@ -24,21 +24,43 @@ func stats(t testing.TB, values ...float64) []byte {
 
 var t0 = time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)
 
-func TestPrepareLatestKeepsTheNewestRowPerKey(t *testing.T) {
-	spec := sink.StateSpec{Table: "latest", Key: []sink.Column{{Name: "entity_id"}}, ObservedAt: sink.Column{Name: "observed_at"}, Values: []sink.Column{{Name: "v"}}}
-	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	rows := []sink.StateRow{
-		{Key: []any{"bus-1"}, ObservedAt: at(10), Values: []any{"a"}},
-		{Key: []any{"bus-2"}, ObservedAt: at(5), Values: []any{"b"}},
-		{Key: []any{"bus-1"}, ObservedAt: at(3), Values: []any{"stale"}},
-		{Key: []any{"bus-1"}, ObservedAt: at(10), Values: []any{"tie, later wins"}},
+func TestPrepareLatest(t *testing.T) {
+	spec := func(table string) sink.StateSpec {
+		return sink.StateSpec{Table: table, Key: []sink.Column{{Name: "entity_id"}}, ObservedAt: sink.Column{Name: "observed_at"}, Values: []sink.Column{{Name: "v"}}}
 	}
-	out, err := sink.PrepareLatest(spec, rows)
-	require.NoError(t, err)
-	assert.Equal(t, []sink.StateRow{
-		{Key: []any{"bus-1"}, ObservedAt: at(10), Values: []any{"tie, later wins"}},
-		{Key: []any{"bus-2"}, ObservedAt: at(5), Values: []any{"b"}},
-	}, out)
+	specs := map[string]sink.StateSpec{"a": spec("a"), "b": spec("b")}
+	lookup := func(table string) (sink.StateSpec, bool) { sp, ok := specs[table]; return sp, ok }
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	row := func(table, key string, s int, v string) sink.StateRow {
+		return sink.StateRow{Table: table, Key: []any{key}, ObservedAt: at(s), Values: []any{v}}
+	}
+	for _, tc := range []struct {
+		name    string
+		rows    []sink.StateRow
+		want    [][]sink.StateRow
+		invalid bool
+	}{
+		{"none", nil, nil, false},
+		{"the newest row per key, a later row wins a tie", []sink.StateRow{
+			row("a", "bus-1", 10, "x"), row("a", "bus-2", 5, "b"), row("a", "bus-1", 3, "stale"), row("a", "bus-1", 10, "tie, later wins"),
+		}, [][]sink.StateRow{{row("a", "bus-1", 10, "tie, later wins"), row("a", "bus-2", 5, "b")}}, false},
+		{"grouped by table, in table order; keys are per table", []sink.StateRow{
+			row("b", "bus-1", 1, "b1"), row("a", "bus-1", 2, "a1"), row("b", "bus-1", 3, "b2"),
+		}, [][]sink.StateRow{{row("a", "bus-1", 2, "a1")}, {row("b", "bus-1", 3, "b2")}}, false},
+		{"an undeclared table", []sink.StateRow{row("a", "bus-1", 1, "x"), row("c", "bus-1", 1, "x")}, nil, true},
+		{"a missing value", []sink.StateRow{{Table: "a", Key: []any{"k"}, ObservedAt: at(1)}}, nil, true},
+		{"no observed-at time", []sink.StateRow{{Table: "a", Key: []any{"k"}, Values: []any{"v"}}}, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := sink.PrepareLatest(tc.rows, lookup)
+			if tc.invalid {
+				require.ErrorIs(t, err, sink.ErrInvalid)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
 }
 
 func TestDedupKey(t *testing.T) {

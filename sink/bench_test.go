@@ -25,6 +25,7 @@ func BenchmarkPrepareLatest(b *testing.B) {
 	for i := range rows {
 		v := i % vehicles
 		rows[i] = sink.StateRow{
+			Table:      spec.Table,
 			Key:        []any{"GVB:" + strconv.Itoa(v)},
 			ObservedAt: t0.Add(time.Duration(i) * time.Millisecond),
 			Values:     []any{"GVB:17", 52.37},
@@ -32,12 +33,12 @@ func BenchmarkPrepareLatest(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		out, err := sink.PrepareLatest(spec, rows)
+		out, err := sink.PrepareLatest(rows, func(string) (sink.StateSpec, bool) { return spec, true })
 		if err != nil {
 			b.Fatal(err)
 		}
-		if len(out) != vehicles {
-			b.Fatalf("collapsed to %d rows, want %d", len(out), vehicles)
+		if len(out) != 1 || len(out[0]) != vehicles {
+			b.Fatalf("collapsed to %d groups of %d rows, want one of %d", len(out), len(out[0]), vehicles)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rowsPerFlush), "ns/row")

@@ -53,10 +53,11 @@
 //
 // # Last-write-wins state
 //
-// [StateWriter.UpsertLatest] writes rows of a table described by a [StateSpec] (key
-// columns, observed-at column, value columns). A batch is first collapsed to the newest row
-// per key ([PrepareLatest]), and a stored row is replaced only by
-// a row that is not older: observed_at >= stored observed_at.
+// [StateWriter.UpsertLatest] writes rows, each into the table it names ([StateRow.Table]),
+// described by a [StateSpec] (key columns, observed-at column, value columns); the rows of
+// one call are written together. The rows of each table are first collapsed to the newest
+// row per key ([PrepareLatest]), and a stored row is replaced only by a row that is not
+// older: observed_at >= stored observed_at.
 //
 // # Failures
 //

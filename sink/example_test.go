@@ -18,15 +18,15 @@ func ExamplePrepareLatest() {
 		Values:     []sink.Column{{Name: "delay_s"}},
 	}
 	at := time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)
-	rows, err := sink.PrepareLatest(spec, []sink.StateRow{
-		{Key: []any{"bus-1"}, ObservedAt: at.Add(time.Minute), Values: []any{42.0}},
-		{Key: []any{"bus-1"}, ObservedAt: at, Values: []any{7.0}}, // older: dropped
-		{Key: []any{"bus-2"}, ObservedAt: at, Values: []any{0.0}},
-	})
+	groups, err := sink.PrepareLatest([]sink.StateRow{
+		{Table: "vehicle_latest", Key: []any{"bus-1"}, ObservedAt: at.Add(time.Minute), Values: []any{42.0}},
+		{Table: "vehicle_latest", Key: []any{"bus-1"}, ObservedAt: at, Values: []any{7.0}}, // older: dropped
+		{Table: "vehicle_latest", Key: []any{"bus-2"}, ObservedAt: at, Values: []any{0.0}},
+	}, func(table string) (sink.StateSpec, bool) { return spec, table == spec.Table })
 	if err != nil {
 		panic(err)
 	}
-	for _, r := range rows {
+	for _, r := range groups[0] {
 		fmt.Println(r.Key[0], r.ObservedAt.Format("15:04"), r.Values[0])
 	}
 	// Output:

@@ -53,7 +53,9 @@ type WriteCloseInfo struct {
 	Err error
 }
 
-// UpsertLatestInfo describes one UpsertLatest call.
+// UpsertLatestInfo describes the rows of one table in one UpsertLatest call: a call that
+// writes several tables is reported once per table, each with the call's Attempts, Duration
+// and Err.
 type UpsertLatestInfo struct {
 	Table string
 	// Rows counts the rows sent, after the batch was collapsed to the newest row per key;

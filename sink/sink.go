@@ -18,11 +18,11 @@ type WindowWriter interface {
 
 // StateWriter writes last-write-wins state.
 type StateWriter interface {
-	// UpsertLatest writes rows into the state table named table. The batch is first
-	// collapsed to the newest row per key (ties: the later row in rows), and a stored row
-	// is replaced only by a row whose ObservedAt is not older. A nil error means every row
-	// is durable.
-	UpsertLatest(ctx context.Context, table string, rows []StateRow) error
+	// UpsertLatest writes rows, each into the state table it names, all of them together or
+	// none. The rows of a table are first collapsed to the newest row per key (ties: the
+	// later row in rows), and a stored row is replaced only by a row whose ObservedAt is not
+	// older. A nil error means every row is durable.
+	UpsertLatest(ctx context.Context, rows []StateRow) error
 }
 
 // ProgressReader reads what a restart needs.

@@ -96,6 +96,8 @@ type Aggregate struct {
 
 // StateRow is one row of a last-write-wins state table (vehicle_latest in the OV example).
 type StateRow struct {
+	// Table names the state table the row belongs to: one of the sink's [StateSpec]s.
+	Table string
 	// Key holds the values of the spec's key columns, in order.
 	Key []any
 	// ObservedAt is the event time of the row. A row replaces the stored one only when it is

@@ -9,7 +9,6 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
 // benchHandler returns precomputed events (the message's Opaque is the index), so the
@@ -21,8 +20,8 @@ func benchHandler(events []Event[string]) Handler[string] {
 // nopSink accepts every write at once, so that benchmarks measure the runtime, not a sink.
 type nopSink struct{}
 
-func (nopSink) WriteClose(context.Context, ...sink.CloseBatch) error        { return nil }
-func (nopSink) UpsertLatest(context.Context, string, []sink.StateRow) error { return nil }
+func (nopSink) WriteClose(context.Context, ...sink.CloseBatch) error { return nil }
+func (nopSink) UpsertLatest(context.Context, []sink.StateRow) error  { return nil }
 func (nopSink) ClosedThrough(context.Context, ...sink.TopicPartition) (map[sink.TopicPartition]time.Time, error) {
 	return nil, nil
 }
@@ -45,7 +44,7 @@ func BenchmarkHandle(b *testing.B) {
 				ks := []string{fmt.Sprintf("line-%d", i%50), "all", fmt.Sprintf("stop-%d", i%200), "op"}[:keys]
 				events[i] = Event[string]{Time: t, Values: []Value[string]{{Value: float64(i % 600), Keys: ks}}}
 				if i%10 == 0 {
-					events[i].State = []StateRow{{Table: sinktest.StateTable, StateRow: stateRow(message(tp("t", 0), int64(i), ""), t)}}
+					events[i].State = []sink.StateRow{stateRow(message(tp("t", 0), int64(i), ""), t)}
 				}
 			}
 			h := newHarness(b, func(c *Config[string]) {

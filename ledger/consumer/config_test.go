@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/watermark"
 	"github.com/streamledger/streamledger/window"
 )
@@ -213,17 +214,17 @@ func TestEventValidate(t *testing.T) {
 		want string
 	}{
 		{"zero", Event[string]{}, ""},
-		{"state only, no time", Event[string]{State: []StateRow{{Table: "x"}}}, ""},
+		{"state only, no time", Event[string]{State: []sink.StateRow{{Table: "x"}}}, ""},
 		{"values without time", Event[string]{Values: []Value[string]{{Value: 1, Keys: []string{"a"}}}}, "needs an event time"},
 		{"no key", Event[string]{Time: T0, Values: []Value[string]{{Value: 1}}}, "has no key"},
 		{"nan", Event[string]{Time: T0, Values: []Value[string]{{Value: nan(), Keys: []string{"a"}}}}, "NaN"},
 		{"huge", Event[string]{Time: T0, Values: []Value[string]{{Value: 1e39, Keys: []string{"a"}}}}, "magnitude"},
 		{"far future", Event[string]{Time: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC), Values: []Value[string]{{Value: 1, Keys: []string{"a"}}}}, "outside the years"},
-		{"no table", Event[string]{State: []StateRow{{}}}, "names no table"},
+		{"no table", Event[string]{State: []sink.StateRow{{}}}, "names no table"},
 		{"effect only", Event[string]{Effect: noEffect}, ""},
 		{"effect with a time", Event[string]{Time: T0, Effect: noEffect}, ""},
 		{"effect and values", Event[string]{Time: T0, Values: []Value[string]{{Value: 1, Keys: []string{"a"}}}, Effect: noEffect}, "an event with an effect"},
-		{"effect and state", Event[string]{State: []StateRow{{Table: "x"}}, Effect: noEffect}, "an event with an effect"},
+		{"effect and state", Event[string]{State: []sink.StateRow{{Table: "x"}}, Effect: noEffect}, "an event with an effect"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -116,8 +116,8 @@ func (p *processor[K]) decide(ctx context.Context, pt *part[K], m *kafka.Message
 		}
 		var size int64
 		for _, r := range ev.State {
-			pt.state[r.Table] = append(pt.state[r.Table], r.StateRow)
-			size += rowBytes(r.StateRow)
+			pt.state[r.Table] = append(pt.state[r.Table], r)
+			size += rowBytes(r)
 		}
 		pt.stateBytes.Add(size)
 		pt.stateRows += len(ev.State)

@@ -35,7 +35,7 @@ type Event[K comparable] struct {
 	// nothing, and neither are its State rows applied.
 	Values []Value[K]
 	// State holds last-write-wins rows, written at the next state flush.
-	State []StateRow
+	State []sink.StateRow
 	// Effect, if not nil, is the message's effect that is not naturally idempotent (a balance
 	// credit, a payment record), for [Config.ApplyEffects]: the runtime hands it, with the
 	// effects of the messages around it in the partition, in offset order, to one call of
@@ -73,12 +73,6 @@ type Effect struct {
 type Value[K comparable] struct {
 	Value float64
 	Keys  []K
-}
-
-// StateRow is one last-write-wins row for the state table Table.
-type StateRow struct {
-	Table string
-	sink.StateRow
 }
 
 // Validate reports whether the event can be applied as a whole: values finite and within
@@ -159,7 +153,7 @@ func checkValue(v float64) error {
 
 // checkStateRows checks state rows against the sink's specs: a declared table, and as many
 // key and value columns as it has.
-func checkStateRows(rows []StateRow, specs map[string]sink.StateSpec) error {
+func checkStateRows(rows []sink.StateRow, specs map[string]sink.StateSpec) error {
 	for i, r := range rows {
 		spec, ok := specs[r.Table]
 		switch {

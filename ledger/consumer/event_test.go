@@ -17,18 +17,18 @@ func TestStateRowsCheckedAgainstTheSink(t *testing.T) {
 	good := stateRow(message(tp("t", 0), 0, ""), T0)
 	for _, tc := range []struct {
 		name string
-		row  StateRow
+		row  sink.StateRow
 		want string
 	}{
-		{"unknown table", StateRow{Table: "nope", StateRow: good}, `the sink declares no table "nope"`},
-		{"short key", StateRow{Table: sinktest.StateTable, StateRow: sink.StateRow{ObservedAt: T0, Values: good.Values}}, "0 key values, the table has 1 key columns"},
-		{"short values", StateRow{Table: sinktest.StateTable, StateRow: sink.StateRow{Key: good.Key, ObservedAt: T0}}, "0 values, the table has 3 value columns"},
-		{"no time", StateRow{Table: sinktest.StateTable, StateRow: sink.StateRow{Key: good.Key, Values: good.Values}}, "no observed-at time"},
+		{"unknown table", func() sink.StateRow { r := good; r.Table = "nope"; return r }(), `the sink declares no table "nope"`},
+		{"short key", sink.StateRow{Table: sinktest.StateTable, ObservedAt: T0, Values: good.Values}, "0 key values, the table has 1 key columns"},
+		{"short values", sink.StateRow{Table: sinktest.StateTable, Key: good.Key, ObservedAt: T0}, "0 values, the table has 3 value columns"},
+		{"no time", sink.StateRow{Table: sinktest.StateTable, Key: good.Key, Values: good.Values}, "no observed-at time"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, func(c *Config[string]) {
 				c.Topics = map[string]Handler[string]{"t": func(*kafka.Message) (Event[string], error) {
-					return Event[string]{Time: T0, State: []StateRow{tc.row}}, nil
+					return Event[string]{Time: T0, State: []sink.StateRow{tc.row}}, nil
 				}}
 			})
 			p0 := tp("t", 0)

@@ -74,7 +74,7 @@ func testHandler(m *kafka.Message) (Event[string], error) {
 			ev.Values = []Value[string]{{Value: v, Keys: []string{f[2], "all"}}}
 		}
 		if f[0] != "w" {
-			ev.State = []StateRow{{Table: sinktest.StateTable, StateRow: stateRow(m, ev.Time)}}
+			ev.State = []sink.StateRow{stateRow(m, ev.Time)}
 		}
 	default:
 		return ev, &decodeError{payload: string(m.Value)}
@@ -95,6 +95,7 @@ func stateKey(topic string, partition int32, offset int64) string {
 
 func stateRow(m *kafka.Message, t time.Time) sink.StateRow {
 	return sink.StateRow{
+		Table:      sinktest.StateTable,
 		Key:        []any{stateKey(*m.TopicPartition.Topic, m.TopicPartition.Partition, int64(m.TopicPartition.Offset))},
 		ObservedAt: t,
 		Values:     []any{"trip", 1.5, int64(3)},

@@ -134,11 +134,11 @@ func (f *flakySink) WriteClose(ctx context.Context, b ...sink.CloseBatch) error 
 	return f.Memory.WriteClose(ctx, b...)
 }
 
-func (f *flakySink) UpsertLatest(ctx context.Context, table string, rows []sink.StateRow) error {
+func (f *flakySink) UpsertLatest(ctx context.Context, rows []sink.StateRow) error {
 	if f.failing() {
 		return errors.New("injected flush failure")
 	}
-	return f.Memory.UpsertLatest(ctx, table, rows)
+	return f.Memory.UpsertLatest(ctx, rows)
 }
 
 type simInstance struct {

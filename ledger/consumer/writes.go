@@ -161,7 +161,7 @@ func (p *processor[K]) write(ctx context.Context, job *writeJob[K]) {
 	}
 	for i, table := range job.tables {
 		writes = append(writes, timed(&job.states[i], func() error {
-			return p.s.Sink.UpsertLatest(ctx, table, job.state[table])
+			return p.s.Sink.UpsertLatest(ctx, job.state[table])
 		}))
 	}
 	if len(job.batch) > 0 {

@@ -194,8 +194,8 @@ func (m *meetingWrites) WriteClose(ctx context.Context, b ...sink.CloseBatch) er
 	return m.meet(func() error { return m.Sink.WriteClose(ctx, b...) })
 }
 
-func (m *meetingWrites) UpsertLatest(ctx context.Context, table string, rows []sink.StateRow) error {
-	return m.meet(func() error { return m.Sink.UpsertLatest(ctx, table, rows) })
+func (m *meetingWrites) UpsertLatest(ctx context.Context, rows []sink.StateRow) error {
+	return m.meet(func() error { return m.Sink.UpsertLatest(ctx, rows) })
 }
 
 // A tick's writes (a flush per state table and one call for every partition's close batch)

@@ -37,7 +37,7 @@ func BenchmarkUpsertLatest(b *testing.B) {
 						Values: []any{fmt.Sprintf("trip-%d", k%300), float64(k % 600), int64(k % 40)}}
 				}
 				b.StartTimer()
-				require.NoError(b, s.UpsertLatest(ctx, sinktest.StateTable, rows))
+				require.NoError(b, s.UpsertLatest(ctx, tableRows(sinktest.StateTable, rows)))
 			}
 			b.ReportMetric(float64(latestRows*b.N)/b.Elapsed().Seconds(), "rows/s")
 		})

@@ -133,10 +133,10 @@ func ExampleSink_UpsertLatest() {
 	}
 	at := time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)
 	for _, r := range []sink.StateRow{
-		{Key: []any{"bus-1"}, ObservedAt: at.Add(time.Minute), Values: []any{42.0}},
-		{Key: []any{"bus-1"}, ObservedAt: at, Values: []any{7.0}}, // a redelivered older position
+		{Table: "vehicle_latest", Key: []any{"bus-1"}, ObservedAt: at.Add(time.Minute), Values: []any{42.0}},
+		{Table: "vehicle_latest", Key: []any{"bus-1"}, ObservedAt: at, Values: []any{7.0}}, // a redelivered older position
 	} {
-		if err := s.UpsertLatest(ctx, "vehicle_latest", []sink.StateRow{r}); err != nil {
+		if err := s.UpsertLatest(ctx, []sink.StateRow{r}); err != nil {
 			panic(err)
 		}
 	}

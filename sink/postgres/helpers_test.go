@@ -67,3 +67,13 @@ func newSinkOn(t testing.TB, db *pgtest.DB, adjust func(*postgres.Config)) *post
 	require.NoError(t, s.Migrate(testCtx(t)))
 	return s
 }
+
+// tableRows returns rows, each addressed to table.
+func tableRows(table string, rows []sink.StateRow) []sink.StateRow {
+	out := make([]sink.StateRow, len(rows))
+	for i, r := range rows {
+		r.Table = table
+		out[i] = r
+	}
+	return out
+}

@@ -71,11 +71,11 @@ func TestHooksReportWrites(t *testing.T) {
 	require.Error(t, s.WriteClose(ctx, closeBatch(t, 1, 3)))
 	failHard.Store(false)
 	at := sinktest.Start()
-	require.NoError(t, s.UpsertLatest(ctx, sinktest.StateTable, []sink.StateRow{
+	require.NoError(t, s.UpsertLatest(ctx, tableRows(sinktest.StateTable, []sink.StateRow{
 		{Key: []any{"v1"}, ObservedAt: at, Values: []any{"t", 1.0, int64(1)}},
 		{Key: []any{"v1"}, ObservedAt: at.Add(time.Second), Values: []any{"t", 2.0, int64(2)}},
 		{Key: []any{"v2"}, ObservedAt: at, Values: []any{"t", 3.0, int64(1)}},
-	}))
+	})))
 
 	assert.Equal(t, []sink.WriteCloseInfo{
 		{Batches: 2, Progress: 2, Attempts: 1},

@@ -74,8 +74,8 @@ func migrationVersions(t *testing.T, db *pgtest.DB) map[string]int {
 func TestMigrateUpgradesStateTables(t *testing.T) {
 	ctx := testCtx(t)
 	s, db := newSink(t, nil)
-	row := sink.StateRow{Key: []any{"veh-1"}, ObservedAt: sinktest.Start(), Values: []any{"trip-1", 1.5, int64(2)}}
-	require.NoError(t, s.UpsertLatest(ctx, sinktest.StateTable, []sink.StateRow{row}))
+	row := sink.StateRow{Table: sinktest.StateTable, Key: []any{"veh-1"}, ObservedAt: sinktest.Start(), Values: []any{"trip-1", 1.5, int64(2)}}
+	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{row}))
 	_, err := db.Pool.Exec(ctx, "ALTER TABLE latest RESET (fillfactor)")
 	require.NoError(t, err)
 	_, err = db.Pool.Exec(ctx, "UPDATE streamledger_migrations SET version = 1 WHERE object = 'state:latest'")

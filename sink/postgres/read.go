@@ -149,7 +149,7 @@ func (s *Sink) Latest(ctx context.Context, table string, key ...any) (sink.State
 					vals[i] = t.UTC()
 				}
 			}
-			out = sink.StateRow{Key: key, ObservedAt: obs.UTC(), Values: vals[1:]}
+			out = sink.StateRow{Table: table, Key: key, ObservedAt: obs.UTC(), Values: vals[1:]}
 			found = true
 		}
 		return rows.Err()

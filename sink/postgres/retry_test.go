@@ -83,8 +83,8 @@ func TestRetryUpsertLatestAfterConnectionTerminated(t *testing.T) {
 		}
 		return nil
 	})
-	row := sink.StateRow{Key: []any{"bus-1"}, ObservedAt: sinktest.Start(), Values: []any{"t", 2.5, int64(4)}}
-	require.NoError(t, s.UpsertLatest(ctx, sinktest.StateTable, []sink.StateRow{row}))
+	row := sink.StateRow{Table: sinktest.StateTable, Key: []any{"bus-1"}, ObservedAt: sinktest.Start(), Values: []any{"t", 2.5, int64(4)}}
+	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{row}))
 	require.True(t, killed.Load())
 	got, ok, err := s.Latest(ctx, sinktest.StateTable, "bus-1")
 	require.NoError(t, err)

@@ -109,8 +109,8 @@ func TestGeneratedSQL(t *testing.T) {
 						WindowEnd: end, Attrs: map[string]string{"owner": secret}, Stats: sinktest.Stats(t, 1, 2, 3)}},
 				}))
 			}
-			require.NoError(t, s.UpsertLatest(ctx, sinktest.StateTable, []sink.StateRow{
-				{Key: []any{secret}, ObservedAt: start, Values: []any{secret, 1.5, int64(2)}},
+			require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{
+				{Table: sinktest.StateTable, Key: []any{secret}, ObservedAt: start, Values: []any{secret, 1.5, int64(2)}},
 			}))
 			_, _, err = s.Latest(ctx, sinktest.StateTable, secret)
 			require.NoError(t, err)
@@ -169,7 +169,7 @@ func TestIdentifiersAreQuoted(t *testing.T) {
 	assert.Equal(t, int64(1), got.Count)
 	assert.Equal(t, map[string]string{`Op"er ator`: "x"}, got.Attrs)
 	assert.True(t, got.Complete)
-	require.NoError(t, s.UpsertLatest(ctx, `state"x`, []sink.StateRow{{Key: []any{"a"}, ObservedAt: start, Values: []any{int64(7)}}}))
+	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{{Table: `state"x`, Key: []any{"a"}, ObservedAt: start, Values: []any{int64(7)}}}))
 	row, ok, err := s.Latest(ctx, `state"x`, "a")
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -184,7 +184,7 @@ func TestPermanentErrorIsTypedAndNotRetried(t *testing.T) {
 	s, db := newSink(t, nil)
 	_, err := db.Pool.Exec(ctx, "DROP TABLE latest")
 	require.NoError(t, err)
-	err = s.UpsertLatest(ctx, sinktest.StateTable, []sink.StateRow{{Key: []any{"v"}, ObservedAt: sinktest.Start(), Values: []any{"t", 1.0, int64(1)}}})
+	err = s.UpsertLatest(ctx, []sink.StateRow{{Table: sinktest.StateTable, Key: []any{"v"}, ObservedAt: sinktest.Start(), Values: []any{"t", 1.0, int64(1)}}})
 	var we *sink.WriteError
 	require.ErrorAs(t, err, &we)
 	assert.False(t, we.Transient)

@@ -13,50 +13,73 @@ import (
 	"github.com/streamledger/streamledger/sink"
 )
 
-// UpsertLatest writes rows into the state table named table, declared in [Config.States]:
-// collapsed to the newest row per key, sent in one order every writer uses (so that
-// concurrent writers lock rows in the same order; see lockOrder), and guarded by
-// WHERE EXCLUDED.observed_at >= stored observed_at. Each call is reported to the
-// [Config.Hooks] that implement sink.HookUpsertLatest.
-func (s *Sink) UpsertLatest(ctx context.Context, table string, rows []sink.StateRow) error {
+// UpsertLatest writes rows into the state tables they name, declared in [Config.States], in
+// one transaction: each table's rows collapsed to the newest row per key, sent in one order
+// every writer uses (so that concurrent writers lock rows in the same order; see lockOrder),
+// and guarded by WHERE EXCLUDED.observed_at >= stored observed_at. Each call is reported to
+// the [Config.Hooks] that implement sink.HookUpsertLatest, once per table.
+func (s *Sink) UpsertLatest(ctx context.Context, rows []sink.StateRow) error {
 	start := time.Now()
-	info := sink.UpsertLatestInfo{Table: table}
-	info.Rows, info.Attempts, info.Err = s.upsertLatest(ctx, table, rows)
-	if len(s.cfg.Hooks) > 0 {
-		if info.Err != nil {
-			info.Rows = 0
-		}
-		info.Duration = time.Since(start)
-		sink.ReportUpsertLatest(s.cfg.Hooks, info)
+	groups, err := sink.PrepareLatest(rows, s.stateSpec)
+	attempts := 0
+	if err == nil && len(groups) > 0 {
+		attempts, err = s.upsertLatest(ctx, groups)
 	}
-	return info.Err
+	if len(s.cfg.Hooks) > 0 {
+		reportLatest(s.cfg.Hooks, rows, groups, sink.UpsertLatestInfo{Attempts: attempts, Duration: time.Since(start), Err: err})
+	}
+	return err
 }
 
-// upsertLatest is UpsertLatest without the report; it returns the rows sent and the
-// attempts made.
-func (s *Sink) upsertLatest(ctx context.Context, table string, rows []sink.StateRow) (sent, attempts int, err error) {
+// reportLatest reports an UpsertLatest call to hooks: info for each table written, or for
+// the first row's table when the rows were refused.
+func reportLatest(hooks []sink.Hook, rows []sink.StateRow, groups [][]sink.StateRow, info sink.UpsertLatestInfo) {
+	if info.Err != nil || len(groups) == 0 {
+		if len(rows) > 0 {
+			info.Table = rows[0].Table
+		}
+		sink.ReportUpsertLatest(hooks, info)
+		return
+	}
+	for _, g := range groups {
+		info.Table, info.Rows = g[0].Table, len(g)
+		sink.ReportUpsertLatest(hooks, info)
+	}
+}
+
+func (s *Sink) stateSpec(table string) (sink.StateSpec, bool) {
 	st, ok := s.states[table]
 	if !ok {
-		return 0, 0, fmt.Errorf("%w: state table %q is not in the sink's configuration", sink.ErrInvalid, table)
+		return sink.StateSpec{}, false
 	}
-	rows, err = sink.PrepareLatest(st.spec, rows)
-	if err != nil || len(rows) == 0 {
-		return 0, 0, err
+	return st.spec, true
+}
+
+// upsertLatest writes the prepared groups in one transaction; it returns the attempts made.
+func (s *Sink) upsertLatest(ctx context.Context, groups [][]sink.StateRow) (attempts int, err error) {
+	for i, g := range groups {
+		groups[i] = lockOrder(g)
 	}
-	rows = lockOrder(rows)
 	err = s.cfg.Retry.Do(ctx, opUpsertLatest, transient, func(ctx context.Context, n int) error {
 		attempts = n
 		return attemptTx(ctx, s.pool, faults.Attempt{Op: opUpsertLatest, N: n}, func(ctx context.Context, tx pgx.Tx) error {
-			if s.cfg.Strategy == StrategyUnnest {
-				if err := st.discoverTypes(ctx, tx, s.cfg.Schema); err != nil {
+			now := s.cfg.Clock().UTC()
+			for _, g := range groups {
+				st := s.states[g[0].Table]
+				if s.cfg.Strategy == StrategyUnnest {
+					if err := st.discoverTypes(ctx, tx, s.cfg.Schema); err != nil {
+						return err
+					}
+				}
+				rs := &stateRows{rows: g, updatedAt: st.spec.UpdatedAt != "", now: now}
+				if err := writeRows(ctx, tx, st.u, rs, s.cfg.Strategy); err != nil {
 					return err
 				}
 			}
-			rs := &stateRows{rows: rows, updatedAt: st.spec.UpdatedAt != "", now: s.cfg.Clock().UTC()}
-			return writeRows(ctx, tx, st.u, rs, s.cfg.Strategy)
+			return nil
 		})
 	})
-	return len(rows), attempts, err
+	return attempts, err
 }
 
 // discoverTypes reads the column types of the state table from the catalog, once, for the

@@ -31,13 +31,13 @@ func TestUpsertLatestOfManyRows(t *testing.T) {
 				}
 				return out
 			}
-			require.NoError(t, s.UpsertLatest(ctx, sinktest.StateTable, rows(at, 1)))
+			require.NoError(t, s.UpsertLatest(ctx, tableRows(sinktest.StateTable, rows(at, 1))))
 			// Newer rows for the even vehicles, older ones (ignored) for the odd.
 			next := rows(at.Add(time.Minute), 2)
 			for i := 1; i < n; i += 2 {
 				next[i].ObservedAt = at.Add(-time.Minute)
 			}
-			require.NoError(t, s.UpsertLatest(ctx, sinktest.StateTable, next))
+			require.NoError(t, s.UpsertLatest(ctx, tableRows(sinktest.StateTable, next)))
 
 			var count, newer int
 			table := pgx.Identifier{db.Schema, sinktest.StateTable}.Sanitize()

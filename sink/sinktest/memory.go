@@ -300,31 +300,36 @@ func (m *Memory) putMerged(r fold.Row, now time.Time) {
 }
 
 // UpsertLatest implements [sink.StateWriter].
-func (m *Memory) UpsertLatest(ctx context.Context, table string, rows []sink.StateRow) error {
+func (m *Memory) UpsertLatest(ctx context.Context, rows []sink.StateRow) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	st, ok := m.states[table]
-	if !ok {
-		return fmt.Errorf("%w: state table %q is not in the sink's configuration", sink.ErrInvalid, table)
-	}
-	rows, err := sink.PrepareLatest(st.spec, rows)
+	groups, err := sink.PrepareLatest(rows, func(table string) (sink.StateSpec, bool) {
+		st, ok := m.states[table]
+		if !ok {
+			return sink.StateSpec{}, false
+		}
+		return st.spec, true
+	})
 	if err != nil {
 		return err
 	}
 	if err := m.injected(); err != nil {
 		return err
 	}
-	for _, r := range rows {
-		k, _ := sink.DedupKey(nil, r.Key)
-		if old, ok := st.rows[k]; ok && r.ObservedAt.Before(old.ObservedAt) {
-			continue
+	for _, g := range groups {
+		st := m.states[g[0].Table]
+		for _, r := range g {
+			k, _ := sink.DedupKey(nil, r.Key)
+			if old, ok := st.rows[k]; ok && r.ObservedAt.Before(old.ObservedAt) {
+				continue
+			}
+			st.rows[k] = sink.StateRow{Table: r.Table, Key: slices.Clone(r.Key), ObservedAt: r.ObservedAt, Values: slices.Clone(r.Values)}
 		}
-		st.rows[k] = sink.StateRow{Key: slices.Clone(r.Key), ObservedAt: r.ObservedAt, Values: slices.Clone(r.Values)}
+		m.upserts = append(m.upserts, Upsert{Table: g[0].Table, Rows: g})
 	}
-	m.upserts = append(m.upserts, Upsert{Table: table, Rows: rows})
 	return nil
 }
 
@@ -426,7 +431,7 @@ func (m *Memory) Latest(ctx context.Context, table string, key ...any) (sink.Sta
 	if !ok {
 		return sink.StateRow{}, false, nil
 	}
-	return sink.StateRow{Key: slices.Clone(r.Key), ObservedAt: r.ObservedAt, Values: slices.Clone(r.Values)}, true, nil
+	return sink.StateRow{Table: table, Key: slices.Clone(r.Key), ObservedAt: r.ObservedAt, Values: slices.Clone(r.Values)}, true, nil
 }
 
 var (

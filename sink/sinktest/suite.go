@@ -148,6 +148,7 @@ func Run(t *testing.T, f Factory, feat Features) {
 		{"LatestReorderedBatches", testLatestReordered},
 		{"LatestConcurrentWriters", testLatestConcurrent},
 		{"InvalidLatestWritesNothing", testInvalidLatest},
+		{"LatestTablesInOneCall", testLatestTables},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, f, feat) })
@@ -173,7 +174,7 @@ func partial(t testing.TB, w int, dim, id string, values ...float64) sink.Partia
 }
 
 func stateRow(id string, at time.Time, label string, value float64, seq int64) sink.StateRow {
-	return sink.StateRow{Key: []any{id}, ObservedAt: at, Values: []any{label, value, seq}}
+	return sink.StateRow{Table: StateTable, Key: []any{id}, ObservedAt: at, Values: []any{label, value, seq}}
 }
 
 func testLatestGuard(t *testing.T, f Factory, _ Features) {
@@ -187,18 +188,18 @@ func testLatestGuard(t *testing.T, f Factory, _ Features) {
 		require.True(t, ok, id)
 		return r
 	}
-	require.NoError(t, s.UpsertLatest(ctx, StateTable, []sink.StateRow{stateRow("bus-1", at, "t1", 12.5, 3)}))
+	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{stateRow("bus-1", at, "t1", 12.5, 3)}))
 	assert.Equal(t, stateRow("bus-1", at, "t1", 12.5, 3), latest("bus-1"))
 
-	require.NoError(t, s.UpsertLatest(ctx, StateTable, []sink.StateRow{stateRow("bus-1", at.Add(-time.Second), "old", 0, 1)}))
+	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{stateRow("bus-1", at.Add(-time.Second), "old", 0, 1)}))
 	assert.Equal(t, stateRow("bus-1", at, "t1", 12.5, 3), latest("bus-1"), "an older row never replaces a newer one")
 
-	require.NoError(t, s.UpsertLatest(ctx, StateTable, []sink.StateRow{stateRow("bus-1", at, "same-time", 1, 4)}))
+	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{stateRow("bus-1", at, "same-time", 1, 4)}))
 	assert.Equal(t, stateRow("bus-1", at, "same-time", 1, 4), latest("bus-1"), "the guard is >=: an equal time replaces")
 
 	// One batch holding a newer and then an older row for the same key: the newer stays.
 	later := at.Add(time.Minute)
-	require.NoError(t, s.UpsertLatest(ctx, StateTable, []sink.StateRow{
+	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{
 		stateRow("bus-1", later, "new", 2, 5),
 		stateRow("bus-2", later, "x", 3, 1),
 		stateRow("bus-1", at.Add(30*time.Second), "stale", 9, 9),
@@ -209,7 +210,7 @@ func testLatestGuard(t *testing.T, f Factory, _ Features) {
 	_, ok, err := s.Latest(ctx, StateTable, "bus-9")
 	require.NoError(t, err)
 	assert.False(t, ok)
-	require.NoError(t, s.UpsertLatest(ctx, StateTable, nil), "an empty batch is a no-op")
+	require.NoError(t, s.UpsertLatest(ctx, nil), "an empty batch is a no-op")
 }
 
 func testLatestReordered(t *testing.T, f Factory, _ Features) {
@@ -236,12 +237,12 @@ func testLatestReordered(t *testing.T, f Factory, _ Features) {
 			for _, j := range perm[i:min(i+17, len(perm))] {
 				batch = append(batch, rows[j])
 			}
-			require.NoError(t, s.UpsertLatest(ctx, StateTable, batch))
+			require.NoError(t, s.UpsertLatest(ctx, batch))
 		}
 		// A redelivery of everything, in one batch, in reverse.
 		rev := slices.Clone(rows)
 		slices.Reverse(rev)
-		require.NoError(t, s.UpsertLatest(ctx, StateTable, rev))
+		require.NoError(t, s.UpsertLatest(ctx, rev))
 		for id, w := range want {
 			got, ok, err := s.Latest(ctx, StateTable, id)
 			require.NoError(t, err)
@@ -271,7 +272,7 @@ func testLatestConcurrent(t *testing.T, f Factory, feat Features) {
 					at := Start().Add(time.Duration(round*writers+w) * time.Second)
 					batch = append(batch, stateRow(fmt.Sprintf("veh-%02d", v), at, fmt.Sprintf("w%d", w), float64(round), int64(round*writers+w)))
 				}
-				if err := s.UpsertLatest(ctx, StateTable, batch); err != nil {
+				if err := s.UpsertLatest(ctx, batch); err != nil {
 					errs[w] = err
 					return
 				}
@@ -290,6 +291,35 @@ func testLatestConcurrent(t *testing.T, f Factory, feat Features) {
 	}
 }
 
+// testLatestTables writes the rows of two tables in one call: each lands in its own table,
+// and a call with a row that does not fit its table writes nothing of any table.
+func testLatestTables(t *testing.T, f Factory, _ Features) {
+	ctx := ctxT(t)
+	second := Latest()
+	second.Table = StateTable + "_2"
+	setup := DefaultSetup()
+	setup.States = append(setup.States, second)
+	s := f(t, setup)
+	at := Start()
+	inSecond := func(r sink.StateRow) sink.StateRow { r.Table = second.Table; return r }
+	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{
+		inSecond(stateRow("bus-1", at, "second", 2, 2)), stateRow("bus-1", at, "first", 1, 1),
+	}))
+	for table, want := range map[string]string{StateTable: "first", second.Table: "second"} {
+		got, ok, err := s.Latest(ctx, table, "bus-1")
+		require.NoError(t, err)
+		require.True(t, ok, table)
+		assert.Equal(t, table, got.Table)
+		assert.Equal(t, want, got.Values[0], table)
+	}
+	bad := inSecond(stateRow("bus-2", at, "second", 2, 2))
+	bad.Values = bad.Values[:1]
+	require.ErrorIs(t, s.UpsertLatest(ctx, []sink.StateRow{stateRow("bus-2", at, "first", 1, 1), bad}), sink.ErrInvalid)
+	_, ok, err := s.Latest(ctx, StateTable, "bus-2")
+	require.NoError(t, err)
+	assert.False(t, ok, "nothing of a refused call is written")
+}
+
 func testInvalidLatest(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
 	s := f(t, DefaultSetup())
@@ -299,9 +329,12 @@ func testInvalidLatest(t *testing.T, f Factory, _ Features) {
 		"short values":   {{Key: []any{"v"}, ObservedAt: at, Values: []any{"t"}}},
 		"no observed_at": {{Key: []any{"v"}, Values: []any{"t", 1.0, int64(1)}}},
 	} {
-		assert.ErrorIs(t, s.UpsertLatest(ctx, StateTable, rows), sink.ErrInvalid, name)
+		assert.ErrorIs(t, s.UpsertLatest(ctx, rows), sink.ErrInvalid, name)
 	}
-	assert.ErrorIs(t, s.UpsertLatest(ctx, "no_such_table", []sink.StateRow{stateRow("v", at, "t", 1, 1)}), sink.ErrInvalid)
+	other := stateRow("w", at, "t", 1, 1)
+	other.Table = "no_such_table"
+	assert.ErrorIs(t, s.UpsertLatest(ctx, []sink.StateRow{stateRow("v", at, "t", 1, 1), other}), sink.ErrInvalid,
+		"a row of an undeclared table refuses the whole call")
 	_, ok, err := s.Latest(ctx, StateTable, "v")
 	require.NoError(t, err)
 	assert.False(t, ok)

@@ -274,7 +274,7 @@ func Handlers(positionsTopic, predictionsTopic string, d *event.Decoder) map[str
 				return consumer.Event[tables.Key]{}, err
 			}
 			b := new(positionEvent)
-			b.state[0] = consumer.StateRow{Table: tables.VehiclesTable, StateRow: b.row.Row(p)}
+			b.state[0] = b.row.Row(p)
 			return consumer.Event[tables.Key]{Time: p.ObservedAt, State: b.state[:]}, nil
 		},
 		predictionsTopic: func(m *kafka.Message) (consumer.Event[tables.Key], error) {
@@ -288,7 +288,7 @@ func Handlers(positionsTopic, predictionsTopic string, d *event.Decoder) map[str
 			w.keys = tables.KeysOf(p)
 			w.values[0] = consumer.Value[tables.Key]{Value: float64(p.DelayS), Keys: w.keys[:]}
 			b := new(predictionState)
-			b.state[0] = consumer.StateRow{Table: tables.TripsTable, StateRow: b.row.Row(p)}
+			b.state[0] = b.row.Row(p)
 			return consumer.Event[tables.Key]{Time: p.ObservedAt, Values: w.values[:], State: b.state[:]}, nil
 		},
 	}
@@ -297,7 +297,7 @@ func Handlers(positionsTopic, predictionsTopic string, d *event.Decoder) map[str
 // positionEvent is the storage of a position's event. The runtime keeps the state row (and so
 // this) until the next state flush; nothing is reused.
 type positionEvent struct {
-	state [1]consumer.StateRow
+	state [1]sink.StateRow
 	row   tables.VehicleRowBuf
 }
 
@@ -309,7 +309,7 @@ type predictionWindow struct {
 
 // predictionState is the storage of a prediction's state row, kept until the next flush.
 type predictionState struct {
-	state [1]consumer.StateRow
+	state [1]sink.StateRow
 	row   tables.TripRowBuf
 }
 

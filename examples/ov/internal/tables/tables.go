@@ -151,7 +151,7 @@ type VehicleRowBuf struct {
 func (b *VehicleRowBuf) Row(p event.Position) sink.StateRow {
 	b.key = [1]any{p.VehicleID}
 	b.vals = [6]any{p.TripID, p.Line, p.Operator, p.Lat, p.Lon, p.Bearing}
-	return sink.StateRow{Key: b.key[:], ObservedAt: p.ObservedAt, Values: b.vals[:]}
+	return sink.StateRow{Table: VehiclesTable, Key: b.key[:], ObservedAt: p.ObservedAt, Values: b.vals[:]}
 }
 
 // TripRowBuf holds the key and values of one trip_delay_latest row (see VehicleRowBuf).
@@ -164,5 +164,5 @@ type TripRowBuf struct {
 func (b *TripRowBuf) Row(p event.Prediction) sink.StateRow {
 	b.key = [1]any{p.TripID}
 	b.vals = [4]any{p.Line, p.Operator, p.Stop, p.DelayS}
-	return sink.StateRow{Key: b.key[:], ObservedAt: p.ObservedAt, Values: b.vals[:]}
+	return sink.StateRow{Table: TripsTable, Key: b.key[:], ObservedAt: p.ObservedAt, Values: b.vals[:]}
 }

@@ -79,11 +79,11 @@ func TestStateRows(t *testing.T) {
 	at := time.Date(2026, 3, 10, 7, 0, 0, 0, time.UTC)
 	pos := event.Position{VehicleID: "GVB:2045", TripID: "GVB:T1", Line: "GVB:17", Operator: "GVB", Lat: 52.37, Lon: 4.89, Bearing: 90, ObservedAt: at}
 	pred := event.Prediction{TripID: "GVB:T1", VehicleID: "GVB:2045", Line: "GVB:17", Operator: "GVB", Stop: "NL:Q:1", DelayS: -12, ObservedAt: at}
-	require.NoError(t, s.UpsertLatest(ctx, tables.VehiclesTable, []sink.StateRow{tables.VehicleRow(pos)}))
-	require.NoError(t, s.UpsertLatest(ctx, tables.TripsTable, []sink.StateRow{tables.TripRow(pred)}))
+	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{tables.VehicleRow(pos)}))
+	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{tables.TripRow(pred)}))
 	older := pred
 	older.ObservedAt, older.DelayS, older.Stop = at.Add(-time.Minute), 999, "NL:Q:0"
-	require.NoError(t, s.UpsertLatest(ctx, tables.TripsTable, []sink.StateRow{tables.TripRow(older)}))
+	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{tables.TripRow(older)}))
 
 	var tripID, route, op string
 	var lat, lon, bearing float64
