@@ -10,8 +10,8 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
-	"github.com/streamledger/streamledger/examples/ov/internal/feed"
-	"github.com/streamledger/streamledger/examples/ov/internal/produce"
+	"github.com/streamledger/streamledger/examples/ov/feed"
+	"github.com/streamledger/streamledger/internal/ovharness/produce"
 )
 
 func runFeed(ctx context.Context, args []string, stdout, stderr io.Writer) error {

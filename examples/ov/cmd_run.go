@@ -17,8 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/streamledger/streamledger/examples/ov/internal/event"
-	"github.com/streamledger/streamledger/examples/ov/internal/pipeline"
+	"github.com/streamledger/streamledger/examples/ov/event"
+	"github.com/streamledger/streamledger/examples/ov/pipeline"
+	"github.com/streamledger/streamledger/internal/ovharness/faults"
 	"github.com/streamledger/streamledger/ledger/consumer"
 	"github.com/streamledger/streamledger/ledger/consumer/prom"
 )
@@ -69,7 +70,7 @@ func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *clockRate <= 0 {
 		return fmt.Errorf("clock rate %v: want a positive number", *clockRate)
 	}
-	faults, err := parseFaults(os.Getenv(FaultEnv))
+	faultSet, err := faults.Parse(os.Getenv(faults.Env))
 	if err != nil {
 		return err
 	}
@@ -123,7 +124,7 @@ func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		Kafka:             extra,
 		Clock:             rateClock(*clockRate, time.Now),
 		Logger:            log,
-		Hooks:             append([]consumer.Hook{pipeline.GroupEvents(log)}, faults.hooks(log)...),
+		Hooks:             append([]consumer.Hook{pipeline.GroupEvents(log)}, faultSet.Hooks(log)...),
 		Metrics:           m,
 	}, pool)
 	if err != nil {
@@ -240,5 +241,16 @@ func healthz(health func() consumer.Health) http.HandlerFunc {
 		}
 		fmt.Fprintf(w, "%s\npartitions %d\nunassigned %s\nsince assignment %s\nstalled %s\n", h.State, h.Partitions,
 			h.Unassigned.Round(time.Millisecond), h.SinceAssignment.Round(time.Millisecond), h.Stalled.Round(time.Millisecond))
+	}
+}
+
+// rateClock returns a clock that starts at now() and runs rate times faster.
+func rateClock(rate float64, now func() time.Time) func() time.Time {
+	if rate == 1 {
+		return nil
+	}
+	start := now()
+	return func() time.Time {
+		return start.Add(time.Duration(float64(now().Sub(start)) * rate))
 	}
 }
