@@ -222,19 +222,43 @@ func scaled(n int, scale float64, least int) int {
 // fixed order, so the same seed and scale give the same network.
 func buildNetwork(rng *rand.Rand, scale float64) *network {
 	ops := operators()
-	n := &network{operators: ops, fleet: make([]int, len(ops)), byOp: make([][]int32, len(ops))}
+	b := &netBuilder{rng: rng, scale: scale,
+		n: &network{operators: ops, fleet: make([]int, len(ops)), byOp: make([][]int32, len(ops))}}
+	total := b.regions()
+	b.quays(total)
+	b.railStations()
+	b.lines()
+	return b.n
+}
 
-	// Regions of road and urban rail, with a weight for how many stops each gets.
-	type regionRef struct {
-		op     int
-		r      region
-		weight float64
-		places []int32
-	}
-	var regs []*regionRef
+// netBuilder holds a network while buildNetwork lays it out, step by step.
+type netBuilder struct {
+	rng   *rand.Rand
+	scale float64
+	n     *network
+
+	regs        []*regionRef // every operator's regions, in operator order
+	regionGrid  []*grid      // the quays of each region
+	stationGrid *grid
+	stations    []int32
+	quayN       int // the quay ids handed out
+}
+
+// regionRef is a region of an operator's road and urban rail, with a weight for how many
+// stops it gets, and its places once laid out.
+type regionRef struct {
+	op     int
+	r      region
+	weight float64
+	places []int32
+}
+
+// regions sizes each operator's fleet and lists its regions, each weighted by the operator's
+// stops (other than train stops) shared out evenly. It returns the sum of the weights.
+func (b *netBuilder) regions() float64 {
 	total := 0.0
-	for oi, op := range ops {
-		n.fleet[oi] = scaled(op.fleet, scale, 2)
+	for oi, op := range b.n.operators {
+		b.n.fleet[oi] = scaled(op.fleet, b.scale, 2)
 		stops := 0.0
 		for _, gr := range op.groups {
 			if gr.mode != train {
@@ -243,100 +267,91 @@ func buildNetwork(rng *rand.Rand, scale float64) *network {
 		}
 		for _, r := range op.regions {
 			w := stops / float64(len(op.regions))
-			regs = append(regs, &regionRef{op: oi, r: r, weight: w})
+			b.regs = append(b.regs, &regionRef{op: oi, r: r, weight: w})
 			total += w
 		}
 	}
-	quays := scaled(DefaultStops, scale, 0)
-	quayN := 0
-	newPlace := func(lat, lon float64, station bool) int32 {
-		i := int32(len(n.places))
-		p := place{lat: lat, lon: lon}
-		if station {
-			p.ids[0] = fmt.Sprintf("NL:S:%05d", 10000+int(i))
-			p.ids[1] = p.ids[0]
-		} else {
-			p.ids[0] = fmt.Sprintf("NL:Q:%08d", 30000000+quayN)
-			p.ids[1] = fmt.Sprintf("NL:Q:%08d", 30000001+quayN)
-			quayN += 2
-		}
-		n.places = append(n.places, p)
-		return i
-	}
-	randomIn := func(r region) (float64, float64) {
-		d := r.radiusKm * math.Sqrt(rng.Float64())
-		a := rng.Float64() * 2 * math.Pi
-		return clampNL(offsetKm(r.lat, r.lon, d*math.Cos(a), d*math.Sin(a)))
-	}
-	for _, rr := range regs {
+	return total
+}
+
+// quays places the quays, at least 12 in each region and in all about the scale's share of
+// DefaultStops (two quays a place), and indexes each region's in a grid.
+func (b *netBuilder) quays(total float64) {
+	quays := scaled(DefaultStops, b.scale, 0)
+	for _, rr := range b.regs {
 		k := max(12, int(math.Round(float64(quays)/2*rr.weight/total)))
 		for range k {
-			lat, lon := randomIn(rr.r)
-			i := newPlace(lat, lon, false)
+			lat, lon := b.randomIn(rr.r)
+			i := b.newPlace(lat, lon, false)
 			rr.places = append(rr.places, i)
 		}
 	}
-	regionGrid := make([]*grid, len(regs))
-	for ri, rr := range regs {
-		regionGrid[ri] = &grid{cells: make(map[[2]int32][]int32)}
+	b.regionGrid = make([]*grid, len(b.regs))
+	for ri, rr := range b.regs {
+		b.regionGrid[ri] = &grid{cells: make(map[[2]int32][]int32)}
 		for _, i := range rr.places {
-			regionGrid[ri].add(i, n.places[i].lat, n.places[i].lon)
+			b.regionGrid[ri].add(i, b.n.places[i].lat, b.n.places[i].lon)
 		}
 	}
-	// Railway stations, spread over every region.
-	stationGrid := &grid{cells: make(map[[2]int32][]int32)}
-	var stations []int32
-	for k := range scaled(DefaultStations, scale, 8) {
-		rr := regs[k%len(regs)]
-		lat, lon := randomIn(rr.r)
-		i := newPlace(lat, lon, true)
-		stations = append(stations, i)
-		stationGrid.add(i, lat, lon)
-	}
+}
 
-	// Lines: walk from a random place in a heading, snapping each step to the nearest place
-	// not yet on the line.
-	walk := func(gr *grid, starts []int32, m mode, urban bool, center region, stops int) []int32 {
-		start := starts[rng.IntN(len(starts))]
-		on := map[int32]bool{start: true}
-		path := []int32{start}
-		heading := rng.Float64() * 2 * math.Pi
-		step := m.spacingKm(urban)
-		lat, lon := n.places[start].lat, n.places[start].lon
-		maxRing := int32(math.Ceil(step*3/1.1)) + 2
-		for len(path) < stops {
-			heading += rng.NormFloat64() * 0.35
-			if center.radiusKm > 0 && distKm(lat, lon, center.lat, center.lon) > center.radiusKm {
-				heading = bearingDeg(lat, lon, center.lat, center.lon)*math.Pi/180 + rng.NormFloat64()*0.5
-			}
-			tlat, tlon := clampNL(offsetKm(lat, lon, step*math.Cos(heading), step*math.Sin(heading)))
-			next, ok := gr.nearest(n.places, tlat, tlon, maxRing, func(i int32) bool { return !on[i] })
-			if !ok {
-				break
-			}
-			on[next] = true
-			path = append(path, next)
-			lat, lon = n.places[next].lat, n.places[next].lon
-		}
-		return path
+// railStations places the railway stations, spread over every region.
+func (b *netBuilder) railStations() {
+	b.stationGrid = &grid{cells: make(map[[2]int32][]int32)}
+	for k := range scaled(DefaultStations, b.scale, 8) {
+		rr := b.regs[k%len(b.regs)]
+		lat, lon := b.randomIn(rr.r)
+		i := b.newPlace(lat, lon, true)
+		b.stations = append(b.stations, i)
+		b.stationGrid.add(i, lat, lon)
 	}
-	for oi, op := range ops {
+}
+
+// newPlace adds a place: a station with one id, or a stop with a quay id per direction.
+func (b *netBuilder) newPlace(lat, lon float64, station bool) int32 {
+	i := int32(len(b.n.places))
+	p := place{lat: lat, lon: lon}
+	if station {
+		p.ids[0] = fmt.Sprintf("NL:S:%05d", 10000+int(i))
+		p.ids[1] = p.ids[0]
+	} else {
+		p.ids[0] = fmt.Sprintf("NL:Q:%08d", 30000000+b.quayN)
+		p.ids[1] = fmt.Sprintf("NL:Q:%08d", 30000001+b.quayN)
+		b.quayN += 2
+	}
+	b.n.places = append(b.n.places, p)
+	return i
+}
+
+// randomIn is a point drawn evenly from the disc of r, kept inside the Netherlands.
+func (b *netBuilder) randomIn(r region) (float64, float64) {
+	d := r.radiusKm * math.Sqrt(b.rng.Float64())
+	a := b.rng.Float64() * 2 * math.Pi
+	return clampNL(offsetKm(r.lat, r.lon, d*math.Cos(a), d*math.Sin(a)))
+}
+
+// lines lays out every operator's lines, group by group: trains between stations, the other
+// modes within one of the operator's regions. A line that cannot get two stops in five tries
+// is left out.
+func (b *netBuilder) lines() {
+	rng, n := b.rng, b.n
+	for oi, op := range n.operators {
 		var opRegions []int
-		for ri, rr := range regs {
+		for ri, rr := range b.regs {
 			if rr.op == oi {
 				opRegions = append(opRegions, ri)
 			}
 		}
 		for _, gr := range op.groups {
-			for k := range scaled(gr.count, scale, 1) {
+			for k := range scaled(gr.count, b.scale, 1) {
 				stops := gr.minStops + rng.IntN(gr.maxStops-gr.minStops+1)
 				var path []int32
 				for try := 0; try < 5 && len(path) < 2; try++ {
 					if gr.mode == train {
-						path = walk(stationGrid, stations, train, false, region{}, stops)
+						path = b.walk(b.stationGrid, b.stations, train, false, region{}, stops)
 					} else {
 						ri := opRegions[rng.IntN(len(opRegions))]
-						path = walk(regionGrid[ri], regs[ri].places, gr.mode, regs[ri].r.urban(), regs[ri].r, stops)
+						path = b.walk(b.regionGrid[ri], b.regs[ri].places, gr.mode, b.regs[ri].r.urban(), b.regs[ri].r, stops)
 					}
 				}
 				if len(path) < 2 {
@@ -344,13 +359,41 @@ func buildNetwork(rng *rand.Rand, scale float64) *network {
 				}
 				l := line{id: fmt.Sprintf("%s:%d", op.code, gr.firstNumber+k), operator: oi, mode: gr.mode, places: path}
 				for j := 1; j < len(path); j++ {
-					a, b := n.places[path[j-1]], n.places[path[j]]
-					l.segKm = append(l.segKm, distKm(a.lat, a.lon, b.lat, b.lon))
+					from, to := n.places[path[j-1]], n.places[path[j]]
+					l.segKm = append(l.segKm, distKm(from.lat, from.lon, to.lat, to.lon))
 				}
 				n.byOp[oi] = append(n.byOp[oi], int32(len(n.lines)))
 				n.lines = append(n.lines, l)
 			}
 		}
 	}
-	return n
+}
+
+// walk lays out a line of up to stops places: from a random place of starts in a random
+// heading, snapping each step to the nearest place of gr not yet on the line, and turning back
+// towards center (when it has a radius) once outside it.
+func (b *netBuilder) walk(gr *grid, starts []int32, m mode, urban bool, center region, stops int) []int32 {
+	rng, n := b.rng, b.n
+	start := starts[rng.IntN(len(starts))]
+	on := map[int32]bool{start: true}
+	path := []int32{start}
+	heading := rng.Float64() * 2 * math.Pi
+	step := m.spacingKm(urban)
+	lat, lon := n.places[start].lat, n.places[start].lon
+	maxRing := int32(math.Ceil(step*3/1.1)) + 2
+	for len(path) < stops {
+		heading += rng.NormFloat64() * 0.35
+		if center.radiusKm > 0 && distKm(lat, lon, center.lat, center.lon) > center.radiusKm {
+			heading = bearingDeg(lat, lon, center.lat, center.lon)*math.Pi/180 + rng.NormFloat64()*0.5
+		}
+		tlat, tlon := clampNL(offsetKm(lat, lon, step*math.Cos(heading), step*math.Sin(heading)))
+		next, ok := gr.nearest(n.places, tlat, tlon, maxRing, func(i int32) bool { return !on[i] })
+		if !ok {
+			break
+		}
+		on[next] = true
+		path = append(path, next)
+		lat, lon = n.places[next].lat, n.places[next].lon
+	}
+	return path
 }

@@ -196,164 +196,239 @@ func Compute(cfg Config, records []feed.Record) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Result{
-		cfg:        cfg,
-		Partitions: map[Source]*Partition{},
-		Vehicles:   map[string]VehicleRow{},
-		Trips:      map[string]TripRow{},
-		partials:   map[Source]map[pkey]*partial{},
-		windowed:   map[Source][]offsetEnd{},
-	}
-	size := int64(cfg.WindowSize)
-	vehicleMark := map[string]lwwMark{}
-	tripMark := map[string]lwwMark{}
-	// Open (window, key) aggregates: per partition by window end, and a count over partitions.
-	openByEnd := map[Source]map[int64][]pkey{}
-	openRefs := map[pkey]int{}
-	openPartials := 0
-
-	closeThrough := func(src Source, wm int64) {
-		ends := openByEnd[src]
-		for end, keys := range ends {
-			if end > wm {
-				continue
-			}
-			for _, k := range keys {
-				if openRefs[k]--; openRefs[k] == 0 {
-					delete(openRefs, k)
-				}
-			}
-			openPartials -= len(keys)
-			delete(ends, end)
-		}
-	}
-
-	// advanceTo applies the advances of src due before the record at offset off.
-	advanceTo := func(src Source, p *Partition, off int64) {
-		for len(advances[src]) > 0 && advances[src][0].Offset <= off {
-			if w := advances[src][0].Watermark; p.Watermark.IsZero() || w.After(p.Watermark) {
-				p.Watermark = w
-				if src.Topic == cfg.PredictionsTopic {
-					closeThrough(src, w.UnixNano())
-				}
-			}
-			advances[src] = advances[src][1:]
-		}
-	}
-
+	ps := newPass(cfg, advances)
 	for _, rec := range records {
-		var src Source
-		switch rec.Topic {
-		case cfg.PositionsTopic, cfg.PredictionsTopic:
-			src = Source{Topic: rec.Topic, Partition: feed.Partition(rec.Key, cfg.Partitions)}
-		default:
-			return nil, fmt.Errorf("oracle: record on topic %q, neither %q nor %q", rec.Topic, cfg.PositionsTopic, cfg.PredictionsTopic)
-		}
-		p := r.Partitions[src]
-		if p == nil {
-			p = &Partition{}
-			r.Partitions[src] = p
-		}
-		off := p.Records
-		advanceTo(src, p, off)
-		p.Records++
-		p.Consumed++
-
-		var at time.Time
-		var pos event.Position
-		var pred event.Prediction
-		var err error
-		if src.Topic == cfg.PositionsTopic {
-			pos, err = cfg.Decoder.DecodePosition(rec.Value, rec.Timestamp)
-			at = pos.ObservedAt
-		} else {
-			pred, err = cfg.Decoder.DecodePrediction(rec.Value, rec.Timestamp)
-			at = pred.ObservedAt
-		}
-		if err != nil {
-			p.DeadLettered++
-			r.DeadLetters = append(r.DeadLetters, Letter{Source: src, Offset: off, Record: rec, Err: err})
-			continue
-		}
-		t := at.UnixNano()
-		start := t - mod(t, size)
-		end := start + size
-		// The watermark is known once an event was seen or an advance applied, the zero
-		// time before.
-		known := !p.Watermark.IsZero()
-		late := src.Topic == cfg.PredictionsTopic && known && end <= p.Watermark.UnixNano()
-		if p.MaxEventTime.IsZero() || at.After(p.MaxEventTime) {
-			p.MaxEventTime = at
-			if w := at.Add(-cfg.Lateness); !known || w.After(p.Watermark) {
-				p.Watermark = w
-			}
-		}
-		if late {
-			p.Late++
-			r.Late = append(r.Late, Ref{Source: src, Offset: off})
-			continue
-		}
-		p.Admitted++
-		mark := lwwMark{at: at, src: src, off: off}
-		if src.Topic == cfg.PositionsTopic {
-			if old, ok := vehicleMark[pos.VehicleID]; !ok || !at.Before(old.at) {
-				vehicleMark[pos.VehicleID] = mark
-				r.Vehicles[pos.VehicleID] = VehicleRow{TripID: pos.TripID, RouteID: pos.Line, Operator: pos.Operator,
-					Lat: pos.Lat, Lon: pos.Lon, Bearing: pos.Bearing, ObservedAt: at}
-			}
-		} else {
-			if old, ok := tripMark[pred.TripID]; !ok || !at.Before(old.at) {
-				tripMark[pred.TripID] = mark
-				r.Trips[pred.TripID] = TripRow{Line: pred.Line, Operator: pred.Operator, Stop: pred.Stop, DelayS: pred.DelayS, ObservedAt: at}
-			}
-			parts := r.partials[src]
-			if parts == nil {
-				parts = map[pkey]*partial{}
-				r.partials[src] = parts
-				openByEnd[src] = map[int64][]pkey{}
-			}
-			r.windowed[src] = append(r.windowed[src], offsetEnd{offset: off, end: time.Unix(0, end).UTC()})
-			v := float64(pred.DelayS)
-			for _, k := range tables.KeysOf(pred) {
-				pk := pkey{start: start, dim: k.Dimension, id: k.ID}
-				pa := parts[pk]
-				if pa == nil {
-					st, err := newStats()
-					if err != nil {
-						return nil, err
-					}
-					pa = &partial{end: time.Unix(0, end).UTC(), operator: k.Operator, min: v, max: v, stats: st}
-					parts[pk] = pa
-					openByEnd[src][end] = append(openByEnd[src][end], pk)
-					openRefs[pk]++
-					openPartials++
-				}
-				pa.count++
-				pa.sum += v
-				pa.min = math.Min(pa.min, v)
-				pa.max = math.Max(pa.max, v)
-				if err := pa.stats.Add(v); err != nil {
-					return nil, fmt.Errorf("oracle: %s: %w", src, err)
-				}
-			}
-			if len(openRefs) > r.MaxOpen {
-				r.MaxOpen = len(openRefs)
-				r.MaxOpenAt = rec.Timestamp
-			}
-			r.MaxOpenPartials = max(r.MaxOpenPartials, openPartials)
-		}
-		if src.Topic == cfg.PredictionsTopic && known {
-			closeThrough(src, p.Watermark.UnixNano())
+		if err := ps.record(rec); err != nil {
+			return nil, err
 		}
 	}
+	ps.finish()
+	return ps.r, nil
+}
+
+// pass is the state of one pass over the records: the result so far, the advances still to
+// apply, the winning marks of the state rows and the open (window, key) aggregates.
+type pass struct {
+	cfg      Config
+	r        *Result
+	advances map[Source][]Advance
+	size     int64 // the window size, in nanoseconds
+
+	vehicleMark, tripMark map[string]lwwMark
+	// Open (window, key) aggregates: per partition by window end, and a count over partitions.
+	openByEnd    map[Source]map[int64][]pkey
+	openRefs     map[pkey]int
+	openPartials int
+}
+
+func newPass(cfg Config, advances map[Source][]Advance) *pass {
+	return &pass{
+		cfg: cfg,
+		r: &Result{
+			cfg:        cfg,
+			Partitions: map[Source]*Partition{},
+			Vehicles:   map[string]VehicleRow{},
+			Trips:      map[string]TripRow{},
+			partials:   map[Source]map[pkey]*partial{},
+			windowed:   map[Source][]offsetEnd{},
+		},
+		advances:    advances,
+		size:        int64(cfg.WindowSize),
+		vehicleMark: map[string]lwwMark{},
+		tripMark:    map[string]lwwMark{},
+		openByEnd:   map[Source]map[int64][]pkey{},
+		openRefs:    map[pkey]int{},
+	}
+}
+
+// decoded is a record that decoded: its event time and the event of its topic.
+type decoded struct {
+	at   time.Time
+	pos  event.Position
+	pred event.Prediction
+}
+
+// record decides one record, the next of its partition.
+func (ps *pass) record(rec feed.Record) error {
+	cfg := ps.cfg
+	var src Source
+	switch rec.Topic {
+	case cfg.PositionsTopic, cfg.PredictionsTopic:
+		src = Source{Topic: rec.Topic, Partition: feed.Partition(rec.Key, cfg.Partitions)}
+	default:
+		return fmt.Errorf("oracle: record on topic %q, neither %q nor %q", rec.Topic, cfg.PositionsTopic, cfg.PredictionsTopic)
+	}
+	p := ps.r.Partitions[src]
+	if p == nil {
+		p = &Partition{}
+		ps.r.Partitions[src] = p
+	}
+	off := p.Records
+	ps.advanceTo(src, p, off)
+	p.Records++
+	p.Consumed++
+
+	ev, err := ps.decode(src, rec)
+	if err != nil {
+		p.DeadLettered++
+		ps.r.DeadLetters = append(ps.r.DeadLetters, Letter{Source: src, Offset: off, Record: rec, Err: err})
+		return nil
+	}
+	t := ev.at.UnixNano()
+	start := t - mod(t, ps.size)
+	end := start + ps.size
+	// The watermark is known once an event was seen or an advance applied, the zero
+	// time before.
+	known := !p.Watermark.IsZero()
+	late := src.Topic == cfg.PredictionsTopic && known && end <= p.Watermark.UnixNano()
+	ps.observe(p, ev.at, known)
+	if late {
+		p.Late++
+		ps.r.Late = append(ps.r.Late, Ref{Source: src, Offset: off})
+		return nil
+	}
+	p.Admitted++
+	mark := lwwMark{at: ev.at, src: src, off: off}
+	if src.Topic == cfg.PositionsTopic {
+		ps.offerVehicle(ev.pos, mark)
+	} else {
+		ps.offerTrip(ev.pred, mark)
+		if err := ps.addPrediction(src, rec, off, ev.pred, start, end); err != nil {
+			return err
+		}
+	}
+	if src.Topic == cfg.PredictionsTopic && known {
+		ps.closeThrough(src, p.Watermark.UnixNano())
+	}
+	return nil
+}
+
+// decode decodes rec as an event of src's topic.
+func (ps *pass) decode(src Source, rec feed.Record) (decoded, error) {
+	var ev decoded
+	var err error
+	if src.Topic == ps.cfg.PositionsTopic {
+		ev.pos, err = ps.cfg.Decoder.DecodePosition(rec.Value, rec.Timestamp)
+		ev.at = ev.pos.ObservedAt
+	} else {
+		ev.pred, err = ps.cfg.Decoder.DecodePrediction(rec.Value, rec.Timestamp)
+		ev.at = ev.pred.ObservedAt
+	}
+	return ev, err
+}
+
+// observe raises p's latest event time to at, and its watermark with it (known: whether the
+// watermark was known before this event).
+func (ps *pass) observe(p *Partition, at time.Time, known bool) {
+	if p.MaxEventTime.IsZero() || at.After(p.MaxEventTime) {
+		p.MaxEventTime = at
+		if w := at.Add(-ps.cfg.Lateness); !known || w.After(p.Watermark) {
+			p.Watermark = w
+		}
+	}
+}
+
+// offerVehicle makes pos the vehicle's row unless the row held is of a later event.
+func (ps *pass) offerVehicle(pos event.Position, mark lwwMark) {
+	if old, ok := ps.vehicleMark[pos.VehicleID]; !ok || !mark.at.Before(old.at) {
+		ps.vehicleMark[pos.VehicleID] = mark
+		ps.r.Vehicles[pos.VehicleID] = VehicleRow{TripID: pos.TripID, RouteID: pos.Line, Operator: pos.Operator,
+			Lat: pos.Lat, Lon: pos.Lon, Bearing: pos.Bearing, ObservedAt: mark.at}
+	}
+}
+
+// offerTrip makes pred the trip's row unless the row held is of a later event.
+func (ps *pass) offerTrip(pred event.Prediction, mark lwwMark) {
+	if old, ok := ps.tripMark[pred.TripID]; !ok || !mark.at.Before(old.at) {
+		ps.tripMark[pred.TripID] = mark
+		ps.r.Trips[pred.TripID] = TripRow{Line: pred.Line, Operator: pred.Operator, Stop: pred.Stop, DelayS: pred.DelayS, ObservedAt: mark.at}
+	}
+}
+
+// addPrediction adds an admitted prediction's delay to its window [start, end) under each of
+// its keys in src's partials, opening the partials it is the first of.
+func (ps *pass) addPrediction(src Source, rec feed.Record, off int64, pred event.Prediction, start, end int64) error {
+	r := ps.r
+	parts := r.partials[src]
+	if parts == nil {
+		parts = map[pkey]*partial{}
+		r.partials[src] = parts
+		ps.openByEnd[src] = map[int64][]pkey{}
+	}
+	r.windowed[src] = append(r.windowed[src], offsetEnd{offset: off, end: time.Unix(0, end).UTC()})
+	v := float64(pred.DelayS)
+	for _, k := range tables.KeysOf(pred) {
+		pk := pkey{start: start, dim: k.Dimension, id: k.ID}
+		pa := parts[pk]
+		if pa == nil {
+			st, err := newStats()
+			if err != nil {
+				return err
+			}
+			pa = &partial{end: time.Unix(0, end).UTC(), operator: k.Operator, min: v, max: v, stats: st}
+			parts[pk] = pa
+			ps.openByEnd[src][end] = append(ps.openByEnd[src][end], pk)
+			ps.openRefs[pk]++
+			ps.openPartials++
+		}
+		pa.count++
+		pa.sum += v
+		pa.min = math.Min(pa.min, v)
+		pa.max = math.Max(pa.max, v)
+		if err := pa.stats.Add(v); err != nil {
+			return fmt.Errorf("oracle: %s: %w", src, err)
+		}
+	}
+	if len(ps.openRefs) > r.MaxOpen {
+		r.MaxOpen = len(ps.openRefs)
+		r.MaxOpenAt = rec.Timestamp
+	}
+	r.MaxOpenPartials = max(r.MaxOpenPartials, ps.openPartials)
+	return nil
+}
+
+// closeThrough closes src's open aggregates whose window ends at or before wm.
+func (ps *pass) closeThrough(src Source, wm int64) {
+	ends := ps.openByEnd[src]
+	for end, keys := range ends {
+		if end > wm {
+			continue
+		}
+		for _, k := range keys {
+			if ps.openRefs[k]--; ps.openRefs[k] == 0 {
+				delete(ps.openRefs, k)
+			}
+		}
+		ps.openPartials -= len(keys)
+		delete(ends, end)
+	}
+}
+
+// advanceTo applies the advances of src due before the record at offset off.
+func (ps *pass) advanceTo(src Source, p *Partition, off int64) {
+	for len(ps.advances[src]) > 0 && ps.advances[src][0].Offset <= off {
+		if w := ps.advances[src][0].Watermark; p.Watermark.IsZero() || w.After(p.Watermark) {
+			p.Watermark = w
+			if src.Topic == ps.cfg.PredictionsTopic {
+				ps.closeThrough(src, w.UnixNano())
+			}
+		}
+		ps.advances[src] = ps.advances[src][1:]
+	}
+}
+
+// finish applies the advances after each partition's last record, adds up the totals and
+// sorts the dead letters and late records.
+func (ps *pass) finish() {
+	r := ps.r
 	// Advances after a partition's last record still raise its final watermark.
-	for src, as := range advances {
+	for src, as := range ps.advances {
 		if len(as) == 0 {
 			continue
 		}
 		// A partition without records has nothing to decide and no progress to check.
 		if p := r.Partitions[src]; p != nil {
-			advanceTo(src, p, p.Records)
+			ps.advanceTo(src, p, p.Records)
 		}
 	}
 	for _, p := range r.Partitions {
@@ -365,7 +440,6 @@ func Compute(cfg Config, records []feed.Record) (*Result, error) {
 	slices.SortFunc(r.Late, func(a, b Ref) int {
 		return cmp.Or(compareSources(a.Source, b.Source), cmp.Compare(a.Offset, b.Offset))
 	})
-	return r, nil
 }
 
 // sortAdvances checks cfg.Advances and returns them per partition in offset order (a stable
