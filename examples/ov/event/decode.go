@@ -394,6 +394,7 @@ func (s *scanner) isNull() bool {
 	return len(s.b)-s.i >= 4 && string(s.b[s.i:s.i+4]) == "null"
 }
 
+// value reads the value of field f into out, by the field's kind.
 func (s *scanner) value(f field, out *fields) error {
 	k := f.kind()
 	if s.isNull() {
@@ -402,80 +403,97 @@ func (s *scanner) value(f field, out *fields) error {
 	if s.i >= len(s.b) {
 		return errSyntaxFound
 	}
-	c := s.b[s.i]
 	switch k {
 	case kText:
-		if c != '"' {
-			return s.typeError(f, k)
-		}
-		start := s.i + 1
-		for j := start; j < len(s.b); j++ {
-			c := s.b[j]
-			if c == '"' {
-				s.i = j + 1
-				out.span[f] = [2]int32{int32(start), int32(j)}
-				return nil
-			}
-			if c == '\\' || c < 0x20 {
-				break
-			}
-		}
-		from := len(s.esc)
-		var err error
-		if s.esc, err = s.str(s.esc); err != nil {
-			return err
-		}
-		out.escaped |= 1 << f
-		out.span[f] = [2]int32{int32(from), int32(len(s.esc))}
-		return nil
+		return s.textValue(f, out)
 	case kFloat:
-		if c != '-' && (c < '0' || c > '9') {
-			return s.typeError(f, k)
-		}
-		num, _, err := s.number()
-		if err != nil {
-			return err
-		}
-		v, err := strconv.ParseFloat(string(num), 64)
-		if err != nil && !errors.Is(err, strconv.ErrRange) {
-			return errSyntaxFound
-		}
-		out.float[f] = v // ±Inf on overflow: the range checks reject it
-		return nil
-	default: // kInt
-		if c != '-' && (c < '0' || c > '9') {
-			if f == fVersion {
-				return &VersionError{Found: s.rawValue()}
-			}
-			return s.typeError(f, k)
-		}
-		num, integral, err := s.number()
-		if err != nil {
-			return err
-		}
-		if !integral {
-			if f == fVersion {
-				return &VersionError{Found: string(num)}
-			}
-			return &FieldError{Field: f.String(), Problem: WrongType, Expected: k.String(), Found: quote(num)}
-		}
-		v, err := strconv.ParseInt(string(num), 10, 64)
-		if err != nil { // overflow: saturate, the range checks reject it
-			v = math.MaxInt64
-			if num[0] == '-' {
-				v = math.MinInt64
-			}
-		}
-		if f == fVersion {
-			if v != Version {
-				return &VersionError{Found: string(num)}
-			}
-			out.version = v
+		return s.floatValue(f, out)
+	default:
+		return s.intValue(f, out)
+	}
+}
+
+// textValue reads a string: as a span of the input when it has no escape, else unescaped into
+// s.esc.
+func (s *scanner) textValue(f field, out *fields) error {
+	if s.b[s.i] != '"' {
+		return s.typeError(f, kText)
+	}
+	start := s.i + 1
+	for j := start; j < len(s.b); j++ {
+		c := s.b[j]
+		if c == '"' {
+			s.i = j + 1
+			out.span[f] = [2]int32{int32(start), int32(j)}
 			return nil
 		}
-		out.integer[f] = v
+		if c == '\\' || c < 0x20 {
+			break
+		}
+	}
+	from := len(s.esc)
+	var err error
+	if s.esc, err = s.str(s.esc); err != nil {
+		return err
+	}
+	out.escaped |= 1 << f
+	out.span[f] = [2]int32{int32(from), int32(len(s.esc))}
+	return nil
+}
+
+// floatValue reads a number; one too large for a float64 reads as an infinity, which the range
+// checks reject.
+func (s *scanner) floatValue(f field, out *fields) error {
+	if c := s.b[s.i]; c != '-' && (c < '0' || c > '9') {
+		return s.typeError(f, kFloat)
+	}
+	num, _, err := s.number()
+	if err != nil {
+		return err
+	}
+	v, err := strconv.ParseFloat(string(num), 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return errSyntaxFound
+	}
+	out.float[f] = v
+	return nil
+}
+
+// intValue reads an integer; one out of int64's range saturates, and the range checks reject
+// it. A version that is not an integer, or not [Version], is a VersionError.
+func (s *scanner) intValue(f field, out *fields) error {
+	if c := s.b[s.i]; c != '-' && (c < '0' || c > '9') {
+		if f == fVersion {
+			return &VersionError{Found: s.rawValue()}
+		}
+		return s.typeError(f, kInt)
+	}
+	num, integral, err := s.number()
+	if err != nil {
+		return err
+	}
+	if !integral {
+		if f == fVersion {
+			return &VersionError{Found: string(num)}
+		}
+		return &FieldError{Field: f.String(), Problem: WrongType, Expected: kInt.String(), Found: quote(num)}
+	}
+	v, err := strconv.ParseInt(string(num), 10, 64)
+	if err != nil {
+		v = math.MaxInt64
+		if num[0] == '-' {
+			v = math.MinInt64
+		}
+	}
+	if f == fVersion {
+		if v != Version {
+			return &VersionError{Found: string(num)}
+		}
+		out.version = v
 		return nil
 	}
+	out.integer[f] = v
+	return nil
 }
 
 func (s *scanner) typeError(f field, k kind) error {

@@ -92,67 +92,25 @@ func (s *scene) kills(ctx context.Context) error {
 // goes on until the broker has formed Size.GroupRebalances generations too (within three
 // times the planned changes).
 func (s *scene) group(ctx context.Context, assignor string) error {
-	produced := s.produce(ctx, nil)
+	feed := s.startFeed(ctx)
 	o := procOpts{idle: BusyIdleTimeout, assignor: assignor, wait: true}
 	members := map[string]*proc{}
-	names := []string{"a", "b", "c"}
 	p, err := s.startProc(ctx, "a", o)
 	if err != nil {
 		return err
 	}
 	members["a"] = p
-	var prodErr error
-	prodDone := false
 	changes, unsettled := 0, 0
-	enough := func() bool {
-		if changes < s.h.cfg.Size.GroupChanges {
-			return false
-		}
-		gens, err := generations(s.brokerLog(), group)
-		return err != nil || gens >= s.h.cfg.Size.GroupRebalances || changes >= 3*s.h.cfg.Size.GroupChanges
-	}
-	for !enough() || !prodDone {
-		if enough() {
-			prodErr, prodDone = <-produced, true
+	for !s.groupChanged(changes) || !feed.done {
+		if s.groupChanged(changes) {
 			break
 		}
 		if err := sleep(ctx, s.h.randDur(300*time.Millisecond, 1500*time.Millisecond)); err != nil {
 			return err
 		}
-		var running, stopped []string
-		for _, n := range names {
-			if m := members[n]; m != nil && m.running() {
-				running = append(running, n)
-			} else {
-				if m != nil {
-					if desc, unexpected := m.exit(); unexpected {
-						s.note("processor %s exited on its own: %s", n, desc)
-					}
-				}
-				stopped = append(stopped, n)
-			}
-		}
 		gen, _ := generations(s.brokerLog(), group)
-		action := s.h.randN(4) // 0, 1: join; 2: leave; 3: kill
-		switch {
-		case len(running) <= 1:
-			// Emptying the group forms no generation (nobody is left to sync one), so the
-			// last member stays until another has joined.
-			action = 0
-		case len(stopped) == 0:
-			action = 2 + s.h.randN(2)
-		}
-		switch action {
-		case 0, 1:
-			n := stopped[s.h.randN(len(stopped))]
-			if members[n], err = s.startProc(ctx, n, o); err != nil {
-				return err
-			}
-		case 2:
-			members[running[s.h.randN(len(running))]].term(45 * time.Second)
-		case 3:
-			members[running[s.h.randN(len(running))]].kill()
-			s.res.Kills++
+		if err := s.groupChange(ctx, members, o); err != nil {
+			return err
 		}
 		changes++
 		settled, err := s.settle(ctx, gen)
@@ -162,18 +120,69 @@ func (s *scene) group(ctx context.Context, assignor string) error {
 		if !settled {
 			unsettled++
 		}
-		select {
-		case prodErr = <-produced:
-			prodDone = true
-		default:
-		}
+		feed.finished()
 	}
-	if prodErr != nil {
-		return prodErr
+	if err := feed.wait(); err != nil {
+		return err
 	}
 	s.progress("%d membership changes (%d kills) with %s", changes, s.res.Kills, cmp.Or(assignor, "the broker's assignor"))
 	s.note("%d membership changes (%d of them kills); %d not followed by a new generation within %v", changes, s.res.Kills,
 		unsettled, settleTimeout)
+	return nil
+}
+
+// groupChanged reports whether the group scenario made enough membership changes: the
+// planned number, and either the broker formed the planned generations or three times the
+// planned changes were made.
+func (s *scene) groupChanged(changes int) bool {
+	if changes < s.h.cfg.Size.GroupChanges {
+		return false
+	}
+	gens, err := generations(s.brokerLog(), group)
+	return err != nil || gens >= s.h.cfg.Size.GroupRebalances || changes >= 3*s.h.cfg.Size.GroupChanges
+}
+
+// groupNames are the processors of the group scenario.
+var groupNames = []string{"a", "b", "c"}
+
+// groupChange makes one membership change at random: a stopped processor joins (started with
+// o; twice as likely as either other change), a running one leaves gracefully, or one is
+// killed. The last running member stays until another has joined: emptying the group forms no
+// generation (nobody is left to sync one).
+func (s *scene) groupChange(ctx context.Context, members map[string]*proc, o procOpts) error {
+	var running, stopped []string
+	for _, n := range groupNames {
+		if m := members[n]; m != nil && m.running() {
+			running = append(running, n)
+		} else {
+			if m != nil {
+				if desc, unexpected := m.exit(); unexpected {
+					s.note("processor %s exited on its own: %s", n, desc)
+				}
+			}
+			stopped = append(stopped, n)
+		}
+	}
+	action := s.h.randN(4) // 0, 1: join; 2: leave; 3: kill
+	switch {
+	case len(running) <= 1:
+		action = 0
+	case len(stopped) == 0:
+		action = 2 + s.h.randN(2)
+	}
+	switch action {
+	case 0, 1:
+		n := stopped[s.h.randN(len(stopped))]
+		var err error
+		if members[n], err = s.startProc(ctx, n, o); err != nil {
+			return err
+		}
+	case 2:
+		members[running[s.h.randN(len(running))]].term(45 * time.Second)
+	case 3:
+		members[running[s.h.randN(len(running))]].kill()
+		s.res.Kills++
+	}
 	return nil
 }
 
@@ -525,7 +534,7 @@ const faultStatic = "chaos-fault"
 // that commit and before the partitions are handed over. Restarted each time, while the feed
 // is produced.
 func (s *scene) faultPoints(ctx context.Context) error {
-	produced := s.produce(ctx, nil)
+	feed := s.startFeed(ctx)
 	// Revocation points alternate with the others, so that both come before the feed is used up.
 	points := []string{faults.CloseWritten, faults.RevokeWritten, faults.DLQSent, faults.RevokeCommitted, faults.DLQReported}
 	// A revocation writes the windows that closed since the last tick. With ticks much shorter
@@ -534,86 +543,22 @@ func (s *scene) faultPoints(ctx context.Context) error {
 	// revocation then always has closed partials (and state rows) to write.
 	revokeFlush := s.holdingFlush()
 	fired := map[string]int{}
-	var prodErr error
-	prodDone := false
-	for i := 0; (s.res.Kills < s.h.cfg.Size.FaultKills || !prodDone) && i < 4*s.h.cfg.Size.FaultKills; i++ {
+	for i := 0; (s.res.Kills < s.h.cfg.Size.FaultKills || !feed.done) && i < 4*s.h.cfg.Size.FaultKills; i++ {
 		if s.res.Kills >= s.h.cfg.Size.FaultKills {
-			prodErr, prodDone = <-produced, true
 			break
 		}
 		point := points[i%len(points)]
-		revoke := point == faults.RevokeWritten || point == faults.RevokeCommitted
-		o := procOpts{idle: BusyIdleTimeout, wait: true, static: faultStatic}
-		n := 1 + s.h.randN(5)
-		switch point {
-		case faults.RevokeCommitted:
-			n = 1 // one revocation per lifetime
-		case faults.RevokeWritten:
-			n = 1 + s.h.randN(3) // the first, second or third partition's batch of the revocation
-			o.flush = revokeFlush
-		}
-		o.fault = fmt.Sprintf("%s:%d", point, n)
-		p, err := s.startProc(ctx, "a", o)
+		stop, err := s.faultLife(ctx, point, revokeFlush, feed.done, fired)
 		if err != nil {
 			return err
 		}
-		var b *proc
-		if revoke {
-			// A second processor joins, then leaves, twice at most: each is a revocation of
-			// the armed processor's partitions (all of them under the default, eager,
-			// assignor), and one whose closed windows happen to be written already has no
-			// partials to write.
-			_ = sleep(ctx, s.h.randDur(300*time.Millisecond, 1000*time.Millisecond))
-			for round := 0; round < 2 && p.running(); round++ {
-				if b, err = s.startProc(ctx, "b", procOpts{idle: BusyIdleTimeout, wait: true}); err != nil {
-					return err
-				}
-				if err := waitExit(ctx, p, 3*time.Second); err != nil {
-					return err
-				}
-				b.term(45 * time.Second)
-				if err := waitExit(ctx, p, 3*time.Second); err != nil {
-					return err
-				}
-			}
-		} else if err := waitExit(ctx, p, 8*time.Second); err != nil {
-			return err
+		if stop {
+			break
 		}
-		if p.selfKilled() {
-			s.res.Kills++
-			fired[point]++
-		} else if p.running() {
-			p.term(45 * time.Second)
-			if prodDone {
-				// Everything is produced and the point was not reached: the input that could
-				// reach it (new dead letters, new windows) is used up, so more lives would
-				// only wait.
-				s.note("fault point %s not reached after the feed was produced; stopping", o.fault)
-				if b != nil {
-					b.term(45 * time.Second)
-				}
-				break
-			}
-		} else {
-			desc, _ := p.exit()
-			s.note("processor armed with %s exited otherwise: %s", o.fault, desc)
-		}
-		if b != nil {
-			b.term(45 * time.Second)
-		}
-		if !prodDone {
-			select {
-			case prodErr = <-produced:
-				prodDone = true
-			default:
-			}
-		}
+		feed.finished()
 	}
-	if !prodDone {
-		prodErr = <-produced
-	}
-	if prodErr != nil {
-		return prodErr
+	if err := feed.wait(); err != nil {
+		return err
 	}
 	s.note("fault points fired: %v (revoke-written armed with a %v flush interval)", fired, revokeFlush.Round(time.Millisecond))
 	for _, pt := range points {
@@ -622,6 +567,79 @@ func (s *scene) faultPoints(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// faultLife runs one life of a processor armed to kill itself at the Nth occurrence of point
+// (N at random; a revoke-written processor ticks every revokeFlush) and counts the kill in
+// fired. For a revocation point a second processor joins and leaves meanwhile. It returns stop
+// when the point was not reached although the whole feed was produced (feedDone): the input
+// that could reach it (new dead letters, new windows) is used up, so more lives would only
+// wait.
+func (s *scene) faultLife(ctx context.Context, point string, revokeFlush time.Duration, feedDone bool, fired map[string]int) (stop bool, err error) {
+	revoke := point == faults.RevokeWritten || point == faults.RevokeCommitted
+	o := procOpts{idle: BusyIdleTimeout, wait: true, static: faultStatic}
+	n := 1 + s.h.randN(5)
+	switch point {
+	case faults.RevokeCommitted:
+		n = 1 // one revocation per lifetime
+	case faults.RevokeWritten:
+		n = 1 + s.h.randN(3) // the first, second or third partition's batch of the revocation
+		o.flush = revokeFlush
+	}
+	o.fault = fmt.Sprintf("%s:%d", point, n)
+	p, err := s.startProc(ctx, "a", o)
+	if err != nil {
+		return false, err
+	}
+	var b *proc
+	if revoke {
+		if b, err = s.revocations(ctx, p); err != nil {
+			return false, err
+		}
+	} else if err := waitExit(ctx, p, 8*time.Second); err != nil {
+		return false, err
+	}
+	switch {
+	case p.selfKilled():
+		s.res.Kills++
+		fired[point]++
+	case p.running():
+		p.term(45 * time.Second)
+		if feedDone {
+			s.note("fault point %s not reached after the feed was produced; stopping", o.fault)
+			stop = true
+		}
+	default:
+		desc, _ := p.exit()
+		s.note("processor armed with %s exited otherwise: %s", o.fault, desc)
+	}
+	if b != nil {
+		b.term(45 * time.Second)
+	}
+	return stop, nil
+}
+
+// revocations lets a second processor join and then leave, twice at most while the armed
+// processor p runs: each is a revocation of p's partitions (all of them under the default,
+// eager, assignor), and one whose closed windows happen to be written already has no partials
+// to write. It returns the last second processor.
+func (s *scene) revocations(ctx context.Context, p *proc) (*proc, error) {
+	_ = sleep(ctx, s.h.randDur(300*time.Millisecond, 1000*time.Millisecond))
+	var b *proc
+	for round := 0; round < 2 && p.running(); round++ {
+		var err error
+		if b, err = s.startProc(ctx, "b", procOpts{idle: BusyIdleTimeout, wait: true}); err != nil {
+			return nil, err
+		}
+		if err := waitExit(ctx, p, 3*time.Second); err != nil {
+			return nil, err
+		}
+		b.term(45 * time.Second)
+		if err := waitExit(ctx, p, 3*time.Second); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // holdingFlush is a flush interval longer than two windows' worth of wall time at the feed's
