@@ -3,6 +3,8 @@ package broker
 import (
 	"bytes"
 	"context"
+	"io"
+	"net"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -155,6 +157,27 @@ func TestAdmin(t *testing.T) {
 	assert.Len(t, b.ListenAddrs(), 2)
 
 	gs, err := c.Group(ctx, "nobody")
+	require.NoError(t, err)
+	assert.Equal(t, "Dead", gs.State)
+}
+
+// TestServeAdmin: the endpoint has no authentication, so it serves on loopback only.
+func TestServeAdmin(t *testing.T) {
+	b, err := Start(Config{Ports: []int{0}, Topics: []string{"t"}, Partitions: 1})
+	require.NoError(t, err)
+	defer b.Close()
+	for _, addr := range []string{"0.0.0.0:0", "192.0.2.1:0", ":0", "no-port"} {
+		_, err := ServeAdmin(addr, b, io.Discard)
+		assert.Error(t, err, addr)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	stop, err := ServeAdmin(addr, b, io.Discard)
+	require.NoError(t, err)
+	defer stop()
+	gs, err := NewClient(addr).Group(context.Background(), "nobody")
 	require.NoError(t, err)
 	assert.Equal(t, "Dead", gs.State)
 }
