@@ -44,7 +44,7 @@ FUZZ := \
 	./ledger:FuzzDecodeMetadata ./ledger:FuzzPartition ./watermark:FuzzPartition \
 	./window:FuzzStatsUnmarshal ./sink:FuzzMerge ./sink/fold:FuzzDecode ./dlq:FuzzDecode \
 	./examples/ov/event:FuzzDecode ./examples/ov/feed:FuzzReader \
-	./examples/credits/internal/credit:FuzzDecode
+	./examples/credits/internal/credit:FuzzDecode ./examples/credits/internal/credit:FuzzCanonical
 
 fuzz:
 	@set -e; for t in $(FUZZ); do \

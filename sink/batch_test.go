@@ -25,7 +25,7 @@ func stats(t testing.TB, values ...float64) []byte {
 var t0 = time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)
 
 func TestPrepareLatestKeepsTheNewestRowPerKey(t *testing.T) {
-	spec := sink.StateSpec{Table: "vehicle_latest", Key: []sink.Column{{Name: "vehicle_id"}}, ObservedAt: sink.Column{Name: "observed_at"}, Values: []sink.Column{{Name: "v"}}}
+	spec := sink.StateSpec{Table: "latest", Key: []sink.Column{{Name: "entity_id"}}, ObservedAt: sink.Column{Name: "observed_at"}, Values: []sink.Column{{Name: "v"}}}
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	rows := []sink.StateRow{
 		{Key: []any{"bus-1"}, ObservedAt: at(10), Values: []any{"a"}},

@@ -11,11 +11,11 @@ import (
 // BenchmarkPrepareLatest measures the collapse of a state flush to the newest row per key, which
 // runs on every tick before the rows are sent: 10,000 vehicle positions over 5,000 vehicles
 // (two reports each in the flush: a 20 s report interval against a 5 s flush at twice the
-// national peak), keyed by a single string as vehicle_latest is.
+// national peak), keyed by a single string as latest is.
 func BenchmarkPrepareLatest(b *testing.B) {
 	spec := sink.StateSpec{
-		Table:      "vehicle_latest",
-		Key:        []sink.Column{{Name: "vehicle_id", Type: "text"}},
+		Table:      "latest",
+		Key:        []sink.Column{{Name: "entity_id", Type: "text"}},
 		ObservedAt: sink.Column{Name: "observed_at", Type: "timestamptz"},
 		Values:     []sink.Column{{Name: "line", Type: "text"}, {Name: "lat", Type: "double precision"}},
 	}

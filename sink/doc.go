@@ -77,8 +77,9 @@
 // # Effects
 //
 // Effects that are not naturally idempotent (a balance credit) are applied once per
-// [Operation] ID by an effect sink that commits a marker (ID, payload hash) with the effect;
-// see [Outcome], [ConflictError], [ErrNoEffect] and [ErrHorizon], and postgres.Effects.
+// [Operation] ID by an effect sink that commits a marker (ID, payload hash) with the effect,
+// in batches with one [Result] per operation; see [Outcome], [ConflictError], [ErrNoEffect]
+// and [ErrHorizon], and postgres.Effects.
 //
 // [postgres]: https://pkg.go.dev/github.com/streamledger/streamledger/sink/postgres
 package sink

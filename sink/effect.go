@@ -18,15 +18,22 @@ type Operation struct {
 // Hash returns the SHA-256 of the payload, as stored in the marker.
 func (o Operation) Hash() [sha256.Size]byte { return sha256.Sum256(o.Payload) }
 
-// Outcome is the result of an effect write that succeeded.
+// Outcome is what became of one operation of an effect batch.
 type Outcome int
 
 const (
 	// Applied: the marker was accepted and the effect committed with it, by this call.
 	Applied Outcome = iota + 1
-	// Duplicate: a marker with the same ID and payload hash was already committed; the
-	// effect was not applied again.
+	// Duplicate: a marker with the same ID and payload hash was already committed (by an
+	// earlier call, or by an earlier operation of the same batch); the effect was not applied
+	// again.
 	Duplicate
+	// Conflict: a marker with the same ID and another payload hash was committed: a different
+	// operation under a reused ID. Nothing was applied; [Result.Err] is a [*ConflictError].
+	Conflict
+	// Rejected: the effect refused the operation, or touched no row ([ErrNoEffect]): nothing
+	// was applied and no marker was stored. [Result.Err] says why.
+	Rejected
 )
 
 func (o Outcome) String() string {
@@ -35,9 +42,20 @@ func (o Outcome) String() string {
 		return "applied"
 	case Duplicate:
 		return "duplicate"
+	case Conflict:
+		return "conflict"
+	case Rejected:
+		return "rejected"
 	default:
 		return fmt.Sprintf("Outcome(%d)", int(o))
 	}
+}
+
+// Result is the outcome of one operation of an effect batch. Err is nil for [Applied] and
+// [Duplicate], a [*ConflictError] for [Conflict], and the refusal for [Rejected].
+type Result struct {
+	Outcome Outcome
+	Err     error
 }
 
 // ConflictError reports an operation whose ID has a committed marker with a different

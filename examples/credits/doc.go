@@ -12,18 +12,20 @@
 //	                                 crash before the offset commit, balance stays 110
 //	credits run [flags]              the consumer; without -brokers, a demonstration feed on
 //	                                 an in-process broker
+//	credits bench [flags]            1 M credits through the consumer at several batch sizes,
+//	                                 checked against an independent count of the feed
 //
-// Both run against the in-process broker (franz-go's kfake) unless -brokers names a Kafka
-// cluster, and against Postgres at DATABASE_URL (or -database). Run a command with -h for its
-// flags.
+// They run against the in-process broker (franz-go's kfake) unless -brokers names a Kafka
+// cluster (bench always uses it), and against Postgres at DATABASE_URL (or -database). Run a
+// command with -h for its flags.
 //
 // # How it works
 //
-// Each credit is applied by streamledger's effect sink (sink/postgres Effects): the marker
-// (operation id, payload hash) and the credit commit in one transaction, or neither does.
-// The consumer loop (internal/service) is built on confluent-kafka-go and the ledger alone:
-// offsets are committed by hand, only past what is durable; invalid credits, unknown
-// accounts, conflicting payloads and credits older than the marker horizon go to the
-// dead-letter topic with their error class, and leave no marker. See README.md for the
-// crash-point table and the retention horizon.
+// Credits are applied by streamledger's effect sink (sink/postgres Effects), a partition's
+// credits in batches of one transaction each: every credit's marker (operation id, payload
+// hash) and its credit commit together, or neither does. The consumer (internal/service) runs
+// on streamledger's runtime (ledger/consumer): offsets are committed only past what is
+// durable; invalid credits, unknown accounts, conflicting payloads and credits older than the
+// marker horizon go to the dead-letter topic with their error class, and leave no marker. See
+// README.md for the crash-point table, the retention horizon and the benchmark.
 package main

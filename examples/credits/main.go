@@ -17,6 +17,8 @@ Usage:
   credits worked-example [flags]   the seed's worked example, step by step
   credits run [flags]              the consumer (without -brokers: a demonstration feed on an
                                    in-process broker)
+  credits bench [flags]            1 M credits through the consumer at several batch sizes,
+                                   checked against an independent count
 
 Postgres is read from -database or DATABASE_URL (default %s).
 Run "credits <command> -h" for a command's flags.
@@ -47,6 +49,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return workedExampleCommand(ctx, args[1:], stdout, stderr)
 	case "run":
 		return runCommand(ctx, args[1:], stdout, stderr)
+	case "bench":
+		return benchCommand(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprintf(stdout, usage, defaultDatabaseURL)
 		return nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -162,4 +163,21 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// credits bench on a small feed: every run through the real client, the in-process broker
+// and Postgres matches the feed's independent count, and the table has a row per batch size,
+// the replay and the paced latency.
+func TestBench(t *testing.T) {
+	pgtest.New(t) // skips without a server
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"bench", "-database", pgtest.URL(), "-credits", "3000", "-accounts", "100",
+		"-partitions", "2", "-batches", "16,512", "-paced-rate", "1000", "-paced-for", "1s"}, &out, &errOut)
+	require.NoError(t, err, errOut.String())
+	got := out.String()
+	for _, want := range []string{"3000 credits over 100 accounts, 2 partitions", "batch 16", "batch 512", "replay", "paced: 1000 credits at 1000/s"} {
+		assert.Contains(t, got, want)
+	}
+	assert.Len(t, regexp.MustCompile(`(?m)\strue\s*$`).FindAllString(got, -1), 3, "three runs verified:\n%s", got)
+	assert.NotContains(t, got, "false")
 }

@@ -26,6 +26,7 @@ import (
 type runOptions struct {
 	brokers, database, schema, topic, group string
 	horizon, retention, commitEvery         time.Duration
+	batch, workers                          int
 	accounts                                []account // opened before consuming
 	logger                                  *slog.Logger
 }
@@ -42,6 +43,8 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.DurationVar(&o.horizon, "horizon", 30*24*time.Hour, "how long markers are kept; 0 keeps them forever")
 	fs.DurationVar(&o.retention, "source-retention", 0, "how far back the topic can redeliver; 0 reads its retention.ms from the broker")
 	fs.DurationVar(&o.commitEvery, "commit-interval", service.DefaultCommitInterval, "how often the durable prefix is committed")
+	fs.IntVar(&o.batch, "batch", service.DefaultBatch, "most credits of a partition applied in one transaction; -1: one at a time")
+	fs.IntVar(&o.workers, "workers", 0, "partitions applied at once, each on its own connection [GOMAXPROCS]")
 	open := fs.String("open", "", "accounts to open before consuming, as id=balance,id=balance (existing ones are left alone)")
 	verbose := fs.Bool("v", false, "debug logs")
 	if err := fs.Parse(args); err != nil {
@@ -117,6 +120,8 @@ func serveOn(ctx context.Context, b *broker, pool *pgxpool.Pool, o runOptions, h
 		SourceRetention: retention,
 		DeadLetters:     dl,
 		CommitInterval:  o.commitEvery,
+		Batch:           o.batch,
+		Workers:         o.workers,
 		Logger:          o.logger,
 	}
 	if hooks != nil {

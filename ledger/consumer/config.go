@@ -34,6 +34,8 @@ const (
 	// defaultSessionTimeout is librdkafka's session.timeout.ms default.
 	defaultSessionTimeout = 45 * time.Second
 	DefaultResumeAt       = 0.5
+	DefaultEffectBatch    = 256
+	MaxEffectBatch        = 8192
 	// DefaultBufferLimit is the BufferLimit of a zero Config.
 	DefaultBufferLimit = 256 << 20
 	// maxPrefetch bounds the client's share of BufferLimit.
@@ -83,6 +85,32 @@ type Config[K comparable] struct {
 	// rows is then dead-lettered as an [EventError].
 	Sink sink.Sink
 
+	// ApplyEffects applies a batch of effects ([Event.Effect]): consecutive effect messages
+	// of one partition, in offset order, at most EffectBatch of them. It must commit every
+	// effect it applies before it returns (for example one database transaction holding an
+	// operation marker and the effect of each, as sink/postgres Effects.Apply does), because
+	// the messages are durable once it returned: their offsets are committed at the next tick.
+	// It sets the Err of each [Effect] it refused (see [Effect.Err]).
+	//
+	// A returned error means the batch failed as a whole and nothing of it may be assumed
+	// committed (a database that stays unreachable after the retries of a connection lost or a
+	// serialization failure): Run stops with an error wrapping [ErrEffect] before the batch's
+	// first message is recorded, commits what is durable, and a restart applies the batch
+	// again. ctx is cancelled by [Consumer.Abort] and after [Config.WriteTimeout].
+	//
+	// It runs on the worker that decides the partition: batches of different partitions run
+	// concurrently, up to [Config.Workers] at once, so it must be safe for concurrent use, and
+	// those of one partition one after another. Nil means the handlers return no effects: an
+	// event with an Effect is then dead-lettered as an [EventError].
+	ApplyEffects func(ctx context.Context, batch []Effect) error
+	// EffectBatch bounds the effects in one ApplyEffects call: a batch holds the effect
+	// messages of one partition that a worker holds at once, up to EffectBatch (see the package
+	// documentation, Effects), and a worker holds up to max(256, EffectBatch) messages of a
+	// partition. Larger batches take fewer transactions per effect; a slow stream's batches are
+	// small whatever the bound. Zero means DefaultEffectBatch (256); negative means one effect
+	// per call; more than MaxEffectBatch is refused.
+	EffectBatch int
+
 	// Keys maps a window key to the merged row it feeds. Two keys that map to the same row
 	// in one window are merged into one partial. Required with a Sink, unused without one.
 	Keys func(K) SinkKey
@@ -117,11 +145,10 @@ type Config[K comparable] struct {
 	IdleTimeout time.Duration
 
 	// FlushInterval is the period of the tick that flushes state, writes closed windows and
-	// commits. Zero means DefaultFlushInterval (5 s). Ignored when Ticks is set.
+	// commits. Zero means DefaultFlushInterval (5 s); negative means no periodic tick: ticks
+	// then run when [Consumer.Tick] asks, when the buffer fills (see BufferLimit), at
+	// rebalances and at the shutdown, and after FlushWhenCaughtUp only when that is set.
 	FlushInterval time.Duration
-	// Ticks, if set, replaces the FlushInterval ticker: each value received runs one tick.
-	// Tests use it to tick deterministically.
-	Ticks <-chan time.Time
 	// PollTimeout bounds one Poll of the client. Zero means DefaultPollTimeout (100 ms).
 	PollTimeout time.Duration
 	// FlushWhenCaughtUp runs a tick early when a Poll returns nothing (the client has no
@@ -132,7 +159,8 @@ type Config[K comparable] struct {
 	// in: at most one such tick per FlushWhenCaughtUp. The tick is an ordinary one (the
 	// guarantees do not depend on when ticks run); TickInfo.CaughtUp marks it. Like
 	// FlushInterval, it is wall-clock time, not Clock's. Zero means a fifth of FlushInterval
-	// (never with Ticks); negative means ticks come every FlushInterval only.
+	// (never when FlushInterval is negative); negative means ticks come every FlushInterval
+	// only.
 	FlushWhenCaughtUp time.Duration
 
 	// WriteTimeout bounds the sink writes of one tick (the state flush and the close batches
@@ -155,9 +183,11 @@ type Config[K comparable] struct {
 	// parallel, also within one partition; each partition's messages are decided in offset
 	// order, and different partitions' in parallel. Ticks, writes, commits and rebalances
 	// wait until every message polled before them is decided, so the outcome (sink writes,
-	// commits and their metadata) does not depend on the number of workers. Zero means
-	// runtime.GOMAXPROCS(0); negative means none: the polling goroutine decides each message
-	// itself.
+	// commits and their metadata) does not depend on the number of workers. A worker waits
+	// while ApplyEffects commits its batch, so a consumer of effects gains from more workers
+	// than cores: as many batches run at once as there are workers busy with different
+	// partitions. Zero means runtime.GOMAXPROCS(0); negative means none: the polling goroutine
+	// decides each message itself, and so applies each effect alone.
 	Workers int
 	// WriteConcurrency is how many of one tick's writes (each state table's flush, and the
 	// close batches of every partition in one call) run at once. Above 1 the Sink must be safe
@@ -243,6 +273,9 @@ type settings[K comparable] struct {
 	hooks  hooks
 	// workers is the number of worker goroutines; 0 decides on the polling goroutine.
 	workers int
+	// effectBatch bounds a batch of effects; chunk bounds the messages of a chunk (at least
+	// effectBatch) and sealEvery the messages dispatched between two sealings of every chunk.
+	effectBatch, chunk, sealEvery int
 	// buffer is BufferLimit less the client's prefetch, 0 without a bound.
 	buffer int64
 	// tables holds what the sink declares of its tables, when it tells (see tables).
@@ -318,7 +351,6 @@ func (s *settings[K]) durations() error {
 	}{
 		{"WindowSize", &s.WindowSize, window.DefaultSize},
 		{"Lateness", &s.Lateness, watermark.DefaultLateness},
-		{"FlushInterval", &s.FlushInterval, DefaultFlushInterval},
 		{"PollTimeout", &s.PollTimeout, DefaultPollTimeout},
 		{"WriteTimeout", &s.WriteTimeout, DefaultWriteTimeout},
 		{"AssignTimeout", &s.AssignTimeout, DefaultAssignTimeout},
@@ -340,8 +372,14 @@ func (s *settings[K]) durations() error {
 		s.CommitTimeout = DefaultCommitTimeout
 	}
 	switch {
-	case s.FlushWhenCaughtUp == 0 && s.Ticks != nil:
-		s.FlushWhenCaughtUp = -1 // ticks come when the caller says only
+	case s.FlushInterval == 0:
+		s.FlushInterval = DefaultFlushInterval
+	case s.FlushInterval < 0:
+		s.FlushInterval = -1
+	}
+	switch {
+	case s.FlushWhenCaughtUp == 0 && s.FlushInterval < 0:
+		s.FlushWhenCaughtUp = -1 // no periodic tick to take a fifth of
 	case s.FlushWhenCaughtUp == 0:
 		s.FlushWhenCaughtUp = s.FlushInterval / 5
 	}
@@ -355,6 +393,9 @@ func (s *settings[K]) counts() error {
 		s.workers = runtime.GOMAXPROCS(0)
 	case s.Workers > 0:
 		s.workers = s.Workers
+	}
+	if err := s.effectBounds(); err != nil {
+		return err
 	}
 	if s.WriteConcurrency <= 0 {
 		s.WriteConcurrency = 1
@@ -431,6 +472,23 @@ func (s *settings[K]) validateHooks() error {
 		}
 	}
 	s.hooks = newHooks(s.Hooks)
+	return nil
+}
+
+// effectBounds checks EffectBatch and sets the batch and chunk sizes.
+func (s *settings[K]) effectBounds() error {
+	switch {
+	case s.EffectBatch > MaxEffectBatch:
+		return configError("EffectBatch: expected at most MaxEffectBatch (%d), found %d", MaxEffectBatch, s.EffectBatch)
+	case s.EffectBatch < 0:
+		s.effectBatch = 1
+	case s.EffectBatch == 0:
+		s.effectBatch = DefaultEffectBatch
+	default:
+		s.effectBatch = s.EffectBatch
+	}
+	s.chunk = max(chunkSize, s.effectBatch)
+	s.sealEvery = max(sealEvery, s.chunk)
 	return nil
 }
 

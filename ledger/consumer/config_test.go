@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -46,6 +45,29 @@ func TestConfigDefaults(t *testing.T) {
 	assert.Equal(t, 32<<20, s.kafka["fetch.max.bytes"])
 	assert.Equal(t, int64(DefaultBufferLimit-32<<20), s.buffer)
 	assert.Equal(t, 3*45*time.Second, s.AssignmentWait, "three of librdkafka's session timeouts")
+}
+
+func TestConfigTicks(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		interval, caughtUp    time.Duration
+		wantInt, wantCaughtUp time.Duration
+	}{
+		{"defaults", 0, 0, DefaultFlushInterval, DefaultFlushInterval / 5},
+		{"interval set: caught-up ticks a fifth of it", 10 * time.Second, 0, 10 * time.Second, 2 * time.Second},
+		{"no caught-up ticks", 0, -1, DefaultFlushInterval, -1},
+		{"on request only", -time.Second, 0, -1, -1},
+		{"on request and when caught up", -1, time.Second, -1, time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := validConfig(t)
+			cfg.FlushInterval, cfg.FlushWhenCaughtUp = tc.interval, tc.caughtUp
+			s, err := cfg.validate()
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantInt, s.FlushInterval)
+			assert.Equal(t, tc.wantCaughtUp, s.FlushWhenCaughtUp)
+		})
+	}
 }
 
 func TestConfigBufferLimit(t *testing.T) {
@@ -112,7 +134,6 @@ func TestConfigErrors(t *testing.T) {
 		{"nil handler", func(c *Config[string]) { c.Topics["u"] = nil }, `topic "u" has a nil handler`},
 		{"no keys", func(c *Config[string]) { c.Keys = nil }, "Keys"},
 		{"negative window", func(c *Config[string]) { c.WindowSize = -time.Second }, "WindowSize"},
-		{"negative flush", func(c *Config[string]) { c.FlushInterval = -1 }, "FlushInterval"},
 		{"tiny buffer", func(c *Config[string]) { c.BufferLimit = 1000 }, "BufferLimit: expected at least 65536 bytes, or a negative value for no bound, found 1000"},
 		{"resume at one", func(c *Config[string]) { c.ResumeAt = 1 }, "ResumeAt"},
 		{"write timeout vs poll interval", func(c *Config[string]) { c.Kafka["max.poll.interval.ms"] = 50000 }, "WriteTimeout"},
@@ -130,7 +151,8 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-func noEffect(context.Context) error { return nil }
+// noEffect is the Effect of the validation cases: any value.
+var noEffect = struct{}{}
 
 // Without a sink, a consumer takes effects only: no Keys are needed.
 func TestConfigWithoutSink(t *testing.T) {
@@ -138,6 +160,33 @@ func TestConfigWithoutSink(t *testing.T) {
 	cfg.Sink, cfg.Keys = nil, nil
 	_, err := New(cfg)
 	require.NoError(t, err)
+}
+
+func TestConfigEffectBatch(t *testing.T) {
+	for _, tc := range []struct {
+		batch, want, chunk int
+		err                string
+	}{
+		{batch: 0, want: DefaultEffectBatch, chunk: chunkSize},
+		{batch: -1, want: 1, chunk: chunkSize},
+		{batch: 16, want: 16, chunk: chunkSize},
+		{batch: 1000, want: 1000, chunk: 1000},
+		{batch: MaxEffectBatch, want: MaxEffectBatch, chunk: MaxEffectBatch},
+		{batch: MaxEffectBatch + 1, err: "EffectBatch: expected at most MaxEffectBatch"},
+	} {
+		cfg := validConfig(t)
+		cfg.EffectBatch = tc.batch
+		s, err := cfg.validate()
+		if tc.err != "" {
+			require.ErrorIs(t, err, ErrConfig)
+			assert.Contains(t, err.Error(), tc.err)
+			continue
+		}
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, s.effectBatch, "EffectBatch %d", tc.batch)
+		assert.Equal(t, tc.chunk, s.chunk, "EffectBatch %d", tc.batch)
+		assert.GreaterOrEqual(t, s.sealEvery, s.chunk)
+	}
 }
 
 func TestSecretsAreRedacted(t *testing.T) {

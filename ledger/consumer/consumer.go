@@ -25,6 +25,7 @@ type Consumer[K comparable] struct {
 
 	abortOnce  sync.Once
 	abort      chan struct{}
+	tickAsked  chan struct{}                      // Tick's requests, at most one pending
 	cancelWork atomic.Pointer[context.CancelFunc] // cancels work, once Run has made it
 
 	work context.Context // Run's context without its cancellation, cancelled by Abort
@@ -43,7 +44,7 @@ func New[K comparable](cfg Config[K]) (*Consumer[K], error) {
 	if err := checkClient(s.kafka); err != nil {
 		return nil, err
 	}
-	c := &Consumer[K]{s: s, abort: make(chan struct{}), stops: map[ledger.TopicPartition]int64{}}
+	c := &Consumer[K]{s: s, abort: make(chan struct{}), tickAsked: make(chan struct{}, 1), stops: map[ledger.TopicPartition]int64{}}
 	if c.p, err = newProcessor(s, nil); err != nil {
 		return nil, err
 	}
@@ -53,15 +54,27 @@ func New[K comparable](cfg Config[K]) (*Consumer[K], error) {
 // Counters returns the running totals. It is safe to call from any goroutine.
 func (c *Consumer[K]) Counters() Counters { return c.p.counters.snapshot() }
 
+// Tick asks Run for a tick (state flushed, closed windows written, offsets committed) as
+// soon as the current Poll returns, within PollTimeout. Calls while one is pending make one
+// tick. It does not wait for the tick, and is
+// safe to call from any goroutine, hooks included. A consumer whose FlushInterval is negative
+// ticks on request; with a positive one, Tick only brings the next tick forward.
+func (c *Consumer[K]) Tick() {
+	select {
+	case c.tickAsked <- struct{}{}:
+	default:
+	}
+}
+
 // Abort abandons the graceful shutdown (or the run, if called before Run's context is done):
 // no further write or commit is attempted, and Run closes the client and returns ErrAborted
 // without waiting for anything but the client (itself bounded by CloseTimeout). What was not
 // committed is redelivered to the next owner. Call it on a second interrupt, for example. It is
 // safe to call from any goroutine, more than once.
 //
-// Abort cancels the context of a running [Event.Effect] before it returns, so that an effect
-// (or a hook) that calls it stops right there, as a crash would: no later message is decided
-// and nothing more is committed.
+// Abort cancels the context of a running [Config.ApplyEffects] before it returns, so that a
+// batch of effects (or a hook) that calls it stops right there, as a crash would: no later
+// message is decided and nothing more is committed.
 func (c *Consumer[K]) Abort() {
 	c.abortOnce.Do(func() {
 		close(c.abort)
@@ -121,8 +134,8 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 	if err := kc.SubscribeTopics(c.s.topics, c.rebalance); err != nil {
 		return errors.Join(fmt.Errorf("consumer: subscribe to %v: %w", c.s.topics, err), c.closeClient(kc))
 	}
-	ticks := c.s.Ticks
-	if ticks == nil {
+	var ticks <-chan time.Time // nil, never ready, without a FlushInterval
+	if c.s.FlushInterval > 0 {
 		t := time.NewTicker(c.s.FlushInterval)
 		defer t.Stop()
 		ticks = t.C
@@ -147,6 +160,8 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 		c.p.poll(work)
 		select {
 		case <-ticks:
+			c.p.tick(work, CommitTick)
+		case <-c.tickAsked:
 			c.p.tick(work, CommitTick)
 		default:
 			if ev == nil {

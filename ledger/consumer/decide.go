@@ -15,8 +15,12 @@ import (
 )
 
 // decideChunk decides c's messages in offset order. It runs on the worker that holds c's
-// partition. ctx is cancelled only by Abort: nothing more is decided then.
+// partition. At the first message with an effect not yet applied it applies the batch that
+// starts there, so that every effect is committed before its message is decided. ctx is
+// cancelled only by Abort: nothing more is decided then.
 func (p *processor[K]) decideChunk(ctx context.Context, c *chunk[K]) {
+	c.fxErrs = growTo(c.fxErrs, len(c.msgs))
+	c.fxApplied = 0
 	for i, m := range c.msgs {
 		if p.stop.any.Load() || ctx.Err() != nil {
 			return
@@ -25,20 +29,70 @@ func (p *processor[K]) decideChunk(ctx context.Context, c *chunk[K]) {
 			p.deadLetter(ctx, c.pt, m, c.arrivals[i], err)
 			continue
 		}
-		p.decide(ctx, c.pt, m, c.arrivals[i], c.evs[i])
+		if c.evs[i].Effect != nil && i >= c.fxApplied && !p.applyEffects(ctx, c, i) {
+			return
+		}
+		p.decide(ctx, c.pt, m, c.arrivals[i], c.evs[i], c.fxErrs[i])
 	}
 	c.pt.winBytes.Store(c.pt.win.Bytes())
 }
 
+// applyEffects hands ApplyEffects the batch of c's effects that starts at message first: the
+// next effect messages that decoded, up to EffectBatch. It records what ApplyEffects said of
+// each and reports whether the batch was applied; otherwise Run stops (the batch failed as a
+// whole) or was aborted, and none of its messages is decided.
+func (p *processor[K]) applyEffects(ctx context.Context, c *chunk[K], first int) bool {
+	c.batch = c.batch[:0]
+	last := first
+	for i := first; i < len(c.msgs) && len(c.batch) < p.s.effectBatch; i++ {
+		if c.errs[i] == nil && c.evs[i].Effect != nil {
+			c.batch = append(c.batch, Effect{Message: c.msgs[i], Value: c.evs[i].Effect})
+			last = i
+		}
+	}
+	ectx, cancel := context.WithTimeout(ctx, p.s.WriteTimeout)
+	err := p.s.ApplyEffects(ectx, c.batch)
+	cancel()
+	if err != nil {
+		clear(c.batch)
+		p.batchFailed(ctx, c, first, last, err)
+		return false
+	}
+	k := 0
+	for i := first; i <= last; i++ {
+		if c.errs[i] == nil && c.evs[i].Effect != nil {
+			c.fxErrs[i] = c.batch[k].Err
+			k++
+		}
+	}
+	clear(c.batch)
+	c.fxApplied = last + 1
+	return true
+}
+
+// batchFailed stops Run before the batch of c's messages first to last, which failed as a
+// whole, unless Abort caused the failure. None of them is decided: not counted, not in the
+// ledger, so never committed.
+func (p *processor[K]) batchFailed(ctx context.Context, c *chunk[K], first, last int, err error) {
+	if ctx.Err() != nil {
+		return // aborted: the failure is the abort's
+	}
+	pt := c.pt
+	from, to := int64(c.msgs[first].TopicPartition.Offset), int64(c.msgs[last].TopicPartition.Offset)
+	p.stop.setHalt(fmt.Errorf("%w: %s offsets %d to %d: %w", ErrEffect, pt.tp, from, to, err))
+	p.log.Error("a batch of effects failed; stopping after committing what is durable, this batch excluded",
+		"partition", pt.tp.String(), "from", from, "to", to, "effects", len(c.batch), "error", err)
+}
+
 // decide decides one decoded message: late test against the partition watermark BEFORE the
-// event is applied, apply (or run its effect), add to the ledger, then move the watermark
-// and tell the ledger. That order is what makes a replay from any committed offset decide
-// as this run did.
-func (p *processor[K]) decide(ctx context.Context, pt *part[K], m *kafka.Message, arrival time.Time, ev Event[K]) {
+// event is applied, apply (or take its effect's result, fxErr), add to the ledger, then move
+// the watermark and tell the ledger. That order is what makes a replay from any committed
+// offset decide as this run did.
+func (p *processor[K]) decide(ctx context.Context, pt *part[K], m *kafka.Message, arrival time.Time, ev Event[K], fxErr error) {
 	off := int64(m.TopicPartition.Offset)
 	info := MessageInfo{TopicPartition: pt.tp, Offset: off, Outcome: Admitted}
 	if ev.Effect != nil {
-		if !p.effect(ctx, pt, m, arrival, ev.Effect) {
+		if !p.effect(ctx, pt, m, arrival, fxErr) {
 			return
 		}
 		info.Effect = true
@@ -119,13 +173,10 @@ func (p *processor[K]) apply(pt *part[K], off int64, ev Event[K], end time.Time)
 	return true
 }
 
-// effect runs an event's effect. It reports whether the message goes on to be admitted (the
-// effect committed); otherwise the message was dead-lettered (a rejection), or left undecided
-// because Run stops (an infrastructure failure, or Abort).
-func (p *processor[K]) effect(ctx context.Context, pt *part[K], m *kafka.Message, arrival time.Time, run func(context.Context) error) bool {
-	ectx, cancel := context.WithTimeout(ctx, p.s.WriteTimeout)
-	err := run(ectx)
-	cancel()
+// effect takes the result of a message's effect, applied with its batch: it reports whether
+// the message goes on to be admitted (the effect committed); otherwise the message was
+// dead-lettered (a rejection), or left undecided because Run stops.
+func (p *processor[K]) effect(ctx context.Context, pt *part[K], m *kafka.Message, arrival time.Time, err error) bool {
 	if err == nil {
 		return true
 	}
@@ -135,9 +186,6 @@ func (p *processor[K]) effect(ctx context.Context, pt *part[K], m *kafka.Message
 		return false
 	}
 	// Not decided: not counted, not in the ledger, so never committed.
-	if ctx.Err() != nil {
-		return false // aborted: the effect's error is the abort's
-	}
 	off := int64(m.TopicPartition.Offset)
 	p.stop.setHalt(fmt.Errorf("%w: %s offset %d: %w", ErrEffect, pt.tp, off, err))
 	p.log.Error("effect failed; stopping after committing what is durable, this message excluded",

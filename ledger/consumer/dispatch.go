@@ -11,8 +11,9 @@ import (
 )
 
 // Chunking: the loop hands a partition's messages to the workers in chunks of consecutive
-// offsets. A chunk is sealed when it is full, when a Poll finds nothing, when sealEvery
-// messages were dispatched since the last general sealing (so that a slow partition's
+// offsets. A chunk is sealed when it is full (chunkSize messages, or more to hold a batch of
+// Config.EffectBatch effects), when a Poll finds nothing, when sealEvery messages (or a chunk's
+// worth, if more) were dispatched since the last general sealing (so that a slow partition's
 // messages do not wait behind a busy one's), and at every barrier.
 const (
 	chunkSize = 256
@@ -28,6 +29,12 @@ type chunk[K comparable] struct {
 	evs      []Event[K]
 	errs     []error
 	ready    bool // decoded; guarded by pt.mu
+
+	// Effects, while the chunk is decided: the batch handed to ApplyEffects, what it said of
+	// each message's effect, and how far the applied batches reach.
+	batch     []Effect
+	fxErrs    []error
+	fxApplied int // messages before this index had their effects applied
 }
 
 // workers decode and decide chunks. Decoding is a pure function of the message, so any
@@ -120,10 +127,10 @@ func (p *processor[K]) dispatch(m *kafka.Message) {
 		p.reachedStop(pt, true)
 	}
 	p.dispatched++
-	if len(c.msgs) >= chunkSize || p.pool.inline {
+	if len(c.msgs) >= p.s.chunk || p.pool.inline {
 		p.seal(pt)
 	}
-	if p.sinceSeal++; p.sinceSeal >= sealEvery {
+	if p.sinceSeal++; p.sinceSeal >= p.s.sealEvery {
 		p.sealAll()
 	}
 }
@@ -195,8 +202,12 @@ func (c *chunk[K]) decode(p *processor[K]) {
 		if err == nil {
 			err = ev.Validate()
 		}
-		if err == nil && p.s.Sink == nil && (len(ev.Values) > 0 || len(ev.State) > 0) {
+		switch {
+		case err != nil:
+		case p.s.Sink == nil && (len(ev.Values) > 0 || len(ev.State) > 0):
 			err = &EventError{Reason: "window values or state rows, and the consumer has no sink"}
+		case p.s.ApplyEffects == nil && ev.Effect != nil:
+			err = &EventError{Reason: "an effect, and the consumer has no ApplyEffects"}
 		}
 		if err == nil && p.s.states != nil {
 			err = checkStateRows(ev.State, p.s.states)
@@ -236,7 +247,9 @@ func (w *workers[K]) recycle(c *chunk[K]) {
 	clear(c.msgs)
 	clear(c.evs)
 	clear(c.errs)
-	*c = chunk[K]{msgs: c.msgs[:0], arrivals: c.arrivals[:0], evs: c.evs[:0], errs: c.errs[:0]}
+	clear(c.fxErrs)
+	*c = chunk[K]{msgs: c.msgs[:0], arrivals: c.arrivals[:0], evs: c.evs[:0], errs: c.errs[:0],
+		batch: c.batch[:0], fxErrs: c.fxErrs[:0]}
 	w.free.Put(c)
 }
 

@@ -1,7 +1,8 @@
 // Package consumer is a Kafka consumer runtime that commits through the ledger. It consumes
 // with confluent-kafka-go, aggregates events into per-partition tumbling windows, writes
-// closed windows and last-write-wins state through a [sink.Sink], runs per-message effects
-// ([Event.Effect]), and commits an offset only once every message below it is durable. A
+// closed windows and last-write-wins state through a [sink.Sink], applies effects in batches
+// ([Event.Effect], [Config.ApplyEffects]), and commits an offset only once every message
+// below it is durable. A
 // user supplies decoding and what an event does (a [Handler] per topic); the runtime owns
 // the order of operations that makes the guarantee hold.
 //
@@ -26,43 +27,59 @@
 // of consecutive offsets. Workers decode chunks ([Handler]; an error, or an [Event] that
 // [Event.Validate] rejects, sends the message to the dead-letter topic), several at once, also
 // of one partition, and decide each partition's messages in offset order, different
-// partitions in parallel. Deciding a message means: if the event has an effect, run it (see
-// Effects); if it has window values, decide whether it is late against the partition's
-// watermark BEFORE applying it (late: counted, handed to [Config.OnLate], durable at once,
-// nothing applied); apply it to its window and buffer its state rows; add it to the
-// partition's ledger with the condition that makes it durable (ledger.Window, ledger.Flush,
-// ledger.Ack for a dead letter, nothing for an effect or an event that does nothing); then
-// observe its event time in the partition watermark and report the new watermark to the
-// ledger. The ledger thus knows the watermark as of every offset it may commit at, and the
-// commit metadata restores it.
+// partitions in parallel. Deciding a message means: if the event has an effect, take what
+// ApplyEffects said of it when it applied its batch (see Effects); if it has window values,
+// decide whether it is late against the partition's watermark BEFORE applying it (late:
+// counted, handed to [Config.OnLate], durable at once, nothing applied); apply it to its
+// window and buffer its state rows; add it to the partition's ledger with the condition that
+// makes it durable (ledger.Window, ledger.Flush, ledger.Ack for a dead letter, nothing for an
+// effect or an event that does nothing); then observe its event time in the partition
+// watermark and report the new watermark to the ledger. The ledger thus knows the watermark
+// as of every offset it may commit at, and the commit metadata restores it.
 //
 // # Effects
 //
 // A message whose effect is not naturally idempotent (a balance credit, a payment record) is
-// an [Event] with an Effect and nothing else. The runtime runs it right after deciding that
-// the message is not dead-lettered, once per delivery, before the message enters the ledger;
-// the effect commits its own transaction, in which an operation marker and the effect are
-// written together (package sink/postgres, Effects.Apply). Then the entry is durable at once
-// (the zero ledger.Condition) and its offset is committed at the next tick. Where a crash
-// can strike:
+// an [Event] with an Effect and nothing else. The worker that decides a partition hands the
+// effects of the messages it holds, in offset order, to [Config.ApplyEffects] in batches of at
+// most [Config.EffectBatch], before any of those messages enters the ledger. ApplyEffects
+// commits each batch (package sink/postgres, Effects.Apply: one transaction in which each
+// operation's marker and its effect are written together). Then the messages are decided in
+// offset order, each effect's entry is durable at once (the zero ledger.Condition), and the
+// offsets are committed at the next tick.
 //
-//	before the effect's transaction   nothing written         redelivered, applied
-//	inside it                         rolled back             redelivered, applied
-//	after its commit, before the      effect and marker       redelivered: the effect finds
-//	offset commit                     durable                 its marker and does nothing
-//	after both                        effect and marker       not redelivered
+// A batch is what the worker holds of one partition: the messages the polling goroutine
+// gathered for it until the chunk was full, a Poll found nothing at hand, the polling of
+// other partitions sealed every chunk, or a tick did. So a busy partition's batches are full
+// and a slow one's are small and wait for nothing. Batches of different partitions run
+// concurrently, one per worker ([Config.Workers]), on as many database connections, which lets
+// the database commit them together; batches of one partition run one after another, so the
+// effects of a key apply in offset order.
+//
+// Where a crash can strike, per operation and per batch:
+//
+//	before the batch's transaction    nothing written         redelivered, applied
+//	inside it, before its commit      rolled back             redelivered, applied
+//	after its commit, before          effects and markers     redelivered: each effect finds
+//	ApplyEffects returned             durable                 its marker and does nothing
+//	after the messages are decided,   effects and markers     the same
+//	before the offset commit          durable
+//	after both                        effects and markers     not redelivered
 //	                                  durable
 //
-// So the effect happens once within its database and while its markers are retained,
-// because its transaction commits before any offset past it, and a redelivery finds the
-// marker. An effect that refuses its message returns an error wrapping a [RejectedError]
-// ([Reject]): the message is dead-lettered, with the class of the refusal, and is durable on
-// the positive delivery report, as a decode error is. Any other error is the
-// infrastructure's: the message is not recorded, Run shuts down gracefully (committing what
-// is durable, never that message or anything after it in its partition) and returns an
-// error wrapping [ErrEffect], and a restart runs the effect again. An effect has no
-// event-time window, so the late test does not apply to it. Without a [Config.Sink] a
-// consumer takes effects only.
+// So each effect happens once within its database and while its markers are retained,
+// because its batch commits before any offset past it, and a redelivery finds the marker.
+// ApplyEffects refuses a message as its own fault by setting its [Effect.Err] to an error
+// wrapping a [RejectedError] ([Reject]): the message is dead-lettered, with the class of the
+// refusal, and is durable on the positive delivery report, as a decode error is; the rest of
+// its batch is admitted. A batch that fails as a whole (ApplyEffects returns an error: the
+// database stayed unreachable, a serialization failure outlasted the retries) is the
+// infrastructure's: none of its messages is recorded, Run shuts down gracefully (committing
+// what is durable, never the batch or anything after it in its partition) and returns an
+// error wrapping [ErrEffect], and a restart applies the batch again, whole. Any other error
+// in an Effect.Err stops Run the same way, before that message. An effect has no event-time
+// window, so the late test does not apply to it. Without a [Config.Sink] a consumer takes
+// effects only.
 //
 // # Per tick
 //
@@ -153,8 +170,8 @@
 // and commits what is durable (never past it), gives the partitions up and closes the client
 // in a goroutine bounded by [Config.CloseTimeout] (confluent-kafka-go's Close can hang:
 // issue 189). [Consumer.Abort] cuts the shutdown short, or stops a running consumer where it
-// is, as a crash would: it cancels the context of an effect in progress, and no later message
-// is decided and nothing more committed.
+// is, as a crash would: it cancels the context of a batch of effects in progress, and no later
+// message is decided and nothing more committed.
 //
 // # Observability
 //

@@ -19,15 +19,19 @@ import (
 )
 
 // effects is a toy effect target: payloads "e <id>" apply id, "r <id>" are refused by the
-// effect, "f <id>" fail for a reason of the infrastructure while down is set, and anything else
-// is the test handler's. It records every run of an effect, in order, with the ledger's last
-// added offset at that moment (the effect must run before its message enters the ledger).
+// effect, "f <id>" fail for a reason of the infrastructure while down is set, "a <id>" abort
+// the consumer from inside the batch, and anything else is the test handler's. A batch fails
+// whole while batchDown is set. It records every effect handed to ApplyEffects, in order,
+// with the ledger's last added offset at that moment (the batch must be applied before its
+// messages enter the ledger), and the size of every batch.
 type effects struct {
-	mu      sync.Mutex
-	runs    []string
-	down    bool
-	abort   func() // called by "a <id>" effects: Abort from inside an effect
-	lastAdd func(ledger.TopicPartition) int64
+	mu        sync.Mutex
+	runs      []string
+	batches   []int
+	down      bool
+	batchDown bool
+	abort     func() // called by "a <id>" effects: Abort from inside a batch
+	lastAdd   func(ledger.TopicPartition) int64
 }
 
 var errOutage = errors.New("database unavailable (test)")
@@ -37,37 +41,45 @@ type refusedError struct{ id string }
 func (e *refusedError) Error() string      { return fmt.Sprintf("%s refused", e.id) }
 func (e *refusedError) ErrorClass() string { return "test.refused" }
 
+// fxValue is the Effect of a toy message.
+type fxValue struct{ kind, id string }
+
 func (fx *effects) handler(m *kafka.Message) (Event[string], error) {
 	kind, id, _ := strings.Cut(string(m.Value), " ")
-	tp := ledger.TopicPartition{Topic: *m.TopicPartition.Topic, Partition: m.TopicPartition.Partition}
-	off := int64(m.TopicPartition.Offset)
-	var run func(ctx context.Context) error
 	switch kind {
-	case "e":
-		run = func(context.Context) error { return nil }
-	case "r":
-		run = func(context.Context) error { return Reject(fmt.Errorf("credit: %w", &refusedError{id: id})) }
-	case "f":
-		run = func(context.Context) error {
+	case "e", "r", "f", "a":
+		return Event[string]{Effect: fxValue{kind: kind, id: id}}, nil
+	}
+	return testHandler(m)
+}
+
+func (fx *effects) apply(ctx context.Context, batch []Effect) error {
+	fx.mu.Lock()
+	defer fx.mu.Unlock()
+	fx.batches = append(fx.batches, len(batch))
+	for _, e := range batch {
+		m := e.Message
+		tp := ledger.TopicPartition{Topic: *m.TopicPartition.Topic, Partition: m.TopicPartition.Partition}
+		v := e.Value.(fxValue)
+		fx.runs = append(fx.runs, fmt.Sprintf("%s@%d(last added %d)", v.id, m.TopicPartition.Offset, fx.lastAdd(tp)))
+	}
+	if fx.batchDown {
+		return fmt.Errorf("applying a batch: %w", errOutage)
+	}
+	for i := range batch {
+		switch v := batch[i].Value.(fxValue); v.kind {
+		case "r":
+			batch[i].Err = Reject(fmt.Errorf("credit: %w", &refusedError{id: v.id}))
+		case "f":
 			if fx.down {
-				return fmt.Errorf("applying %s: %w", id, errOutage)
+				batch[i].Err = fmt.Errorf("applying %s: %w", v.id, errOutage)
 			}
-			return nil
-		}
-	case "a":
-		run = func(ctx context.Context) error {
+		case "a":
 			fx.abort()
 			return ctx.Err()
 		}
-	default:
-		return testHandler(m)
 	}
-	return Event[string]{Effect: func(ctx context.Context) error {
-		fx.mu.Lock()
-		fx.runs = append(fx.runs, fmt.Sprintf("%s@%d(last added %d)", id, off, fx.lastAdd(tp)))
-		fx.mu.Unlock()
-		return run(ctx)
-	}}, nil
+	return nil
 }
 
 func (fx *effects) ran() []string {
@@ -76,16 +88,33 @@ func (fx *effects) ran() []string {
 	return append([]string(nil), fx.runs...)
 }
 
+func (fx *effects) sizes() []int {
+	fx.mu.Lock()
+	defer fx.mu.Unlock()
+	return append([]int(nil), fx.batches...)
+}
+
 func newEffectHarness(t *testing.T, mod func(*Config[string])) (*harness, *effects) {
 	fx := &effects{}
 	h := newHarness(t, func(c *Config[string]) {
 		c.Topics = map[string]Handler[string]{"t": fx.handler}
+		c.ApplyEffects = fx.apply
 		if mod != nil {
 			mod(c)
 		}
 	})
 	fx.lastAdd = func(tp ledger.TopicPartition) int64 { return h.p.parts[tp].led.LastAdded() }
 	return h, fx
+}
+
+// feedChunk hands payloads to the processor as consecutive offsets from first, all before the
+// barrier: one chunk, as when the client had them at hand.
+func (h *harness) feedChunk(tp ledger.TopicPartition, first int64, payloads ...string) {
+	h.t.Helper()
+	for i, pl := range payloads {
+		h.p.dispatch(message(tp, first+int64(i), pl))
+	}
+	h.p.barrier()
 }
 
 // An effect runs once per delivery, before its message enters the ledger; its entry is durable
@@ -127,15 +156,47 @@ func TestEffectRunsOncePerDeliveryAndCommitsAtTheNextTick(t *testing.T) {
 	}
 }
 
+// The effects of a chunk go to ApplyEffects in batches of at most EffectBatch, in offset
+// order, each before any of its messages enters the ledger; messages without an effect and
+// dead letters between them are decided in offset order with the rest. Batches never span
+// two partitions.
+func TestEffectsAreAppliedInBatches(t *testing.T) {
+	for _, tc := range []struct {
+		batch int
+		sizes []int
+		runs  []string
+	}{
+		{batch: 0, sizes: []int{4, 1}, runs: []string{"a@0(last added -1)", "b@2(last added -1)", "c@4(last added -1)", "d@5(last added -1)", "x@0(last added -1)"}},
+		{batch: 3, sizes: []int{3, 1, 1}, runs: []string{"a@0(last added -1)", "b@2(last added -1)", "c@4(last added -1)", "d@5(last added 4)", "x@0(last added -1)"}},
+		{batch: -1, sizes: []int{1, 1, 1, 1, 1}, runs: []string{"a@0(last added -1)", "b@2(last added 1)", "c@4(last added 3)", "d@5(last added 4)", "x@0(last added -1)"}},
+	} {
+		t.Run(fmt.Sprintf("EffectBatch=%d", tc.batch), func(t *testing.T) {
+			h, fx := newEffectHarness(t, func(c *Config[string]) { c.EffectBatch = tc.batch })
+			p0, p1 := tp("t", 0), tp("t", 1)
+			h.assign(p0, -1, "")
+			h.assign(p1, -1, "")
+			h.feedChunk(p0, 0, "e a", "c 0:10", "e b", "x bad", "e c", "e d")
+			h.feedChunk(p1, 0, "e x")
+			require.NoError(t, h.p.fatal())
+			assert.Equal(t, tc.runs, fx.ran())
+			assert.Equal(t, tc.sizes, fx.sizes())
+			assert.Equal(t, []Outcome{Admitted, Admitted, Admitted, DeadLettered, Admitted, Admitted}, h.outcomes(p0, 6))
+			assert.Equal(t, int64(5), h.p.counters.snapshot().Effects)
+		})
+	}
+}
+
 // An effect that refuses its message sends it to the dead-letter topic, with the refusal's
-// class; the offset passes it only once the letter's delivery is confirmed.
+// class, while the rest of its batch is admitted; the offset passes it only once the letter's
+// delivery is confirmed.
 func TestEffectRejectionIsDeadLettered(t *testing.T) {
 	h, fx := newEffectHarness(t, nil)
 	p0 := tp("t", 0)
 	h.assign(p0, -1, "")
-	h.feed(p0, 0, "e a", "r b", "e c")
+	h.feedChunk(p0, 0, "e a", "r b", "e c")
 	assert.Equal(t, []Outcome{Admitted, DeadLettered, Admitted}, h.outcomes(p0, 3))
 	assert.Len(t, fx.ran(), 3)
+	assert.Equal(t, []int{3}, fx.sizes(), "one batch")
 	require.Equal(t, 1, h.dlq.count())
 	letter := h.dlq.sent[0]
 	assert.Equal(t, int64(1), letter.rec.Offset)
@@ -198,6 +259,35 @@ func TestEffectFailureStopsBeforeTheMessage(t *testing.T) {
 	assert.Equal(t, int64(3), again.committed(p0))
 }
 
+// A batch that fails as a whole stops the consumer before the batch's first message: the
+// messages before it are decided and committed, none of the batch is, and a restart applies
+// the batch again, whole.
+func TestEffectBatchFailureStopsBeforeTheBatch(t *testing.T) {
+	h, fx := newEffectHarness(t, nil)
+	p0 := tp("t", 0)
+	h.assign(p0, -1, "")
+	h.feed(p0, 0, "e a")
+	fx.batchDown = true
+	h.feedChunk(p0, 1, "c 0:01", "e b", "r c", "e d")
+	require.ErrorIs(t, h.p.halted(), ErrEffect)
+	require.ErrorIs(t, h.p.halted(), errOutage)
+	assert.Contains(t, h.p.halted().Error(), "t[0] offsets 2 to 4")
+	assert.Equal(t, []int{1, 3}, fx.sizes())
+	assert.Equal(t, Counters{Consumed: 2, Admitted: 2, Effects: 1}, h.p.counters.snapshot(), "a, and the message before the batch")
+	assert.Zero(t, h.dlq.count(), "the refusal in the failed batch is not dead-lettered")
+	h.p.revoke(context.Background(), []ledger.TopicPartition{p0}, false, CommitShutdown)
+	assert.Equal(t, int64(2), h.committed(p0))
+
+	again, fx2 := newEffectHarness(t, nil)
+	again.cl = h.cl
+	again.p.cl = h.cl
+	again.assign(p0, 2, "")
+	again.feedChunk(p0, 2, "e b", "r c", "e d")
+	again.tick()
+	assert.Equal(t, []int{3}, fx2.sizes(), "the batch again, whole")
+	assert.Equal(t, []Outcome{Admitted, DeadLettered, Admitted}, again.outcomes(p0, 5)[2:])
+}
+
 // Abort from inside an effect (a crash in the middle of it): the message is neither decided
 // nor a failure, and nothing more is decided or committed.
 func TestEffectAbortedIsNotDecided(t *testing.T) {
@@ -226,6 +316,7 @@ func TestKafkaEffectFailureCommitsUpToIt(t *testing.T) {
 	mod := func(fx *effects) func(*Config[string]) {
 		return func(cfg *Config[string]) {
 			cfg.Topics = map[string]Handler[string]{"fx": fx.handler}
+			cfg.ApplyEffects = fx.apply
 			cfg.Sink, cfg.Keys = nil, nil
 			cfg.FlushInterval = DefaultFlushInterval // the shutdown's commit is the only one
 		}
@@ -249,4 +340,41 @@ func TestKafkaEffectFailureCommitsUpToIt(t *testing.T) {
 	require.NoError(t, second.stop(t))
 	assert.Equal(t, int64(4), c.Committed(t, "gfx", "fx")[0].Offset)
 	assert.Equal(t, []string{"c@2(last added 0)", "d@3(last added 0)"}, fx2.ran())
+}
+
+// Batches of different partitions run at once, each on the worker that decides its partition:
+// here each batch waits until the other one is in ApplyEffects too, which only concurrent
+// calls can satisfy.
+func TestEffectBatchesOfPartitionsRunConcurrently(t *testing.T) {
+	var inside sync.WaitGroup
+	inside.Add(2)
+	both := make(chan struct{})
+	go func() { inside.Wait(); close(both) }()
+	h := newHarness(t, func(c *Config[string]) {
+		c.Workers = 2
+		c.Topics = map[string]Handler[string]{"t": func(m *kafka.Message) (Event[string], error) {
+			return Event[string]{Effect: string(m.Value)}, nil
+		}}
+		c.ApplyEffects = func(ctx context.Context, batch []Effect) error {
+			inside.Done()
+			select {
+			case <-both:
+				return nil
+			case <-time.After(10 * time.Second):
+				return errors.New("the other partition's batch never ran alongside")
+			}
+		}
+	})
+	p0, p1 := tp("t", 0), tp("t", 1)
+	h.assign(p0, -1, "")
+	h.assign(p1, -1, "")
+	for off := range int64(3) {
+		h.p.dispatch(message(p0, off, "a"))
+		h.p.dispatch(message(p1, off, "b"))
+	}
+	h.p.barrier()
+	require.NoError(t, h.p.halted())
+	h.tick()
+	assert.Equal(t, int64(3), h.committed(p0))
+	assert.Equal(t, int64(3), h.committed(p1))
 }

@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"time"
@@ -37,24 +36,36 @@ type Event[K comparable] struct {
 	Values []Value[K]
 	// State holds last-write-wins rows, written at the next state flush.
 	State []StateRow
-	// Effect, if set, is the message's own synchronous effect: the runtime runs it when it
-	// decides the message, on the worker that decides the partition, before the message
-	// enters the ledger, once per delivery. It must
-	// commit whatever it does before it returns (for example one database transaction holding
-	// an operation marker and the effect, as sink/postgres Effects.Apply does), because its
-	// entry is durable at once: the offset is committed at the next tick. A redelivered message
-	// runs it again, so it must recognise its own earlier success (the marker) and do nothing.
-	//
-	// An error that wraps a [RejectedError] (see [Reject]) means the message itself cannot be
-	// applied: it is dead-lettered like a decode error. Any other error stops [Consumer.Run]
-	// with an error wrapping [ErrEffect], before the message is recorded, so neither it nor
-	// anything after it in its partition is committed and a restart runs the effect again.
-	// ctx is cancelled by [Consumer.Abort] and after [Config.WriteTimeout].
+	// Effect, if not nil, is the message's effect that is not naturally idempotent (a balance
+	// credit, a payment record), for [Config.ApplyEffects]: the runtime hands it, with the
+	// effects of the messages around it in the partition, in offset order, to one call of
+	// ApplyEffects, which commits them (for example in one database transaction holding an
+	// operation marker per effect, as sink/postgres Effects.Apply does). It does so when it
+	// decides the messages, before any of them enters the ledger, once per delivery, and
+	// their entries are durable at once: the offsets are committed at the next tick. A
+	// redelivered message is applied again, so ApplyEffects must recognise an earlier success
+	// (the marker) and do nothing. The value is the handler's, passed as it is, and must be
+	// a pure function of the message like the rest of the Event.
 	//
 	// An event with an Effect has no Values and no State: a message is either a window
 	// contribution or an effect, never both (the late test, which withholds a late event's
 	// contribution, has nothing to judge for an effect).
-	Effect func(ctx context.Context) error
+	Effect any
+}
+
+// Effect is one message's effect in a batch handed to [Config.ApplyEffects].
+type Effect struct {
+	// Message is the message the effect comes from. It is valid only during the call.
+	Message *kafka.Message
+	// Value is the message's [Event.Effect].
+	Value any
+	// Err is set by ApplyEffects for an effect it did not commit while it committed the
+	// batch: an error wrapping a [RejectedError] (see [Reject]) refuses the message as its own
+	// fault (an unknown account, a conflicting operation id, a value the database rejects as
+	// data), which is dead-lettered like a decode error; any other error stops [Consumer.Run]
+	// with an error wrapping [ErrEffect] before this message is recorded, so neither it nor
+	// anything after it in its partition is committed and a restart applies it again.
+	Err error
 }
 
 // Value is one window contribution: Value added once under each of Keys (the line, station,
@@ -121,10 +132,11 @@ func (e *EventError) Error() string { return "consumer: invalid event: " + e.Rea
 // ErrorClass groups these failures in dead-letter reports (see dlq.Classifier).
 func (e *EventError) ErrorClass() string { return "consumer.invalid-event" }
 
-// Reject marks err, returned by an [Event.Effect], as the message's own fault: the effect
-// refused it (an unknown account, a conflicting operation id, a value the database rejects as
-// data) and did nothing, so the message is dead-lettered with err as its cause instead of
-// stopping the consumer. The letter's class is err's (dlq.ErrorClass). Reject(nil) is nil.
+// Reject marks err, set as an [Effect]'s Err by [Config.ApplyEffects], as the message's own
+// fault: the effect refused it (an unknown account, a conflicting operation id, a value the
+// database rejects as data) and did nothing, so the message is dead-lettered with err as its
+// cause instead of stopping the consumer. The letter's class is err's (dlq.ErrorClass).
+// Reject(nil) is nil.
 func Reject(err error) error {
 	if err == nil {
 		return nil

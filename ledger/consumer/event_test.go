@@ -62,7 +62,7 @@ func TestUndeclaredAttributeStops(t *testing.T) {
 // The windows follow the exact limit of the sink's aggregate spec.
 func TestWindowsFollowTheSinksExactLimit(t *testing.T) {
 	mem, err := sinktest.NewMemory(sinktest.MemoryConfig{Aggregates: func() sink.AggregateSpec {
-		a := sinktest.DelayAggregates()
+		a := sinktest.Aggregates()
 		a.ExactLimit = 1000
 		return a
 	}(), Clock: sinktest.Now})

@@ -132,16 +132,22 @@ type unknownAccount struct{ id string }
 func (e *unknownAccount) Error() string      { return "account " + e.id + " does not exist" }
 func (e *unknownAccount) ErrorClass() string { return "credit.unknown_account" }
 
-// An effect tells the message's own fault from the infrastructure's with Reject: a rejected
+// ApplyEffects tells a message's own fault from the infrastructure's with Reject: a rejected
 // message is dead-lettered with the refusal's class, any other error stops the consumer.
 func ExampleReject() {
-	apply := func(ctx context.Context, account string) error {
-		if account != "a1" {
-			return consumer.Reject(fmt.Errorf("credit c7: %w", &unknownAccount{id: account}))
+	apply := func(ctx context.Context, batch []consumer.Effect) error {
+		for i, e := range batch {
+			if account := e.Value.(string); account != "a1" {
+				batch[i].Err = consumer.Reject(fmt.Errorf("credit c7: %w", &unknownAccount{id: account}))
+			}
 		}
 		return nil
 	}
-	err := apply(context.Background(), "a9")
+	batch := []consumer.Effect{{Value: "a9"}}
+	if err := apply(context.Background(), batch); err != nil {
+		panic(err)
+	}
+	err := batch[0].Err
 	var rejected *consumer.RejectedError
 	fmt.Println(errors.As(err, &rejected), dlq.ErrorClass(err))
 	fmt.Println(err)
@@ -150,25 +156,42 @@ func ExampleReject() {
 	// credit c7: account a9 does not exist
 }
 
-// A consumer of effects only: no sink, no window keys; each message's Effect commits its own
-// transaction (marker and effect, for example with sink/postgres Effects.Apply) before the
-// runtime records the message, and its offset is committed at the next tick. (It needs a
-// broker, so it is compiled, not run.)
+// A consumer of effects only: no sink, no window keys. The handler decodes each message's
+// Effect; ApplyEffects commits a batch of them, one partition's in offset order, in one
+// transaction (a marker and the effect of each, for example with sink/postgres Effects.Apply)
+// before the runtime records the messages, and their offsets are committed at the next tick.
+// Batches of different partitions run concurrently. (It needs a broker, so it is compiled,
+// not run.)
 func Example_effects() {
 	type credit struct {
 		ID      string `json:"op_id"`
 		Account string `json:"account"`
 		Amount  int64  `json:"amount"`
 	}
-	applyOnce := func(ctx context.Context, c credit) error {
-		return nil // in production: one transaction with the operation's marker and the credit
+	applyOnce := func(ctx context.Context, cs []credit) (refused []error, err error) {
+		// In production: one transaction with each operation's marker and credit.
+		return make([]error, len(cs)), nil
 	}
 	handle := func(m *kafka.Message) (consumer.Event[struct{}], error) {
 		var c credit
 		if err := json.Unmarshal(m.Value, &c); err != nil {
 			return consumer.Event[struct{}]{}, err // dead-lettered
 		}
-		return consumer.Event[struct{}]{Effect: func(ctx context.Context) error { return applyOnce(ctx, c) }}, nil
+		return consumer.Event[struct{}]{Effect: c}, nil
+	}
+	apply := func(ctx context.Context, batch []consumer.Effect) error {
+		cs := make([]credit, len(batch))
+		for i, e := range batch {
+			cs[i] = e.Value.(credit)
+		}
+		refused, err := applyOnce(ctx, cs)
+		if err != nil {
+			return err // the batch failed whole: Run stops, a restart applies it again
+		}
+		for i, r := range refused {
+			batch[i].Err = consumer.Reject(r) // dead-lettered
+		}
+		return nil
 	}
 	brokers := kafka.ConfigMap{"bootstrap.servers": "localhost:9092"}
 	dead, err := dlqkafka.NewProducer(dlqkafka.Config{Kafka: brokers, ProcessorID: "credits-1", CreateTopics: true})
@@ -177,9 +200,10 @@ func Example_effects() {
 	}
 	defer dead.Close(context.Background())
 	c, err := consumer.New(consumer.Config[struct{}]{
-		Kafka:       kafka.ConfigMap{"bootstrap.servers": "localhost:9092", "group.id": "credits"},
-		Topics:      map[string]consumer.Handler[struct{}]{"credits": handle},
-		DeadLetters: dead,
+		Kafka:        kafka.ConfigMap{"bootstrap.servers": "localhost:9092", "group.id": "credits"},
+		Topics:       map[string]consumer.Handler[struct{}]{"credits": handle},
+		ApplyEffects: apply,
+		DeadLetters:  dead,
 	})
 	if err != nil {
 		log.Fatal(err)

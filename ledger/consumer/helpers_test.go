@@ -105,14 +105,14 @@ func testKeys(k string) SinkKey {
 	if k == "all" {
 		return SinkKey{Dimension: "network", DimensionID: "all"}
 	}
-	return SinkKey{Dimension: "line", DimensionID: k, Attrs: map[string]string{"operator": "op-" + k}}
+	return SinkKey{Dimension: "line", DimensionID: k, Attrs: map[string]string{"owner": "op-" + k}}
 }
 
 func newMemory(t testing.TB) *sinktest.Memory {
 	t.Helper()
 	m, err := sinktest.NewMemory(sinktest.MemoryConfig{
-		Aggregates: sinktest.DelayAggregates(),
-		States:     []sink.StateSpec{sinktest.VehicleLatest()},
+		Aggregates: sinktest.Aggregates(),
+		States:     []sink.StateSpec{sinktest.Latest()},
 		Clock:      sinktest.Now,
 	})
 	require.NoError(t, err)

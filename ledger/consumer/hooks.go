@@ -96,7 +96,7 @@ type MessageInfo struct {
 	WindowEnd time.Time
 	// State is the number of state rows the event buffered (admitted events only).
 	State int
-	// Effect is set when the event's [Event.Effect] ran and returned nil: it is committed, and
+	// Effect is set when the event's [Event.Effect] was applied: its batch committed it, and
 	// the entry is durable at once (the zero Condition).
 	Effect bool
 	// Condition is what makes the entry durable in the ledger.

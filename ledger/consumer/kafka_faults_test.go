@@ -160,23 +160,14 @@ func commitFailureInjected(t *testing.T, kerrv *kerr.Error) {
 	c := kafkatest.Start(t, kafkatest.Config{Topics: map[string]int32{"cf": 1}})
 	fault := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Group: "gcf", Err: kerrv, Count: 2})
 	produceStream(t, c, "cf", "s 0:01", "s 0:02")
-	ticks := make(chan time.Time)
 	in := start(t, "cf", clientConfig(c, "gcf", ""), newMemory(t), []string{"cf"}, func(cfg *Config[string]) {
-		cfg.Ticks = ticks
+		cfg.FlushInterval = -1 // ticks on request only
 	})
 	waitDecided(t, map[ledger.TopicPartition]int64{{Topic: "cf", Partition: 0}: 1}, in)
-	stopTicks := make(chan struct{})
-	defer close(stopTicks)
-	go func() {
-		for {
-			select {
-			case ticks <- time.Now():
-			case <-stopTicks:
-				return
-			}
-		}
-	}()
-	eventually(t, "committed", func() bool { return c.Committed(t, "gcf", "cf")[0].Offset == 2 })
+	eventually(t, "committed", func() bool {
+		in.c.Tick()
+		return c.Committed(t, "gcf", "cf")[0].Offset == 2
+	})
 	require.NoError(t, in.stop(t))
 	in.chk.verify(t)
 	assert.Equal(t, 2, fault.Hits())
@@ -268,22 +259,14 @@ func TestKafkaRevokeDuringAWrite(t *testing.T) {
 
 	// a ticks only when told, so that nothing retries its failed write before the revocation.
 	gs := &gatedSink{Memory: newMemory(t)}
-	ticks := make(chan time.Time)
-	tick := func() {
-		select {
-		case ticks <- time.Now():
-		case <-time.After(kafkatest.Timeout):
-			t.Fatal("the loop took no tick")
-		}
-	}
 	b1 := records("rw", batches[0])
 	c.Produce(t, b1...)
 	a := start(t, "a", clientConfig(c, "grw", ""), gs.Memory, []string{"rw"}, func(cfg *Config[string]) {
 		cfg.Sink = gs
-		cfg.Ticks = ticks
+		cfg.FlushInterval = -1 // ticks on request only
 	})
 	waitDecided(t, lastOffsets(b1), a)
-	tick()
+	a.tick(t)
 	p0 := ledger.TopicPartition{Topic: "rw", Partition: 0}
 	eventually(t, "a committed partition 0", func() bool { return offsetOf(c.Committed(t, "grw", "rw"), 0) > 0 })
 	before := offsetOf(c.Committed(t, "grw", "rw"), 0)
@@ -292,7 +275,7 @@ func TestKafkaRevokeDuringAWrite(t *testing.T) {
 	c.Produce(t, b2...)
 	waitDecided(t, lastOffsets(b2), a)
 	gs.arm()
-	go func() { ticks <- time.Now() }()
+	a.c.Tick()
 	select {
 	case <-gs.entered: // a is writing partition 0's closes
 	case <-time.After(kafkatest.Timeout):
@@ -330,11 +313,11 @@ func TestKafkaRevokeDuringAWrite(t *testing.T) {
 	go func() {
 		for {
 			select {
-			case ticks <- time.Now():
+			case <-time.After(20 * time.Millisecond):
+				a.c.Tick()
 			case <-stopTicks:
 				return
 			}
-			time.Sleep(20 * time.Millisecond)
 		}
 	}()
 	defer close(stopTicks)
@@ -478,29 +461,20 @@ func TestKafkaFailedWriteHoldsThePartition(t *testing.T) {
 	}
 	produceStream(t, c, "fw", first...)
 	mem := newMemory(t)
-	ticks := make(chan time.Time)
-	tick := func() {
-		t.Helper()
-		select {
-		case ticks <- time.Now():
-		case <-time.After(kafkatest.Timeout):
-			t.Fatal("the loop took no tick")
-		}
-	}
 	log := &eventLog{}
 	in := start(t, "fw", clientConfig(c, "gfw", ""), mem, []string{"fw"}, func(cfg *Config[string]) {
-		cfg.Ticks = ticks
+		cfg.FlushInterval = -1 // ticks on request only
 		cfg.Hooks = append(cfg.Hooks, log)
 	})
 	p0 := ledger.TopicPartition{Topic: "fw", Partition: 0}
 	waitDecided(t, map[ledger.TopicPartition]int64{p0: 9}, in)
 	mem.FailNext(errors.New("database down"))
 	produceStream(t, c, "fw", second[:5]...)
-	tick() // the write fails: paused
+	in.tick(t) // the write fails: paused
 	produceStream(t, c, "fw", second[5:]...)
-	tick() // the retry succeeds: resumed
+	in.tick(t) // the retry succeeds: resumed
 	waitDecided(t, map[ledger.TopicPartition]int64{p0: 19}, in)
-	tick()
+	in.tick(t)
 	require.NoError(t, in.stop(t))
 	in.chk.verify(t)
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +29,20 @@ type instance struct {
 	done   chan error
 	result error
 	ended  bool
+	ticks  tickCounter
+}
+
+// tickCounter counts the ticks that ran.
+type tickCounter struct{ n atomic.Int64 }
+
+func (c *tickCounter) OnTick(TickInfo) { c.n.Add(1) }
+
+// tick asks in for a tick and waits until one has run.
+func (in *instance) tick(t *testing.T) {
+	t.Helper()
+	n := in.ticks.n.Load()
+	in.c.Tick()
+	eventually(t, "a tick ran", func() bool { return in.ticks.n.Load() > n })
 }
 
 // owner tracks which partitions an instance owns, from its hooks.
@@ -92,7 +107,7 @@ func start(t *testing.T, name string, kc kafka.ConfigMap, mem *sinktest.Memory, 
 		PollTimeout:   10 * time.Millisecond,
 		WriteTimeout:  5 * time.Second,
 		Logger:        testLogger(in.logs),
-		Hooks:         []Hook{in.chk, in.own},
+		Hooks:         []Hook{in.chk, in.own, &in.ticks},
 	}
 	if mod != nil {
 		mod(&cfg)

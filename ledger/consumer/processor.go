@@ -206,7 +206,7 @@ type Counters struct {
 	// Consumed counts decided messages: Consumed = Admitted + Late + DeadLettered. A message
 	// redelivered after a rebalance or a seek is counted again.
 	Consumed, Admitted, Late, DeadLettered int64
-	// Effects counts the admitted messages whose [Event.Effect] ran and returned nil (part of
+	// Effects counts the admitted messages whose [Event.Effect] was applied (part of
 	// Admitted).
 	Effects int64
 	// DeadLetterFailures counts failed sends and negative delivery reports (each is retried).

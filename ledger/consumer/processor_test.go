@@ -55,7 +55,7 @@ func TestDecisionsClosesAndCommitMetadata(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, int64(2), a.Count, "offsets 1 and 3; the late 6 is not in it")
 	assert.Equal(t, 3.0, a.Mean)
-	assert.Equal(t, "op-A", a.Attrs["operator"])
+	assert.Equal(t, "op-A", a.Attrs["owner"])
 
 	// Offsets 0-3 are durable (written or late); 4 waits for the window ending 12:20.
 	// The metadata carries the watermark as of offset 4: after 0-3 (12:09 - 2 min), before 4

@@ -34,7 +34,7 @@ func blob(t testing.TB, n int, sources ...sink.TopicPartition) fold.Blob {
 	return b
 }
 
-var attrs = []string{"operator", "colour"}
+var attrs = []string{"owner", "colour"}
 
 func TestBlobRoundTrip(t *testing.T) {
 	srcs := []sink.TopicPartition{{Topic: "arrivals", Partition: 0}, {Topic: "arrivals", Partition: 7}, {Topic: "b", Partition: 1}}

@@ -15,7 +15,7 @@ import (
 var (
 	t0   = time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)
 	end0 = t0.Add(5 * time.Minute)
-	spec = sink.AggregateSpec{Attributes: []string{"operator"}}.WithDefaults()
+	spec = sink.AggregateSpec{Attributes: []string{"owner"}}.WithDefaults()
 )
 
 func src(topic string, p int32) sink.TopicPartition {

@@ -66,7 +66,7 @@ func TestPrepareRejects(t *testing.T) {
 		"empty stats":              {Source: src, ClosedThrough: end, Partials: with(func(p *sink.Partial) { p.Stats = stats(t) })},
 		"undeclared attribute":     {Source: src, ClosedThrough: end, Partials: with(func(p *sink.Partial) { p.Attrs = map[string]string{"x": "y"} })},
 	} {
-		_, _, err := prepare(sink.AggregateSpec{Attributes: []string{"operator"}}, b)
+		_, _, err := prepare(sink.AggregateSpec{Attributes: []string{"owner"}}, b)
 		assert.ErrorIs(t, err, sink.ErrInvalid, name)
 	}
 	_, _, err := prepare(sink.AggregateSpec{}, sink.CloseBatch{Source: src})

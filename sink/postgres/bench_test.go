@@ -31,7 +31,7 @@ func BenchmarkUpsertLatest(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				at := sinktest.T0().Add(time.Duration(i) * time.Second)
+				at := sinktest.Start().Add(time.Duration(i) * time.Second)
 				for k := range rows {
 					rows[k] = sink.StateRow{Key: []any{ids[(i*latestRows+k*7)%fleet]}, ObservedAt: at,
 						Values: []any{fmt.Sprintf("trip-%d", k%300), float64(k % 600), int64(k % 40)}}

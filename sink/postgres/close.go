@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/fold"
 )
@@ -67,11 +68,11 @@ func (s *Sink) writeClose(ctx context.Context, batches []sink.CloseBatch) (plan 
 	if err != nil {
 		return nil, 0, err
 	}
-	err = s.cfg.Retry.Do(ctx, opWriteClose, IsTransient, func(ctx context.Context, n int) error {
+	err = s.cfg.Retry.Do(ctx, opWriteClose, transient, func(ctx context.Context, n int) error {
 		attempts = n
 		now := s.cfg.Clock().UTC()
 		cutoff, prune := s.pruner.Due(now)
-		err := attemptTx(ctx, s.pool, s.cfg.Faults, Attempt{Op: opWriteClose, N: n}, func(ctx context.Context, tx pgx.Tx) error {
+		err := attemptTx(ctx, s.pool, faults.Attempt{Op: opWriteClose, N: n}, func(ctx context.Context, tx pgx.Tx) error {
 			if err := s.readProgressOf(ctx, tx, c, cutoff, prune); err != nil {
 				return err
 			}

@@ -69,7 +69,7 @@ func TestSamePartitionWrittenTwiceAtOnce(t *testing.T) {
 // deleted behind the sink's back is written again by the refold.
 func TestRefoldOfLargeWindow(t *testing.T) {
 	const keys = 1300
-	start := sinktest.T0()
+	start := sinktest.Start()
 	end := start.Add(5 * time.Minute)
 	batch := func(p int32, vals ...float64) sink.CloseBatch {
 		b := sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: p}, ClosedThrough: end}
@@ -90,7 +90,7 @@ func TestRefoldOfLargeWindow(t *testing.T) {
 	require.NoError(t, err)
 	for name, tamper := range map[string]string{
 		"untouched":                       "",
-		"merged row of the last key gone": fmt.Sprintf(`DELETE FROM delay_aggregates WHERE dimension_id = 'S%05d'`, keys-1),
+		"merged row of the last key gone": fmt.Sprintf(`DELETE FROM aggregates WHERE dimension_id = 'S%05d'`, keys-1),
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx := testCtx(t)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/internal/pgtest"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/postgres"
@@ -25,7 +26,7 @@ func batches(t testing.TB, seed uint64, partitions, windows, keys int) [][]sink.
 	out := make([][]sink.CloseBatch, partitions)
 	for p := range partitions {
 		for w := range windows {
-			start := sinktest.T0().Add(time.Duration(w) * 5 * time.Minute)
+			start := sinktest.Start().Add(time.Duration(w) * 5 * time.Minute)
 			end := start.Add(5 * time.Minute)
 			b := sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: int32(p)}, ClosedThrough: end}
 			for k := range keys {
@@ -49,7 +50,7 @@ func batches(t testing.TB, seed uint64, partitions, windows, keys int) [][]sink.
 func readWindows(t *testing.T, ctx context.Context, s *postgres.Sink, windows int) []sink.Aggregate {
 	var out []sink.Aggregate
 	for w := range windows {
-		rows, err := s.Aggregates(ctx, sinktest.T0().Add(time.Duration(w)*5*time.Minute))
+		rows, err := s.Aggregates(ctx, sinktest.Start().Add(time.Duration(w)*5*time.Minute))
 		require.NoError(t, err)
 		out = append(out, rows...)
 	}
@@ -87,7 +88,7 @@ func TestTwoProcessesWriteTheSameKeys(t *testing.T) {
 	for _, row := range want {
 		var parts [][]byte
 		for p := range partitions {
-			for _, pa := range bs[p][(row.WindowStart.Sub(sinktest.T0()))/(5*time.Minute)].Partials {
+			for _, pa := range bs[p][(row.WindowStart.Sub(sinktest.Start()))/(5*time.Minute)].Partials {
 				if pa.Key == row.Key {
 					parts = append(parts, pa.Stats)
 				}
@@ -107,7 +108,7 @@ func TestTwoProcessesWriteTheSameKeys(t *testing.T) {
 	procs := make([]*postgres.Sink, 2)
 	for i := range procs {
 		pool := db.NewPool(t, func(c *pgxpool.Config) { c.MaxConns = 2 })
-		s, err := postgres.New(pool, postgres.Config{Schema: db.Schema, Aggregates: sinktest.DelayAggregates(), States: []sink.StateSpec{sinktest.VehicleLatest()},
+		s, err := postgres.New(pool, postgres.Config{Schema: db.Schema, Aggregates: sinktest.Aggregates(), States: []sink.StateSpec{sinktest.Latest()},
 			Clock: sinktest.DefaultSetup().Clock})
 		require.NoError(t, err)
 		procs[i] = s
@@ -139,18 +140,17 @@ func TestCloseTakesOneLock(t *testing.T) {
 	ctx := testCtx(t)
 	db := pgtest.New(t)
 	var held int
-	s := newSinkOn(t, db, func(c *postgres.Config) {
-		c.Faults.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
-			if p == postgres.BeforeCommit {
-				return db.Pool.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = $1", int32(a.PID)).Scan(&held)
-			}
-			return nil
+	s := newSinkOn(t, db, nil)
+	ctx = faults.With(ctx, func(ctx context.Context, p faults.Point, a faults.Attempt) error {
+		if p == faults.BeforeCommit {
+			return db.Pool.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = $1", int32(a.Conn)).Scan(&held)
 		}
+		return nil
 	})
 	bs := batches(t, 2, 3, 1, 5000)
 	require.NoError(t, s.WriteClose(ctx, bs[0][0], bs[1][0], bs[2][0]))
 	assert.Equal(t, 1, held)
-	rows, err := s.Aggregates(ctx, sinktest.T0())
+	rows, err := s.Aggregates(ctx, sinktest.Start())
 	require.NoError(t, err)
 	assert.Len(t, rows, 5000)
 }

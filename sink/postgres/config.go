@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -79,61 +78,6 @@ type Config struct {
 	// sink.HookWriteClose, sink.HookUpsertLatest or both, or New refuses it. They are
 	// called after each call, on the caller's goroutine.
 	Hooks []sink.Hook
-	// Faults are called at fixed points of every attempt (fault injection in tests).
-	Faults Faults
-}
-
-// Point is a place in a write attempt where [Faults.At] is called.
-type Point int
-
-const (
-	// BeforeBegin: nothing of the attempt has reached the server yet.
-	BeforeBegin Point = iota + 1
-	// AfterMarker (effects only): the marker insert ran inside the open transaction.
-	AfterMarker
-	// BeforeCommit: every statement of the attempt ran; the transaction is still open.
-	BeforeCommit
-	// AfterCommit: the transaction committed; the call has not returned yet.
-	AfterCommit
-)
-
-func (p Point) String() string {
-	switch p {
-	case BeforeBegin:
-		return "before-begin"
-	case AfterMarker:
-		return "after-marker"
-	case BeforeCommit:
-		return "before-commit"
-	case AfterCommit:
-		return "after-commit"
-	default:
-		return fmt.Sprintf("Point(%d)", int(p))
-	}
-}
-
-// Attempt describes the attempt a hook is called in.
-type Attempt struct {
-	Op string // "write close", "upsert latest", "apply effect"
-	N  int    // 1-based attempt number
-	// PID is the server process of the attempt's connection, 0 before a connection is held.
-	PID uint32
-}
-
-// Faults inject faults. A non-nil error from At makes the attempt fail at that point with
-// that error, exactly as a failing statement would: inside a transaction it is rolled back;
-// at [AfterCommit] the write is durable but the call reports the error. The error is
-// classified like any other, so a hook may return a transient server error to exercise
-// retries. A nil At costs nothing.
-type Faults struct {
-	At func(ctx context.Context, p Point, a Attempt) error
-}
-
-func (h Faults) call(ctx context.Context, p Point, a Attempt) error {
-	if h.At == nil {
-		return nil
-	}
-	return h.At(ctx, p, a)
 }
 
 func (c Config) withDefaults() Config {

@@ -105,12 +105,12 @@
 //
 // # Failures
 //
-// Each write is retried per [Config.Retry] when it fails transiently ([IsTransient]: a lost
+// Each write is retried per [Config.Retry] when it fails transiently (a lost
 // connection, admin or crash shutdown, serialization failure, deadlock, lock timeout);
 // backoff honours the context. A commit whose acknowledgement is lost is retried too, which
 // is safe because every write replaces. Anything else is returned at once as a
 // [*sink.WriteError] that is not transient. A nil error is returned only after COMMIT
-// succeeded. [Faults] inject faults at fixed points of an attempt for tests.
+// succeeded.
 //
 // # Metrics
 //
@@ -121,12 +121,26 @@
 //
 // # Effects
 //
-// [Effects.Apply] inserts the marker (operation ID, payload hash) with ON CONFLICT DO
-// NOTHING RETURNING and runs the caller's [Effect] in the same transaction only if the marker
-// was accepted. Same ID and payload again: [sink.Duplicate], no effect. Same ID, another
-// payload: [*sink.ConflictError], no effect. An effect that fails or touches no row: rolled
-// back, no marker ([sink.ErrNoEffect]). Markers are kept for [EffectConfig.Horizon] and
-// [Effects.Prune] deletes only older ones; [NewEffects] refuses a horizon shorter than the
-// source's declared retention ([sink.ErrHorizon]). The guarantee holds within this database
-// and while markers are retained.
+// [Effects.Apply] applies a batch of operations in one transaction, with one [sink.Result]
+// per operation, as if they were applied one at a time in batch order. It inserts every
+// operation's marker (operation ID, payload hash) with one INSERT ... ON CONFLICT DO NOTHING
+// RETURNING, in the order of the IDs so that concurrent batches cannot deadlock on them; reads
+// the markers that were there already with one SELECT; runs the caller's [Effect] once on the
+// accepted operations, which applies them with set-based statements joined to their IDs and
+// reports the ones it refuses or that touched no row; and deletes those operations' markers.
+// Same ID and payload as a committed marker: [sink.Duplicate], no effect. Same ID, another
+// payload: [sink.Conflict], no effect. Refused, or no row touched: [sink.Rejected], rolled
+// back with its marker ([sink.ErrNoEffect]). A rejected or conflicting operation neither
+// aborts nor holds back the others; an ID that occurs twice in a batch is decided in batch
+// order. A statement that fails on an operation's data (SQLSTATE class 22 or 23) cannot say
+// which operation: only then does Apply run the batch again with each effect under a
+// savepoint of its own.
+//
+// A transient failure retries the whole batch. A commit whose acknowledgement was lost is
+// recognised by the retry: the markers carry a random token of the call, and a transaction
+// commits whole, so finding one of them means the earlier attempt committed, and its results
+// are returned. Markers are kept for [EffectConfig.Horizon] and [Effects.Prune] deletes only
+// older ones; [NewEffects] refuses a horizon shorter than the source's declared retention
+// ([sink.ErrHorizon]). The guarantee holds within this database and while markers are
+// retained.
 package postgres

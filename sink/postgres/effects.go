@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -10,18 +9,29 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/sink"
 )
 
-const opApplyEffect = "apply effect"
+const opApplyEffects = "apply effects"
 
-// Effect applies one operation's effect inside the marker's transaction and returns the
-// command tag of its write: an effect that touched no row is rolled back with its marker.
-// It must use only tx, and must not commit or roll it back.
-type Effect func(ctx context.Context, tx pgx.Tx) (pgconn.CommandTag, error)
+// Effect applies, in tx, the effects of the operations of a batch whose markers were just
+// accepted. ops holds their positions in the batch passed to [Effects.Apply], in batch order;
+// their IDs are distinct. It returns one error per element of ops: nil when that operation's
+// effect wrote at least one row, or why the operation is refused (wrapping [sink.ErrNoEffect]
+// when its effect touched no row). A refused operation must have written nothing; its marker
+// is removed in the same transaction and Apply reports it [sink.Rejected] with that error.
+// Reporting every operation that touched no row is the effect's duty: a marker committed
+// without its effect would record the operation as done.
+//
+// A returned error fails the statements. One of SQLSTATE class 22 (data exception) or 23
+// (integrity constraint violation) names no operation, so Apply runs the batch again with each
+// operation's effect alone under a savepoint, in order, and rejects those that fail so; any
+// other error fails the attempt (see [Effects.Apply]). Effect must use only tx, and must not
+// commit or roll it back.
+type Effect func(ctx context.Context, tx pgx.Tx, ops []int) ([]error, error)
 
 // EffectConfig configures [Effects]. Zero fields take the defaults in brackets.
 type EffectConfig struct {
@@ -40,22 +50,22 @@ type EffectConfig struct {
 	Retry sink.RetryPolicy
 	// Clock stamps markers and places the pruning horizon [time.Now].
 	Clock func() time.Time
-	// Rand provides the token that tells a call its own marker after a commit whose
+	// Rand provides the token that tells a call its own markers after a commit whose
 	// acknowledgement was lost [crypto/rand.Reader].
 	Rand io.Reader
-	// Faults are called at fixed points of every attempt (fault injection in tests).
-	Faults Faults
 }
 
 // Effects applies effects that are not naturally idempotent exactly once per operation ID,
-// within the database and while markers are retained: the marker (operation ID,
-// payload hash) and the effect commit in one transaction or not at all.
+// within the database and while markers are retained: each operation's marker (operation ID,
+// payload hash) and its effect commit in one transaction or not at all. It is safe for
+// concurrent use; concurrent calls, in this process or others, are arbitrated by the
+// markers' primary key.
 type Effects struct {
 	pool *pgxpool.Pool
 	cfg  EffectConfig
 
-	insert, lookup, prune string
-	table                 string
+	insert, lookup, forget, mine, prune string
+	table                               string
 }
 
 // NewEffects returns an effect sink writing markers through pool. It does not touch the
@@ -84,9 +94,12 @@ func NewEffects(pool *pgxpool.Pool, cfg EffectConfig) (*Effects, error) {
 		cfg.Rand = rand.Reader
 	}
 	e := &Effects{pool: pool, cfg: cfg, table: ident(cfg.Schema, cfg.Table)}
-	e.insert = fmt.Sprintf(`INSERT INTO %s ("op_id", "payload_hash", "token", "created_at") VALUES ($1, $2, $3, $4) `+
+	e.insert = fmt.Sprintf(`INSERT INTO %s ("op_id", "payload_hash", "token", "created_at") `+
+		`SELECT u.id, u.hash, $3, $4 FROM unnest($1::text[], $2::bytea[]) WITH ORDINALITY AS u(id, hash, n) ORDER BY u.n `+
 		`ON CONFLICT ("op_id") DO NOTHING RETURNING "op_id"`, e.table)
-	e.lookup = fmt.Sprintf(`SELECT "payload_hash", "token" FROM %s WHERE "op_id" = $1`, e.table)
+	e.lookup = fmt.Sprintf(`SELECT "op_id", "payload_hash" FROM %s WHERE "op_id" = ANY($1::text[])`, e.table)
+	e.forget = fmt.Sprintf(`DELETE FROM %s WHERE "op_id" = ANY($1::text[]) AND "token" = $2`, e.table)
+	e.mine = fmt.Sprintf(`SELECT count(*) FROM %s WHERE "op_id" = ANY($1::text[]) AND "token" = $2`, e.table)
 	e.prune = fmt.Sprintf(`DELETE FROM %s WHERE "created_at" < $1`, e.table)
 	return e, nil
 }
@@ -106,7 +119,7 @@ func (e *Effects) Migrate(ctx context.Context) error {
 
 // Statements returns the SQL statements the effect sink generates.
 func (e *Effects) Statements() []string {
-	out := []string{e.insert, e.lookup, e.prune}
+	out := []string{e.insert, e.lookup, e.forget, e.mine, e.prune}
 	for _, m := range e.migrations() {
 		for _, st := range m.steps {
 			out = append(out, st.sql...)
@@ -115,77 +128,66 @@ func (e *Effects) Statements() []string {
 	return out
 }
 
-// errDuplicate ends an attempt that found the operation already committed.
-var errDuplicate = errors.New("duplicate")
-
-// Apply applies op's effect once. In one transaction it inserts the marker with ON
-// CONFLICT DO NOTHING RETURNING, then runs effect only if the marker was accepted, and
-// commits both. Results:
+// Apply applies a batch of operations in one transaction and returns one [sink.Result] per
+// operation, in the order of ops. Per operation, as if the batch were applied one operation at
+// a time in order:
 //
-//   - [sink.Applied], nil: marker and effect committed by this call (also when a commit
-//     whose acknowledgement was lost is confirmed by a retry);
-//   - [sink.Duplicate], nil: the same ID and payload were committed before; no effect;
-//   - an error wrapping [*sink.ConflictError]: same ID, different payload; no effect;
-//   - an error wrapping [sink.ErrNoEffect] or the effect's error: rolled back, no marker;
-//   - a [*sink.WriteError] otherwise: nothing may be assumed committed.
+//   - [sink.Applied]: its marker was accepted and committed with its effect by this call;
+//   - [sink.Duplicate]: a marker with the same ID and payload was committed before, or by an
+//     earlier operation of ops; no effect;
+//   - [sink.Conflict]: a marker with the same ID and another payload exists; no effect;
+//   - [sink.Rejected]: the effect refused it or touched no row; no effect, no marker.
 //
-// Concurrent calls with the same ID are arbitrated by the marker's primary key: one
-// applies, the others wait for it and report a duplicate (or apply, if it rolled back).
-func (e *Effects) Apply(ctx context.Context, op sink.Operation, effect Effect) (sink.Outcome, error) {
-	if op.ID == "" {
-		return 0, fmt.Errorf("%w: operation without an ID", sink.ErrInvalid)
-	}
+// A rejected or conflicting operation neither aborts nor holds back the others. Operations
+// with the same ID are decided in the order of ops, and effect receives the accepted
+// operations in that order, so an effect that applies them in order (entries, balances of
+// one account) sees the order of the batch.
+//
+// The markers are inserted with one INSERT ... ON CONFLICT DO NOTHING RETURNING, in a fixed
+// order of IDs so that concurrent batches cannot deadlock on them; the markers found are read
+// with one SELECT; effect runs once on the accepted operations; the markers of rejected
+// operations are deleted in the same transaction. An ID that occurs again after a rejection
+// takes one more such round.
+//
+// A transient failure (a lost connection, a deadlock, a serialization failure) retries the
+// whole batch, up to the retry policy. A commit whose acknowledgement was lost is recognised
+// by the retry, from the random token its markers carry, and its results are returned. Any other failure, or one that persists, is
+// returned as a [*sink.WriteError]: nothing of the batch may be assumed committed, and no
+// results are returned. An operation without an ID, or a nil effect, is an error wrapping
+// [sink.ErrInvalid], and nothing is written.
+func (e *Effects) Apply(ctx context.Context, ops []sink.Operation, effect Effect) ([]sink.Result, error) {
 	if effect == nil {
-		return 0, fmt.Errorf("%w: operation %q without an effect", sink.ErrInvalid, op.ID)
+		return nil, fmt.Errorf("%w: nil effect", sink.ErrInvalid)
 	}
-	hash := op.Hash()
-	token := make([]byte, 16)
-	if _, err := io.ReadFull(e.cfg.Rand, token); err != nil {
-		return 0, fmt.Errorf("sink: token for operation %q: %w", op.ID, err)
-	}
-	outcome := sink.Applied
-	err := e.cfg.Retry.Do(ctx, opApplyEffect, IsTransient, func(ctx context.Context, n int) error {
-		outcome = sink.Applied
-		err := attemptTx(ctx, e.pool, e.cfg.Faults, Attempt{Op: opApplyEffect, N: n}, func(ctx context.Context, tx pgx.Tx) error {
-			var id string
-			err := tx.QueryRow(ctx, e.insert, op.ID, hash[:], token, e.cfg.Clock().UTC()).Scan(&id)
-			switch {
-			case errors.Is(err, pgx.ErrNoRows):
-				var stored, storedToken []byte
-				if err := tx.QueryRow(ctx, e.lookup, op.ID).Scan(&stored, &storedToken); err != nil {
-					return fmt.Errorf("read marker of %q: %w", op.ID, err)
-				}
-				if !bytes.Equal(stored, hash[:]) {
-					return &sink.ConflictError{ID: op.ID, StoredHash: stored, GivenHash: hash[:]}
-				}
-				if !bytes.Equal(storedToken, token) {
-					outcome = sink.Duplicate
-				}
-				return errDuplicate
-			case err != nil:
-				return fmt.Errorf("insert marker of %q: %w", op.ID, err)
-			}
-			if err := e.cfg.Faults.call(ctx, AfterMarker, Attempt{Op: opApplyEffect, N: n, PID: tx.Conn().PgConn().PID()}); err != nil {
-				return err
-			}
-			tag, err := effect(ctx, tx)
-			if err != nil {
-				return fmt.Errorf("effect of %q: %w", op.ID, err)
-			}
-			if tag.RowsAffected() == 0 {
-				return fmt.Errorf("%w: operation %q (%s)", sink.ErrNoEffect, op.ID, tag.String())
-			}
-			return nil
-		})
-		if errors.Is(err, errDuplicate) {
-			return nil
+	for i, op := range ops {
+		if op.ID == "" {
+			return nil, fmt.Errorf("%w: operation %d of the batch has no ID", sink.ErrInvalid, i)
 		}
-		return err
+	}
+	if len(ops) == 0 {
+		return nil, nil
+	}
+	b := newEffectBatch(ops, effect)
+	if _, err := io.ReadFull(e.cfg.Rand, b.token); err != nil {
+		return nil, fmt.Errorf("sink: token for a batch of %d operations: %w", len(ops), err)
+	}
+	err := e.cfg.Retry.Do(ctx, opApplyEffects, transient, func(ctx context.Context, n int) error {
+		for {
+			err := attemptTx(ctx, e.pool, faults.Attempt{Op: opApplyEffects, N: n}, func(ctx context.Context, tx pgx.Tx) error {
+				return e.attempt(ctx, tx, b, n)
+			})
+			var isolate *isolateError
+			if errors.As(err, &isolate) && !b.isolate {
+				b.isolate = true // not a retry: the same attempt, one effect at a time
+				continue
+			}
+			return err
+		}
 	})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return outcome, nil
+	return b.res, nil
 }
 
 // Prune deletes the markers older than the horizon and returns how many it deleted. A
@@ -196,7 +198,7 @@ func (e *Effects) Prune(ctx context.Context) (int64, error) {
 	}
 	before := e.cfg.Clock().Add(-e.cfg.Horizon).UTC()
 	var n int64
-	err := e.cfg.Retry.Do(ctx, "prune markers", IsTransient, func(ctx context.Context, _ int) error {
+	err := e.cfg.Retry.Do(ctx, "prune markers", transient, func(ctx context.Context, _ int) error {
 		tag, err := e.pool.Exec(ctx, e.prune, before)
 		n = tag.RowsAffected()
 		return err

@@ -45,10 +45,10 @@ func connFailure(err error) bool {
 	return errors.As(err, &lost) || errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
 }
 
-// IsTransient reports whether err is a failure that the same write may overcome later: a
+// transient reports whether err is a failure that the same write may overcome later: a
 // lost or refused connection, a server shutdown, a serialization failure, a deadlock or a
 // lock timeout. Context cancellation is not transient: the caller gave up.
-func IsTransient(err error) bool {
+func transient(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}

@@ -4,13 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/streamledger/streamledger/sink"
@@ -149,8 +148,9 @@ func ExampleSink_UpsertLatest() {
 	// Output: 07:01 42
 }
 
-// A balance credit applied once per operation ID: the redelivery is a duplicate, and a
-// different payload under the same ID is a conflict.
+// Balance credits applied once per operation ID, in one transaction: the redelivery of a
+// credit is a duplicate, a different payload under the same ID is a conflict, and a credit to
+// an account that does not exist is rejected without holding back the others.
 func ExampleEffects_Apply() {
 	ctx := context.Background()
 	pool, schema, cleanup := exampleDB(ctx)
@@ -174,27 +174,56 @@ func ExampleEffects_Apply() {
 	if _, err := pool.Exec(ctx, "INSERT INTO "+accounts+" VALUES ('a7', 100)"); err != nil {
 		panic(err)
 	}
-	credit := func(amount int64) postgres.Effect {
-		return func(ctx context.Context, tx pgx.Tx) (pgconn.CommandTag, error) {
-			return tx.Exec(ctx, "UPDATE "+accounts+" SET balance = balance + $1 WHERE id = 'a7'", amount)
+	type credit struct {
+		id, account string
+		amount      int64
+	}
+	credits := []credit{{"credit-42", "a7", 10}, {"credit-42", "a7", 10}, {"credit-42", "a7", 99}, {"credit-43", "nobody", 5}}
+	ops := make([]sink.Operation, len(credits))
+	for i, c := range credits {
+		ops[i] = sink.Operation{ID: c.id, Payload: fmt.Appendf(nil, "%s:%+d", c.account, c.amount)}
+	}
+	// The effect credits the accepted operations with one statement and reports those whose
+	// account does not exist.
+	effect := func(ctx context.Context, tx pgx.Tx, at []int) ([]error, error) {
+		ids, accts, amounts := make([]string, len(at)), make([]string, len(at)), make([]int64, len(at))
+		for k, i := range at {
+			ids[k], accts[k], amounts[k] = credits[i].id, credits[i].account, credits[i].amount
 		}
+		rows, err := tx.Query(ctx, `WITH c AS (SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]) AS c(id, account, amount))
+			UPDATE `+accounts+` a SET balance = a.balance + s.total
+			FROM (SELECT account, sum(amount) AS total FROM c GROUP BY account) s WHERE a.id = s.account RETURNING a.id`, ids, accts, amounts)
+		if err != nil {
+			return nil, err
+		}
+		touched, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return nil, err
+		}
+		errs := make([]error, len(at))
+		for k := range at {
+			if !slices.Contains(touched, accts[k]) {
+				errs[k] = fmt.Errorf("%w: no account %q", sink.ErrNoEffect, accts[k])
+			}
+		}
+		return errs, nil
 	}
-	op := sink.Operation{ID: "credit-42", Payload: []byte("a7:+10")}
-	for range 2 {
-		out, err := e.Apply(ctx, op, credit(10))
-		fmt.Println(out, err)
+	res, err := e.Apply(ctx, ops, effect)
+	if err != nil {
+		panic(err)
 	}
-	_, err = e.Apply(ctx, sink.Operation{ID: "credit-42", Payload: []byte("a7:+99")}, credit(99))
-	var conflict *sink.ConflictError
-	fmt.Println("conflict:", errors.As(err, &conflict))
+	for i, r := range res {
+		fmt.Println(credits[i].id, r.Outcome, r.Err != nil)
+	}
 	var balance int64
 	if err := pool.QueryRow(ctx, "SELECT balance FROM "+accounts).Scan(&balance); err != nil {
 		panic(err)
 	}
 	fmt.Println("balance:", balance)
 	// Output:
-	// applied <nil>
-	// duplicate <nil>
-	// conflict: true
+	// credit-42 applied false
+	// credit-42 duplicate false
+	// credit-42 conflict true
+	// credit-43 rejected true
 	// balance: 110
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/internal/pgtest"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/postgres"
@@ -49,16 +50,16 @@ func TestHooksReportWrites(t *testing.T) {
 	var failNext, failHard atomic.Bool
 	s := newSinkOn(t, db, func(c *postgres.Config) {
 		c.Hooks = []sink.Hook{r}
-		c.Faults.At = func(_ context.Context, p postgres.Point, _ postgres.Attempt) error {
-			switch {
-			case p != postgres.BeforeCommit:
-			case failHard.Load():
-				return errors.New("refused")
-			case failNext.CompareAndSwap(true, false):
-				return &pgconn.PgError{Code: "40001", Message: "could not serialize access"}
-			}
-			return nil
+	})
+	ctx = faults.With(ctx, func(_ context.Context, p faults.Point, _ faults.Attempt) error {
+		switch {
+		case p != faults.BeforeCommit:
+		case failHard.Load():
+			return errors.New("refused")
+		case failNext.CompareAndSwap(true, false):
+			return &pgconn.PgError{Code: "40001", Message: "could not serialize access"}
 		}
+		return nil
 	})
 	p0, p1 := sink.TopicPartition{Topic: sinktest.Topic, Partition: 0}, sink.TopicPartition{Topic: sinktest.Topic, Partition: 1}
 	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: p0}, sink.CloseBatch{Source: p1}))
@@ -69,7 +70,7 @@ func TestHooksReportWrites(t *testing.T) {
 	failHard.Store(true)
 	require.Error(t, s.WriteClose(ctx, closeBatch(t, 1, 3)))
 	failHard.Store(false)
-	at := sinktest.T0()
+	at := sinktest.Start()
 	require.NoError(t, s.UpsertLatest(ctx, sinktest.StateTable, []sink.StateRow{
 		{Key: []any{"v1"}, ObservedAt: at, Values: []any{"t", 1.0, int64(1)}},
 		{Key: []any{"v1"}, ObservedAt: at.Add(time.Second), Values: []any{"t", 2.0, int64(2)}},

@@ -35,11 +35,11 @@ func ovWorkload(b *testing.B, seed uint64, partitions int) ovWindow {
 	dims := []struct {
 		name string
 		keys int
-	}{{"network", 1}, {"operator", 20}, {"line", 1500}, {"stop", 5479}}
+	}{{"network", 1}, {"owner", 20}, {"line", 1500}, {"stop", 5479}}
 	out := ovWindow{partials: make([][]sink.Partial, partitions)}
 	for _, d := range dims {
 		for k := range d.keys {
-			key := sink.Key{WindowStart: sinktest.T0(), Dimension: d.name, DimensionID: fmt.Sprintf("%s-%05d", d.name, k)}
+			key := sink.Key{WindowStart: sinktest.Start(), Dimension: d.name, DimensionID: fmt.Sprintf("%s-%05d", d.name, k)}
 			parts := make([]*window.Stats, partitions)
 			all := window.NewStats()
 			for range 5 + r.IntN(296) {
@@ -51,7 +51,7 @@ func ovWorkload(b *testing.B, seed uint64, partitions int) ovWindow {
 				require.NoError(b, parts[p].Add(v))
 				require.NoError(b, all.Add(v))
 			}
-			attrs := map[string]string{"operator": fmt.Sprintf("OP%d", k%20)}
+			attrs := map[string]string{"owner": fmt.Sprintf("OP%d", k%20)}
 			for p, st := range parts {
 				if st != nil {
 					enc, err := st.MarshalBinary()
@@ -161,7 +161,7 @@ func benchFold(b *testing.B, data []ovWindow, partitions, calls int, ownCalls bo
 	db := pgtest.New(b)
 	newSinkOn(b, db, nil) // migrates
 	pool := db.NewPool(b, nil)
-	s, err := postgres.New(pool, postgres.Config{Schema: db.Schema, Aggregates: sinktest.DelayAggregates(), Clock: time.Now})
+	s, err := postgres.New(pool, postgres.Config{Schema: db.Schema, Aggregates: sinktest.Aggregates(), Clock: time.Now})
 	require.NoError(b, err)
 	tps := make([]sink.CloseBatch, partitions)
 	for p := range tps {
@@ -174,7 +174,7 @@ func benchFold(b *testing.B, data []ovWindow, partitions, calls int, ownCalls bo
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		w := data[i%len(data)]
-		start := sinktest.T0().Add(time.Duration(i) * 5 * time.Minute)
+		start := sinktest.Start().Add(time.Duration(i) * 5 * time.Minute)
 		batches := foldCalls(w, start, partitions, calls, ownCalls)
 		rows += len(w.merged)
 		b.StartTimer()
@@ -215,8 +215,8 @@ func benchMergedOnly(b *testing.B, data []ovWindow) {
 	db := pgtest.New(b)
 	newSinkOn(b, db, nil)
 	pool := db.NewPool(b, func(*pgxpool.Config) {})
-	insert := `INSERT INTO delay_aggregates (window_start, window_end, dimension, dimension_id, operator, event_count, mean_delay_s, ` +
-		`p90_delay_s, max_delay_s, min_delay_s, computed_at) SELECT *, $11::timestamptz FROM unnest($1::timestamptz[], $2::timestamptz[], ` +
+	insert := `INSERT INTO aggregates (window_start, window_end, dimension, dimension_id, operator, event_count, mean_value, ` +
+		`p90_value, max_value, min_value, computed_at) SELECT *, $11::timestamptz FROM unnest($1::timestamptz[], $2::timestamptz[], ` +
 		`$3::text[], $4::text[], $5::text[], $6::int8[], $7::float8[], $8::float8[], $9::float8[], $10::float8[])`
 	wal := walNow(b, ctx, db)
 	rows := 0
@@ -224,7 +224,7 @@ func benchMergedOnly(b *testing.B, data []ovWindow) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		w := data[i%len(data)]
-		start := sinktest.T0().Add(time.Duration(i) * 5 * time.Minute)
+		start := sinktest.Start().Add(time.Duration(i) * 5 * time.Minute)
 		n := len(w.merged)
 		starts, ends := make([]time.Time, n), make([]time.Time, n)
 		dims, ids, ops := make([]string, n), make([]string, n), make([]string, n)
@@ -233,7 +233,7 @@ func benchMergedOnly(b *testing.B, data []ovWindow) {
 		for k, m := range w.merged {
 			sum, err := sink.Merge(sink.AggregateSpec{}, m.Stats)
 			require.NoError(b, err)
-			starts[k], ends[k], dims[k], ids[k], ops[k] = start, start.Add(5*time.Minute), m.Dimension, m.DimensionID, m.Attrs["operator"]
+			starts[k], ends[k], dims[k], ids[k], ops[k] = start, start.Add(5*time.Minute), m.Dimension, m.DimensionID, m.Attrs["owner"]
 			counts[k], means[k], qs[k], maxs[k], mins[k] = sum.Count, sum.Mean, sum.Quantile, sum.Max, sum.Min
 		}
 		rows += n

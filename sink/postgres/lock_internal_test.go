@@ -25,8 +25,8 @@ func TestCloseLockKey(t *testing.T) {
 		return s.closeLock
 	}
 	h := fnv.New64a()
-	_, _ = h.Write([]byte("streamledger close\x00public\x00delay_aggregates"))
-	assert.Equal(t, int64(h.Sum64()), key("", "delay_aggregates"))
+	_, _ = h.Write([]byte("streamledger close\x00public\x00aggregates"))
+	assert.Equal(t, int64(h.Sum64()), key("", "aggregates"))
 	assert.Equal(t, key("s", "t"), key("s", "t"))
 	assert.NotEqual(t, key("s", "t"), key("s", "u"))
 	assert.NotEqual(t, key("s", "t"), key("u", "t"))

@@ -42,8 +42,8 @@ func TestMigrateConcurrentlyAndIdempotently(t *testing.T) {
 	require.NoError(t, s.Migrate(ctx))
 
 	assert.Equal(t, map[string]int{
-		"aggregates:delay_aggregates": 3, "markers:streamledger_markers": 1,
-		"progress:streamledger_progress": 2, "state:vehicle_latest": 2,
+		"aggregates:aggregates": 3, "markers:streamledger_markers": 1,
+		"progress:streamledger_progress": 2, "state:latest": 2,
 	}, migrationVersions(t, db))
 }
 
@@ -74,18 +74,18 @@ func migrationVersions(t *testing.T, db *pgtest.DB) map[string]int {
 func TestMigrateUpgradesStateTables(t *testing.T) {
 	ctx := testCtx(t)
 	s, db := newSink(t, nil)
-	row := sink.StateRow{Key: []any{"veh-1"}, ObservedAt: sinktest.T0(), Values: []any{"trip-1", 1.5, int64(2)}}
+	row := sink.StateRow{Key: []any{"veh-1"}, ObservedAt: sinktest.Start(), Values: []any{"trip-1", 1.5, int64(2)}}
 	require.NoError(t, s.UpsertLatest(ctx, sinktest.StateTable, []sink.StateRow{row}))
-	_, err := db.Pool.Exec(ctx, "ALTER TABLE vehicle_latest RESET (fillfactor)")
+	_, err := db.Pool.Exec(ctx, "ALTER TABLE latest RESET (fillfactor)")
 	require.NoError(t, err)
-	_, err = db.Pool.Exec(ctx, "UPDATE streamledger_migrations SET version = 1 WHERE object = 'state:vehicle_latest'")
+	_, err = db.Pool.Exec(ctx, "UPDATE streamledger_migrations SET version = 1 WHERE object = 'state:latest'")
 	require.NoError(t, err)
 	require.NoError(t, s.Migrate(ctx))
 	var opts []string
-	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT reloptions FROM pg_class WHERE oid = 'vehicle_latest'::regclass").Scan(&opts))
+	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT reloptions FROM pg_class WHERE oid = 'latest'::regclass").Scan(&opts))
 	assert.Equal(t, []string{"fillfactor=50"}, opts)
 	var n int
-	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT count(*) FROM vehicle_latest").Scan(&n))
+	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT count(*) FROM latest").Scan(&n))
 	assert.Equal(t, 1, n)
 }
 
@@ -110,12 +110,12 @@ func TestMigrateAddsAttributes(t *testing.T) {
 	next.Partials[0].WindowStart = next.ClosedThrough
 	next.Partials[0].WindowEnd = next.ClosedThrough.Add(5 * time.Minute)
 	next.ClosedThrough = next.Partials[0].WindowEnd
-	next.Partials[0].Attrs = map[string]string{"operator": "QBUZZ"}
+	next.Partials[0].Attrs = map[string]string{"owner": "QBUZZ"}
 	require.NoError(t, withAttr.WriteClose(ctx, next))
 	got, ok, err := withAttr.Aggregate(ctx, next.Partials[0].Key)
 	require.NoError(t, err)
 	require.True(t, ok)
-	assert.Equal(t, map[string]string{"operator": "QBUZZ"}, got.Attrs)
+	assert.Equal(t, map[string]string{"owner": "QBUZZ"}, got.Attrs)
 	got, ok, err = withAttr.Aggregate(ctx, b.Partials[0].Key)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -139,7 +139,7 @@ func TestReadinessView(t *testing.T) {
 	require.NoError(t, s.WriteClose(ctx, closeBatch(t, 0, 5)))
 	complete := func() (bool, bool) {
 		var c bool
-		err := db.Pool.QueryRow(ctx, "SELECT complete FROM delay_aggregates_status WHERE window_start = $1 AND dimension = 'line' AND dimension_id = '1'", sinktest.T0()).Scan(&c)
+		err := db.Pool.QueryRow(ctx, "SELECT complete FROM aggregates_status WHERE window_start = $1 AND dimension = 'line' AND dimension_id = '1'", sinktest.Start()).Scan(&c)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return false, false
 		}
@@ -148,7 +148,7 @@ func TestReadinessView(t *testing.T) {
 	}
 	_, found := complete()
 	assert.False(t, found, "partition 1 has not closed the window: no row yet")
-	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: tp(1), ClosedThrough: sinktest.T0().Add(time.Hour)}))
+	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: tp(1), ClosedThrough: sinktest.Start().Add(time.Hour)}))
 	c, found := complete()
 	assert.True(t, found)
 	assert.True(t, c)
@@ -171,7 +171,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		"state without key":    {States: []sink.StateSpec{{Table: "s", ObservedAt: sink.Column{Name: "at"}}}},
 		"state is progress":    {States: []sink.StateSpec{{Table: "streamledger_progress", Key: []sink.Column{{Name: "k"}}, ObservedAt: sink.Column{Name: "at"}}}},
 		"unknown strategy":     {Strategy: 42},
-		"state twice the name": {States: []sink.StateSpec{sinktest.VehicleLatest(), sinktest.VehicleLatest()}},
+		"state twice the name": {States: []sink.StateSpec{sinktest.Latest(), sinktest.Latest()}},
 	} {
 		_, err := postgres.New(db.Pool, cfg)
 		assert.ErrorIs(t, err, sink.ErrInvalid, name)

@@ -196,8 +196,8 @@ func TestMergedRowsEqualPostgres(t *testing.T) {
 			require.NoError(t, err)
 			limit := exactValues(tt.limit)
 			var checked, differ int
-			err = db.Pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(*), count(*) FILTER (WHERE a.p90_delay_s <> r.pct)
-				FROM delay_aggregates a JOIN (SELECT dimension_id, count(*) AS n, %s($1) WITHIN GROUP (ORDER BY v) AS pct
+			err = db.Pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(*), count(*) FILTER (WHERE a.p90_value <> r.pct)
+				FROM aggregates a JOIN (SELECT dimension_id, count(*) AS n, %s($1) WITHIN GROUP (ORDER BY v) AS pct
 				FROM raw GROUP BY dimension_id) r USING (dimension_id) WHERE r.n <= $2 AND a.event_count = r.n`, tt.fn),
 				tt.q, limit).Scan(&checked, &differ)
 			require.NoError(t, err)

@@ -12,7 +12,7 @@ import (
 
 // read runs fn with retries on transient failures; reads have no transaction of their own.
 func (s *Sink) read(ctx context.Context, fn func(ctx context.Context) error) error {
-	return s.cfg.Retry.Do(ctx, opRead, IsTransient, func(ctx context.Context, _ int) error { return fn(ctx) })
+	return s.cfg.Retry.Do(ctx, opRead, transient, func(ctx context.Context, _ int) error { return fn(ctx) })
 }
 
 // ClosedThrough returns the stored closed_through of each of tps that has one: a partition

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/internal/pgtest"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/postgres"
@@ -18,7 +19,7 @@ import (
 )
 
 // terminate kills the server process pid from another connection and waits until it is gone.
-func terminate(ctx context.Context, t *testing.T, db *pgtest.DB, pid uint32) {
+func terminate(ctx context.Context, t *testing.T, db *pgtest.DB, pid int64) {
 	t.Helper()
 	var ok bool
 	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT pg_terminate_backend($1::int, 5000)", int32(pid)).Scan(&ok))
@@ -26,7 +27,7 @@ func terminate(ctx context.Context, t *testing.T, db *pgtest.DB, pid uint32) {
 }
 
 func closeBatch(t *testing.T, p int32, values ...float64) sink.CloseBatch {
-	start := sinktest.T0()
+	start := sinktest.Start()
 	end := start.Add(5 * time.Minute)
 	return sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: p}, ClosedThrough: end,
 		Partials: []sink.Partial{{Key: sink.Key{WindowStart: start, Dimension: "line", DimensionID: "1"}, WindowEnd: end, Stats: sinktest.Stats(t, values...)}}}
@@ -35,27 +36,26 @@ func closeBatch(t *testing.T, p int32, values ...float64) sink.CloseBatch {
 // The sink's own connection is terminated by the server at each point of the first attempt;
 // the retry on a fresh connection commits the batch once.
 func TestRetryAfterConnectionTerminated(t *testing.T) {
-	for _, point := range []postgres.Point{postgres.BeforeCommit, postgres.AfterCommit} {
+	for _, point := range []faults.Point{faults.BeforeCommit, faults.AfterCommit} {
 		t.Run(point.String(), func(t *testing.T) {
 			ctx := testCtx(t)
 			db := pgtest.New(t)
 			var attempts []int
 			var killed atomic.Bool
-			s := newSinkOn(t, db, func(c *postgres.Config) {
-				c.Faults.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
-					if p == postgres.BeforeBegin {
-						attempts = append(attempts, a.N)
-					}
-					if p == point && a.Op == "write close" && killed.CompareAndSwap(false, true) {
-						terminate(ctx, t, db, a.PID)
-						if p == postgres.AfterCommit {
-							// The commit landed but its acknowledgement is "lost": the
-							// caller cannot tell, so the attempt fails transiently.
-							return &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}
-						}
-					}
-					return nil
+			s := newSinkOn(t, db, nil)
+			ctx = faults.With(ctx, func(ctx context.Context, p faults.Point, a faults.Attempt) error {
+				if p == faults.BeforeBegin {
+					attempts = append(attempts, a.N)
 				}
+				if p == point && a.Op == "write close" && killed.CompareAndSwap(false, true) {
+					terminate(ctx, t, db, a.Conn)
+					if p == faults.AfterCommit {
+						// The commit landed but its acknowledgement is "lost": the
+						// caller cannot tell, so the attempt fails transiently.
+						return &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}
+					}
+				}
+				return nil
 			})
 			b := closeBatch(t, 0, 1, 2, 3)
 			require.NoError(t, s.WriteClose(ctx, b))
@@ -76,15 +76,14 @@ func TestRetryUpsertLatestAfterConnectionTerminated(t *testing.T) {
 	ctx := testCtx(t)
 	db := pgtest.New(t)
 	var killed atomic.Bool
-	s := newSinkOn(t, db, func(c *postgres.Config) {
-		c.Faults.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
-			if p == postgres.BeforeCommit && killed.CompareAndSwap(false, true) {
-				terminate(ctx, t, db, a.PID)
-			}
-			return nil
+	s := newSinkOn(t, db, nil)
+	ctx = faults.With(ctx, func(ctx context.Context, p faults.Point, a faults.Attempt) error {
+		if p == faults.BeforeCommit && killed.CompareAndSwap(false, true) {
+			terminate(ctx, t, db, a.Conn)
 		}
+		return nil
 	})
-	row := sink.StateRow{Key: []any{"bus-1"}, ObservedAt: sinktest.T0(), Values: []any{"t", 2.5, int64(4)}}
+	row := sink.StateRow{Key: []any{"bus-1"}, ObservedAt: sinktest.Start(), Values: []any{"t", 2.5, int64(4)}}
 	require.NoError(t, s.UpsertLatest(ctx, sinktest.StateTable, []sink.StateRow{row}))
 	require.True(t, killed.Load())
 	got, ok, err := s.Latest(ctx, sinktest.StateTable, "bus-1")
@@ -101,13 +100,13 @@ func TestRetriesRunOut(t *testing.T) {
 	var n atomic.Int32
 	s := newSinkOn(t, db, func(c *postgres.Config) {
 		c.Retry = sink.RetryPolicy{MaxAttempts: 3, InitialBackoff: time.Millisecond}
-		c.Faults.At = func(_ context.Context, p postgres.Point, a postgres.Attempt) error {
-			if p == postgres.BeforeCommit {
-				n.Add(1)
-				return &pgconn.PgError{Code: "40001", Message: "could not serialize access"}
-			}
-			return nil
+	})
+	ctx = faults.With(ctx, func(_ context.Context, p faults.Point, a faults.Attempt) error {
+		if p == faults.BeforeCommit {
+			n.Add(1)
+			return &pgconn.PgError{Code: "40001", Message: "could not serialize access"}
 		}
+		return nil
 	})
 	b := closeBatch(t, 0, 1)
 	err := s.WriteClose(ctx, b)
@@ -131,13 +130,13 @@ func TestRetryHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(testCtx(t))
 	s := newSinkOn(t, db, func(c *postgres.Config) {
 		c.Retry = sink.RetryPolicy{MaxAttempts: 100, InitialBackoff: time.Hour}
-		c.Faults.At = func(_ context.Context, p postgres.Point, _ postgres.Attempt) error {
-			if p == postgres.BeforeCommit {
-				cancel()
-				return &pgconn.PgError{Code: "40P01", Message: "deadlock detected"}
-			}
-			return nil
+	})
+	ctx = faults.With(ctx, func(_ context.Context, p faults.Point, _ faults.Attempt) error {
+		if p == faults.BeforeCommit {
+			cancel()
+			return &pgconn.PgError{Code: "40P01", Message: "deadlock detected"}
 		}
+		return nil
 	})
 	err := s.WriteClose(ctx, closeBatch(t, 0, 1))
 	require.ErrorIs(t, err, context.Canceled)
@@ -151,41 +150,18 @@ func TestFailureBeforeCommitWritesNothing(t *testing.T) {
 	ctx := testCtx(t)
 	db := pgtest.New(t)
 	boom := errors.New("injected")
-	s := newSinkOn(t, db, func(c *postgres.Config) {
-		c.Faults.At = func(_ context.Context, p postgres.Point, _ postgres.Attempt) error {
-			if p == postgres.BeforeCommit {
-				return boom
-			}
-			return nil
+	s := newSinkOn(t, db, nil)
+	ctx = faults.With(ctx, func(_ context.Context, p faults.Point, _ faults.Attempt) error {
+		if p == faults.BeforeCommit {
+			return boom
 		}
+		return nil
 	})
 	b := closeBatch(t, 0, 1)
 	err := s.WriteClose(ctx, b)
 	require.ErrorIs(t, err, boom)
 	assert.False(t, sink.IsTransient(err))
 	var n int
-	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM delay_aggregates) + (SELECT count(*) FROM delay_aggregates_partials) + (SELECT count(*) FROM streamledger_progress)").Scan(&n))
+	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM aggregates) + (SELECT count(*) FROM aggregates_partials) + (SELECT count(*) FROM streamledger_progress)").Scan(&n))
 	assert.Zero(t, n)
-}
-
-func TestIsTransient(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want bool
-	}{
-		{&pgconn.PgError{Code: "40001"}, true},
-		{&pgconn.PgError{Code: "40P01"}, true},
-		{&pgconn.PgError{Code: "57P01"}, true},
-		{&pgconn.PgError{Code: "08006"}, true},
-		{&pgconn.PgError{Code: "08P01"}, true},
-		{&pgconn.PgError{Code: "23505"}, false},
-		{&pgconn.PgError{Code: "42P01"}, false},
-		{&pgconn.PgError{Code: "22P02"}, false},
-		{context.Canceled, false},
-		{context.DeadlineExceeded, false},
-		{errors.New("plain"), false},
-		{nil, false},
-	} {
-		assert.Equal(t, tc.want, postgres.IsTransient(tc.err), "%v", tc.err)
-	}
 }

@@ -66,7 +66,7 @@ var updateSet = regexp.MustCompile(`(?is)^UPDATE\s.*?\sSET\s(.*)\sFROM\s`)
 // checkStatements applies the SQL checks (replace, never add after DO UPDATE) to every statement.
 func checkStatements(t *testing.T, stmts []string) (upserts, guards int) {
 	t.Helper()
-	guard := `WHERE EXCLUDED."observed_at" >= "vehicle_latest"."observed_at"`
+	guard := `WHERE EXCLUDED."observed_at" >= "latest"."observed_at"`
 	for _, sql := range stmts {
 		if m := updateSet.FindStringSubmatch(sql); m != nil {
 			upserts++
@@ -78,7 +78,7 @@ func checkStatements(t *testing.T, stmts []string) (upserts, guards int) {
 		}
 		upserts++
 		assert.False(t, plusAfterDoUpdate.MatchString(sql), "aggregates replace, never add: %s", sql)
-		if strings.Contains(sql, `"vehicle_latest"`) {
+		if strings.Contains(sql, `"latest"`) {
 			assert.Contains(t, sql, guard, "the last-write-wins guard: %s", sql)
 			guards++
 		}
@@ -100,13 +100,13 @@ func TestGeneratedSQL(t *testing.T) {
 			require.NoError(t, s.Migrate(ctx))
 
 			const secret = "GVB-value-not-in-sql"
-			start := sinktest.T0()
+			start := sinktest.Start()
 			end := start.Add(5 * time.Minute)
 			for p := range int32(2) {
 				require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{
 					Source: sink.TopicPartition{Topic: "topic-value-not-in-sql", Partition: p}, ClosedThrough: end,
 					Partials: []sink.Partial{{Key: sink.Key{WindowStart: start, Dimension: "line", DimensionID: secret},
-						WindowEnd: end, Attrs: map[string]string{"operator": secret}, Stats: sinktest.Stats(t, 1, 2, 3)}},
+						WindowEnd: end, Attrs: map[string]string{"owner": secret}, Stats: sinktest.Stats(t, 1, 2, 3)}},
 				}))
 			}
 			require.NoError(t, s.UpsertLatest(ctx, sinktest.StateTable, []sink.StateRow{
@@ -158,7 +158,7 @@ func TestIdentifiersAreQuoted(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.NoError(t, s.Migrate(ctx))
-	start := sinktest.T0()
+	start := sinktest.Start()
 	end := start.Add(5 * time.Minute)
 	k := sink.Key{WindowStart: start, Dimension: "d", DimensionID: "i"}
 	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: sink.TopicPartition{Topic: "t"}, ClosedThrough: end,
@@ -182,9 +182,9 @@ func TestIdentifiersAreQuoted(t *testing.T) {
 func TestPermanentErrorIsTypedAndNotRetried(t *testing.T) {
 	ctx := testCtx(t)
 	s, db := newSink(t, nil)
-	_, err := db.Pool.Exec(ctx, "DROP TABLE vehicle_latest")
+	_, err := db.Pool.Exec(ctx, "DROP TABLE latest")
 	require.NoError(t, err)
-	err = s.UpsertLatest(ctx, sinktest.StateTable, []sink.StateRow{{Key: []any{"v"}, ObservedAt: sinktest.T0(), Values: []any{"t", 1.0, int64(1)}}})
+	err = s.UpsertLatest(ctx, sinktest.StateTable, []sink.StateRow{{Key: []any{"v"}, ObservedAt: sinktest.Start(), Values: []any{"t", 1.0, int64(1)}}})
 	var we *sink.WriteError
 	require.ErrorAs(t, err, &we)
 	assert.False(t, we.Transient)

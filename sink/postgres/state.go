@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/sink"
 )
 
@@ -43,9 +44,9 @@ func (s *Sink) upsertLatest(ctx context.Context, table string, rows []sink.State
 		return 0, 0, err
 	}
 	rows = lockOrder(rows)
-	err = s.cfg.Retry.Do(ctx, opUpsertLatest, IsTransient, func(ctx context.Context, n int) error {
+	err = s.cfg.Retry.Do(ctx, opUpsertLatest, transient, func(ctx context.Context, n int) error {
 		attempts = n
-		return attemptTx(ctx, s.pool, s.cfg.Faults, Attempt{Op: opUpsertLatest, N: n}, func(ctx context.Context, tx pgx.Tx) error {
+		return attemptTx(ctx, s.pool, faults.Attempt{Op: opUpsertLatest, N: n}, func(ctx context.Context, tx pgx.Tx) error {
 			if s.cfg.Strategy == StrategyUnnest {
 				if err := st.discoverTypes(ctx, tx, s.cfg.Schema); err != nil {
 					return err

@@ -22,7 +22,7 @@ func TestUpsertLatestOfManyRows(t *testing.T) {
 		t.Run(st.String(), func(t *testing.T) {
 			ctx := testCtx(t)
 			s, db := newSink(t, func(c *postgres.Config) { c.Strategy = st })
-			at := sinktest.T0()
+			at := sinktest.Start()
 			rows := func(at time.Time, speed float64) []sink.StateRow {
 				out := make([]sink.StateRow, n)
 				for i := range out {

@@ -6,14 +6,16 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/streamledger/streamledger/internal/faults"
 )
 
 // attemptTx runs one attempt of op: fn inside a READ COMMITTED transaction on a connection
-// of pool, with the faults called at their points. READ COMMITTED is set explicitly because
+// of pool, with the injected faults (package faults) called at their points. READ COMMITTED is set explicitly because
 // the close path depends on it: each statement after the advisory locks must see what the
 // writer that held them committed, whatever the server's default isolation is.
-func attemptTx(ctx context.Context, pool *pgxpool.Pool, faults Faults, a Attempt, fn func(ctx context.Context, tx pgx.Tx) error) (err error) {
-	if err := faults.call(ctx, BeforeBegin, a); err != nil {
+func attemptTx(ctx context.Context, pool *pgxpool.Pool, a faults.Attempt, fn func(ctx context.Context, tx pgx.Tx) error) (err error) {
+	if err := faults.At(ctx, faults.BeforeBegin, a); err != nil {
 		return err
 	}
 	conn, err := pool.Acquire(ctx)
@@ -21,7 +23,7 @@ func attemptTx(ctx context.Context, pool *pgxpool.Pool, faults Faults, a Attempt
 		return err
 	}
 	defer conn.Release()
-	a.PID = conn.Conn().PgConn().PID()
+	a.Conn = int64(conn.Conn().PgConn().PID())
 	defer func() {
 		// A closed connection means the failure was the connection's, whatever error
 		// surfaced first; the pool discards it on release.
@@ -51,12 +53,12 @@ func attemptTx(ctx context.Context, pool *pgxpool.Pool, faults Faults, a Attempt
 	if err := fn(ctx, tx); err != nil {
 		return err
 	}
-	if err := faults.call(ctx, BeforeCommit, a); err != nil {
+	if err := faults.At(ctx, faults.BeforeCommit, a); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	committed = true
-	return faults.call(ctx, AfterCommit, a)
+	return faults.At(ctx, faults.AfterCommit, a)
 }

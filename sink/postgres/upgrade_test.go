@@ -19,20 +19,20 @@ var layoutV2 = []string{
 	`CREATE TABLE streamledger_migrations ("object" text PRIMARY KEY, "version" integer NOT NULL, "applied_at" timestamptz NOT NULL DEFAULT now())`,
 	`CREATE TABLE "streamledger_progress" ("topic" text NOT NULL, "partition" integer NOT NULL, "closed_through" timestamptz NOT NULL, ` +
 		`"updated_at" timestamptz NOT NULL, PRIMARY KEY ("topic", "partition"))`,
-	`CREATE TABLE "delay_aggregates_partials" ("window_start" timestamptz NOT NULL, "dimension" text NOT NULL, "dimension_id" text NOT NULL, ` +
-		`"topic" text NOT NULL, "partition" integer NOT NULL, "window_end" timestamptz NOT NULL, "stats" bytea NOT NULL, "operator" text, ` +
+	`CREATE TABLE "aggregates_partials" ("window_start" timestamptz NOT NULL, "dimension" text NOT NULL, "dimension_id" text NOT NULL, ` +
+		`"topic" text NOT NULL, "partition" integer NOT NULL, "window_end" timestamptz NOT NULL, "stats" bytea NOT NULL, "owner" text, ` +
 		`"written_at" timestamptz NOT NULL, PRIMARY KEY ("window_start", "dimension", "dimension_id", "topic", "partition"))`,
-	`CREATE TABLE "delay_aggregates" ("window_start" timestamptz NOT NULL, "window_end" timestamptz NOT NULL, "dimension" text NOT NULL, ` +
-		`"dimension_id" text NOT NULL, "operator" text, "event_count" bigint NOT NULL, "mean_delay_s" double precision NOT NULL, ` +
-		`"p90_delay_s" double precision NOT NULL, "max_delay_s" double precision NOT NULL, "min_delay_s" double precision NOT NULL, ` +
+	`CREATE TABLE "aggregates" ("window_start" timestamptz NOT NULL, "window_end" timestamptz NOT NULL, "dimension" text NOT NULL, ` +
+		`"dimension_id" text NOT NULL, "owner" text, "event_count" bigint NOT NULL, "mean_value" double precision NOT NULL, ` +
+		`"p90_value" double precision NOT NULL, "max_value" double precision NOT NULL, "min_value" double precision NOT NULL, ` +
 		`"computed_at" timestamptz NOT NULL, PRIMARY KEY ("window_start", "dimension", "dimension_id")) WITH (fillfactor = 50)`,
-	`CREATE OR REPLACE VIEW "delay_aggregates_status" AS SELECT a."window_start", a."window_end", a."dimension", a."dimension_id", ` +
-		`a."event_count", a."mean_delay_s", a."p90_delay_s", a."max_delay_s", a."min_delay_s", a."computed_at", r."complete_through", ` +
-		`COALESCE(a."window_end" <= r."complete_through", false) AS "complete", a."operator" FROM "delay_aggregates" AS a ` +
+	`CREATE OR REPLACE VIEW "aggregates_status" AS SELECT a."window_start", a."window_end", a."dimension", a."dimension_id", ` +
+		`a."event_count", a."mean_value", a."p90_value", a."max_value", a."min_value", a."computed_at", r."complete_through", ` +
+		`COALESCE(a."window_end" <= r."complete_through", false) AS "complete", a."owner" FROM "aggregates" AS a ` +
 		`LEFT JOIN LATERAL (SELECT min(pr."closed_through") AS "complete_through" FROM "streamledger_progress" AS pr WHERE pr."topic" IN ` +
-		`(SELECT pa."topic" FROM "delay_aggregates_partials" AS pa WHERE pa."window_start" = a."window_start" AND pa."dimension" = a."dimension" ` +
+		`(SELECT pa."topic" FROM "aggregates_partials" AS pa WHERE pa."window_start" = a."window_start" AND pa."dimension" = a."dimension" ` +
 		`AND pa."dimension_id" = a."dimension_id")) AS r ON true`,
-	`INSERT INTO streamledger_migrations ("object", "version") VALUES ('progress:streamledger_progress', 1), ('aggregates:delay_aggregates', 2)`,
+	`INSERT INTO streamledger_migrations ("object", "version") VALUES ('progress:streamledger_progress', 1), ('aggregates:aggregates', 2)`,
 }
 
 // Migrate converts a database of the per-key layout in place: a complete window becomes a
@@ -46,7 +46,7 @@ func TestMigrateUpgradesPerKeyLayout(t *testing.T) {
 		_, err := db.Pool.Exec(ctx, stmt)
 		require.NoError(t, err, stmt)
 	}
-	t0 := sinktest.T0()
+	t0 := sinktest.Start()
 	w0, w1 := t0, t0.Add(5*time.Minute)
 	end0, end1 := w1, w1.Add(5*time.Minute)
 	at := sinktest.Now()
@@ -61,7 +61,7 @@ func TestMigrateUpgradesPerKeyLayout(t *testing.T) {
 		{w1, "A", 0, ptr("GVB"), []float64{5}},
 	}
 	for _, o := range old {
-		_, err := db.Pool.Exec(ctx, `INSERT INTO delay_aggregates_partials VALUES ($1, 'line', $2, 'arrivals', $3, $4, $5, $6, $7)`,
+		_, err := db.Pool.Exec(ctx, `INSERT INTO aggregates_partials VALUES ($1, 'line', $2, 'arrivals', $3, $4, $5, $6, $7)`,
 			o.start, o.id, o.p, o.start.Add(5*time.Minute), sinktest.Stats(t, o.values...), o.operator, at)
 		require.NoError(t, err)
 	}
@@ -71,7 +71,7 @@ func TestMigrateUpgradesPerKeyLayout(t *testing.T) {
 		operator *string
 		count    int64
 	}{{w0, "A", ptr("RET"), 3}, {w0, "B", nil, 1}, {w1, "A", ptr("GVB"), 1}} {
-		_, err := db.Pool.Exec(ctx, `INSERT INTO delay_aggregates VALUES ($1, $2, 'line', $3, $4, $5, 1, 1, 1, 1, $6)`,
+		_, err := db.Pool.Exec(ctx, `INSERT INTO aggregates VALUES ($1, $2, 'line', $3, $4, $5, 1, 1, 1, 1, $6)`,
 			m.start, m.start.Add(5*time.Minute), m.id, m.operator, m.count, at)
 		require.NoError(t, err)
 	}
@@ -86,10 +86,10 @@ func TestMigrateUpgradesPerKeyLayout(t *testing.T) {
 
 	s := newSinkOn(t, db, nil) // Migrate
 	versions := migrationVersions(t, db)
-	assert.Equal(t, 3, versions["aggregates:delay_aggregates"])
+	assert.Equal(t, 3, versions["aggregates:aggregates"])
 	assert.Equal(t, 2, versions["progress:streamledger_progress"])
 	var compact, folded, oldTables int
-	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM delay_aggregates_partials), (SELECT count(*) FROM delay_aggregates_folded), `+
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM aggregates_partials), (SELECT count(*) FROM aggregates_folded), `+
 		`(SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename LIKE '%_v2')`).Scan(&compact, &folded, &oldTables))
 	assert.Equal(t, [3]int{1, 1, 0}, [3]int{compact, folded, oldTables}, "window 1 compact, window 0 folded, the old table dropped")
 
@@ -110,7 +110,7 @@ func TestMigrateUpgradesPerKeyLayout(t *testing.T) {
 	want, err := sink.Merge(sink.AggregateSpec{}, sinktest.Stats(t, 1, 2), sinktest.Stats(t, 3))
 	require.NoError(t, err)
 	assert.Equal(t, want, a.Summary, "the complete window's rows are the fold of its partials")
-	assert.Equal(t, map[string]string{"operator": "RET"}, a.Attrs)
+	assert.Equal(t, map[string]string{"owner": "RET"}, a.Attrs)
 	assert.True(t, a.Complete)
 	_, ok = merged(w1, "A")
 	assert.False(t, ok, "window 1 was still filling: its merged row goes until it completes")
@@ -122,7 +122,7 @@ func TestMigrateUpgradesPerKeyLayout(t *testing.T) {
 	a, ok = merged(w1, "A")
 	require.True(t, ok)
 	assert.Equal(t, int64(2), a.Count)
-	assert.Equal(t, map[string]string{"operator": "GVB"}, a.Attrs)
+	assert.Equal(t, map[string]string{"owner": "GVB"}, a.Attrs)
 	// A partition added later is merged into the converted folded window; a replay is not.
 	late := sink.CloseBatch{Source: tp("arrivals", 2), ClosedThrough: end0, Partials: []sink.Partial{
 		{Key: sink.Key{WindowStart: w0, Dimension: "line", DimensionID: "A"}, WindowEnd: end0, Stats: sinktest.Stats(t, 7)}}}

@@ -15,18 +15,18 @@ import (
 // recorded: a failed write records nothing, so the processor must not commit past it.
 func ExampleMemory() {
 	ctx := context.Background()
-	m, err := sinktest.NewMemory(sinktest.MemoryConfig{Aggregates: sinktest.DelayAggregates()})
+	m, err := sinktest.NewMemory(sinktest.MemoryConfig{Aggregates: sinktest.Aggregates()})
 	if err != nil {
 		panic(err)
 	}
 	s := window.NewStats()
-	for _, v := range sinktest.SeedValues() {
+	for _, v := range sinktest.KnownValues() {
 		_ = s.Add(v)
 	}
 	stats, _ := s.MarshalBinary()
 	start, end := window.Bounds(time.Date(2026, 3, 2, 7, 3, 0, 0, time.UTC), 5*time.Minute)
 	b := sink.CloseBatch{
-		Source:        sink.TopicPartition{Topic: "arrivals", Partition: 0},
+		Source:        sink.TopicPartition{Topic: "events", Partition: 0},
 		ClosedThrough: end,
 		Partials:      []sink.Partial{{Key: sink.Key{WindowStart: start, Dimension: "line", DimensionID: "17"}, WindowEnd: end, Stats: stats}},
 	}

@@ -27,8 +27,8 @@ func TestMemoryFailNextWritesNothing(t *testing.T) {
 	m := newMemory(t, sinktest.DefaultSetup()).(*sinktest.Memory)
 	boom := errors.New("boom")
 	m.FailNext(boom)
-	start, end := sinktest.T0(), sinktest.T0().Add(300e9)
-	b := sink.CloseBatch{Source: sink.TopicPartition{Topic: "arrivals"}, ClosedThrough: end, Partials: []sink.Partial{{
+	start, end := sinktest.Start(), sinktest.Start().Add(300e9)
+	b := sink.CloseBatch{Source: sink.TopicPartition{Topic: "events"}, ClosedThrough: end, Partials: []sink.Partial{{
 		Key: sink.Key{WindowStart: start, Dimension: "line", DimensionID: "1"}, WindowEnd: end, Stats: sinktest.Stats(t, 1, 2),
 	}}}
 	require.ErrorIs(t, m.WriteClose(ctx, b), boom)

@@ -46,46 +46,47 @@ type Features struct {
 	Rounds int
 }
 
-// Suite constants: the OV example's tables, so that the suite also proves that mapping.
+// The suite's table and topic names.
 const (
-	AggregatesTable = "delay_aggregates"
-	StateTable      = "vehicle_latest"
-	Topic           = "arrivals"
+	AggregatesTable = "aggregates"
+	StateTable      = "latest"
+	Topic           = "events"
 )
 
-// T0 returns the start of the first window the suite writes: 5-minute windows from it.
-func T0() time.Time { return time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC) }
+// Start returns the start of the first window the suite writes: 5-minute windows from it.
+func Start() time.Time { return time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC) }
 
 // Now() returns the suite's fixed clock reading.
 func Now() time.Time { return time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC) }
 
 const windowSize = 5 * time.Minute
 
-// DelayAggregates is the seed's delay_aggregates mapping: its exact columns, with operator
-// as the key's optional attribute.
-func DelayAggregates() sink.AggregateSpec {
+// Aggregates is the suite's aggregates table: every column named, with owner as the
+// key's optional attribute and the 0.9 quantile.
+func Aggregates() sink.AggregateSpec {
 	return sink.AggregateSpec{
 		Table: AggregatesTable,
 		Columns: sink.AggregateColumns{
 			WindowStart: "window_start", WindowEnd: "window_end", Dimension: "dimension", DimensionID: "dimension_id",
-			Count: "event_count", Mean: "mean_delay_s", Quantile: "p90_delay_s", Max: "max_delay_s", Min: "min_delay_s",
+			Count: "event_count", Mean: "mean_value", Quantile: "p90_value", Max: "max_value", Min: "min_value",
 			ComputedAt: "computed_at",
 		},
-		Attributes: []string{"operator"},
+		Attributes: []string{"owner"},
 		Quantile:   0.9,
 	}
 }
 
-// VehicleLatest is a last-write-wins table shaped like the seed's vehicle_latest.
-func VehicleLatest() sink.StateSpec {
+// Latest is the suite's last-write-wins table: one text key and three values of different
+// types.
+func Latest() sink.StateSpec {
 	return sink.StateSpec{
 		Table:      StateTable,
-		Key:        []sink.Column{{Name: "vehicle_id", Type: "text"}},
+		Key:        []sink.Column{{Name: "entity_id", Type: "text"}},
 		ObservedAt: sink.Column{Name: "observed_at", Type: "timestamptz"},
 		Values: []sink.Column{
-			{Name: "trip_id", Type: "text"},
-			{Name: "delay_s", Type: "double precision"},
-			{Name: "stop_seq", Type: "bigint"},
+			{Name: "label", Type: "text"},
+			{Name: "value", Type: "double precision"},
+			{Name: "seq", Type: "bigint"},
 		},
 		UpdatedAt: "updated_at",
 	}
@@ -94,8 +95,8 @@ func VehicleLatest() sink.StateSpec {
 // DefaultSetup is the setup every suite test uses.
 func DefaultSetup() Setup {
 	return Setup{
-		Aggregates: DelayAggregates(),
-		States:     []sink.StateSpec{VehicleLatest()},
+		Aggregates: Aggregates(),
+		States:     []sink.StateSpec{Latest()},
 		Clock:      Now,
 	}
 }
@@ -106,10 +107,10 @@ func Stats(t testing.TB, values ...float64) []byte {
 	return StatsWithLimit(t, 0, values...)
 }
 
-// SeedValues returns ten delays whose count, mean and P90 (window's exact quantile, linear
-// interpolation between closest ranks) are the seed's (10, 144.0, 300.0): the sorted values
-// put ranks 8 and 9 (0-based; h = 0.9 * 9 = 8.1) both at 300, and the sum is 1440.
-func SeedValues() []float64 { return []float64{60, 90, 300, 60, 90, 300, 60, 90, 300, 90} }
+// KnownValues returns ten values whose count, mean and P90 (window's exact quantile, linear
+// interpolation between closest ranks) are (10, 144.0, 300.0): the sorted values put ranks
+// 8 and 9 (0-based; h = 0.9 * 9 = 8.1) both at 300, and the sum is 1440.
+func KnownValues() []float64 { return []float64{60, 90, 300, 60, 90, 300, 60, 90, 300, 90} }
 
 // Run runs the conformance suite against the subjects f builds.
 func Run(t *testing.T, f Factory, feat Features) {
@@ -123,7 +124,7 @@ func Run(t *testing.T, f Factory, feat Features) {
 		name string
 		run  func(t *testing.T, f Factory, feat Features)
 	}{
-		{"SeedDuplicateWindowIsOneRow", testSeedDuplicate},
+		{"DuplicateWindowIsOneRow", testDuplicateWindow},
 		{"RegistrationHoldsWindows", testRegistrationHolds},
 		{"EmptyReleases", testEmptyReleases},
 		{"NonContributingTopicNeverHolds", testNonContributingTopic},
@@ -162,7 +163,7 @@ func ctxT(t *testing.T) context.Context {
 func tp(p int32) sink.TopicPartition { return sink.TopicPartition{Topic: Topic, Partition: p} }
 
 func win(i int) (start, end time.Time) {
-	start = T0().Add(time.Duration(i) * windowSize)
+	start = Start().Add(time.Duration(i) * windowSize)
 	return start, start.Add(windowSize)
 }
 
@@ -171,14 +172,14 @@ func partial(t testing.TB, w int, dim, id string, values ...float64) sink.Partia
 	return sink.Partial{Key: sink.Key{WindowStart: start, Dimension: dim, DimensionID: id}, WindowEnd: end, Stats: Stats(t, values...)}
 }
 
-func stateRow(id string, at time.Time, trip string, delay float64, seq int64) sink.StateRow {
-	return sink.StateRow{Key: []any{id}, ObservedAt: at, Values: []any{trip, delay, seq}}
+func stateRow(id string, at time.Time, label string, value float64, seq int64) sink.StateRow {
+	return sink.StateRow{Key: []any{id}, ObservedAt: at, Values: []any{label, value, seq}}
 }
 
 func testLatestGuard(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
 	s := f(t, DefaultSetup())
-	at := T0().Add(30 * time.Second)
+	at := Start().Add(30 * time.Second)
 	latest := func(id string) sink.StateRow {
 		t.Helper()
 		r, ok, err := s.Latest(ctx, StateTable, id)
@@ -219,7 +220,7 @@ func testLatestReordered(t *testing.T, f Factory, _ Features) {
 	for v := range 20 {
 		id := fmt.Sprintf("veh-%02d", v)
 		for i := range 10 {
-			row := stateRow(id, T0().Add(time.Duration(r.IntN(100000))*time.Second+time.Duration(i)), fmt.Sprintf("trip-%d", i), float64(r.IntN(600)), int64(i))
+			row := stateRow(id, Start().Add(time.Duration(r.IntN(100000))*time.Second+time.Duration(i)), fmt.Sprintf("trip-%d", i), float64(r.IntN(600)), int64(i))
 			row.ObservedAt = row.ObservedAt.Truncate(time.Second).Add(time.Duration(i) * time.Hour * 24 * 30)
 			rows = append(rows, row)
 			if w, ok := want[id]; !ok || row.ObservedAt.After(w.ObservedAt) {
@@ -256,18 +257,18 @@ func testLatestConcurrent(t *testing.T, f Factory, feat Features) {
 	}
 	ctx := ctxT(t)
 	s := f(t, DefaultSetup())
-	const writers, vehicles, rounds = 4, 50, 20
+	const writers, entities, rounds = 4, 50, 20
 	var wg sync.WaitGroup
 	errs := make([]error, writers)
 	for w := range writers {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(w), 9))
 			for round := range rounds {
-				// Every writer touches every vehicle, in its own order, so row locks are
+				// Every writer touches every entity, in its own order, so row locks are
 				// requested in conflicting orders unless the sink orders them.
-				batch := make([]sink.StateRow, 0, vehicles)
-				for _, v := range r.Perm(vehicles) {
-					at := T0().Add(time.Duration(round*writers+w) * time.Second)
+				batch := make([]sink.StateRow, 0, entities)
+				for _, v := range r.Perm(entities) {
+					at := Start().Add(time.Duration(round*writers+w) * time.Second)
 					batch = append(batch, stateRow(fmt.Sprintf("veh-%02d", v), at, fmt.Sprintf("w%d", w), float64(round), int64(round*writers+w)))
 				}
 				if err := s.UpsertLatest(ctx, StateTable, batch); err != nil {
@@ -280,19 +281,19 @@ func testLatestConcurrent(t *testing.T, f Factory, feat Features) {
 	wg.Wait()
 	require.NoError(t, errors.Join(errs...))
 	last := (rounds-1)*writers + writers - 1
-	for v := range vehicles {
+	for v := range entities {
 		id := fmt.Sprintf("veh-%02d", v)
 		got, ok, err := s.Latest(ctx, StateTable, id)
 		require.NoError(t, err)
 		require.True(t, ok)
-		assert.Equal(t, stateRow(id, T0().Add(time.Duration(last)*time.Second), fmt.Sprintf("w%d", writers-1), float64(rounds-1), int64(last)), got)
+		assert.Equal(t, stateRow(id, Start().Add(time.Duration(last)*time.Second), fmt.Sprintf("w%d", writers-1), float64(rounds-1), int64(last)), got)
 	}
 }
 
 func testInvalidLatest(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
 	s := f(t, DefaultSetup())
-	at := T0()
+	at := Start()
 	for name, rows := range map[string][]sink.StateRow{
 		"short key":      {{Key: nil, ObservedAt: at, Values: []any{"t", 1.0, int64(1)}}},
 		"short values":   {{Key: []any{"v"}, ObservedAt: at, Values: []any{"t"}}},

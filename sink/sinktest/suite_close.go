@@ -60,11 +60,11 @@ func keyOf(w int, dim, id string) sink.Key {
 	return sink.Key{WindowStart: start, Dimension: dim, DimensionID: id}
 }
 
-func testSeedDuplicate(t *testing.T, f Factory, _ Features) {
+func testDuplicateWindow(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
 	s := f(t, DefaultSetup())
 	_, end := win(0)
-	b := closeOf(0, end, partial(t, 0, "line", "GVB:17", SeedValues()...))
+	b := closeOf(0, end, partial(t, 0, "line", "17", KnownValues()...))
 	require.NoError(t, s.WriteClose(ctx, b))
 	require.NoError(t, s.WriteClose(ctx, b), "the same finalized window delivered again")
 	rows := rowsOf(t, ctx, s, 0)
@@ -236,7 +236,7 @@ func scenario(t testing.TB, seed uint64, partitions, windows, keys, maxValues in
 				}
 				pa := partial(t, w, "line", fmt.Sprintf("L%03d", k), vals...)
 				if k%3 == 0 {
-					pa.Attrs = map[string]string{"operator": fmt.Sprintf("OP%d", k%5)}
+					pa.Attrs = map[string]string{"owner": fmt.Sprintf("OP%d", k%5)}
 				}
 				b.Partials = append(b.Partials, pa)
 			}
@@ -277,7 +277,7 @@ func checkCanonical(t *testing.T, batches [][]sink.CloseBatch, rows []sink.Aggre
 	}
 	require.Len(t, rows, len(want))
 	for _, row := range rows {
-		sum, err := sink.Merge(DelayAggregates(), want[row.Key]...)
+		sum, err := sink.Merge(Aggregates(), want[row.Key]...)
 		require.NoError(t, err)
 		assert.Equal(t, sum, row.Summary, "%s/%s", row.Dimension, row.DimensionID)
 	}
@@ -366,7 +366,7 @@ func testRefold(t *testing.T, f Factory, _ Features) {
 	require.NoError(t, s.WriteClose(ctx, closeOf(2, end, partial(t, 0, "line", "A", a2...), partial(t, 0, "line", "B", 7))))
 	got, ok := aggregate(t, ctx, s, keyOf(0, "line", "A"))
 	require.True(t, ok)
-	want, err := sink.Merge(DelayAggregates(), Stats(t, a0...), Stats(t, a1...), Stats(t, a2...))
+	want, err := sink.Merge(Aggregates(), Stats(t, a0...), Stats(t, a1...), Stats(t, a2...))
 	require.NoError(t, err)
 	assert.Equal(t, want, got.Summary, "the new partition is merged into the folded window")
 	got, ok = aggregate(t, ctx, s, keyOf(0, "line", "B"))
@@ -622,33 +622,33 @@ func testAttributes(t *testing.T, f Factory, _ Features) {
 	s := f(t, DefaultSetup())
 	register(t, ctx, s, tps(3)...)
 	_, end := win(0)
-	with := func(id, operator string, v float64) sink.Partial {
+	with := func(id, owner string, v float64) sink.Partial {
 		p := partial(t, 0, "line", id, v)
-		if operator != "" {
-			p.Attrs = map[string]string{"operator": operator}
+		if owner != "" {
+			p.Attrs = map[string]string{"owner": owner}
 		}
 		return p
 	}
-	require.NoError(t, s.WriteClose(ctx, closeOf(1, end, with("17", "RET", 1), with("none", "", 1))))
-	require.NoError(t, s.WriteClose(ctx, closeOf(0, end, with("17", "GVB", 2))))
+	require.NoError(t, s.WriteClose(ctx, closeOf(1, end, with("17", "east", 1), with("none", "", 1))))
+	require.NoError(t, s.WriteClose(ctx, closeOf(0, end, with("17", "north", 2))))
 	// A rewrite without the attribute keeps the stored one of its partial (COALESCE).
 	require.NoError(t, s.WriteClose(ctx, closeOf(0, end, with("17", "", 2))))
 	require.NoError(t, s.WriteClose(ctx, closeOf(2, end, with("17", "", 3))))
 	row, ok := aggregate(t, ctx, s, keyOf(0, "line", "17"))
 	require.True(t, ok)
-	assert.Equal(t, map[string]string{"operator": "GVB"}, row.Attrs, "the first operator in (topic, partition) order")
+	assert.Equal(t, map[string]string{"owner": "north"}, row.Attrs, "the first owner in (topic, partition) order")
 	assert.Equal(t, int64(3), row.Count)
 	row, ok = aggregate(t, ctx, s, keyOf(0, "line", "none"))
 	require.True(t, ok)
-	assert.Nil(t, row.Attrs, "no partial carried an operator")
+	assert.Nil(t, row.Attrs, "no partial carried an owner")
 
-	// A partition added later: its operator comes after the folded one's.
+	// A partition added later: its owner comes after the folded one's.
 	register(t, ctx, s, tp(3))
-	require.NoError(t, s.WriteClose(ctx, closeOf(3, end, with("17", "QBUZZ", 4), with("none", "EBS", 4))))
+	require.NoError(t, s.WriteClose(ctx, closeOf(3, end, with("17", "west", 4), with("none", "south", 4))))
 	row, _ = aggregate(t, ctx, s, keyOf(0, "line", "17"))
-	assert.Equal(t, map[string]string{"operator": "GVB"}, row.Attrs)
+	assert.Equal(t, map[string]string{"owner": "north"}, row.Attrs)
 	row, _ = aggregate(t, ctx, s, keyOf(0, "line", "none"))
-	assert.Equal(t, map[string]string{"operator": "EBS"}, row.Attrs)
+	assert.Equal(t, map[string]string{"owner": "south"}, row.Attrs)
 	assert.Equal(t, int64(2), row.Count)
 }
 

@@ -82,10 +82,9 @@ type Config struct {
 	// BufferLimit bounds the bytes the runtime holds (see consumer.Config.BufferLimit). Zero
 	// means consumer.DefaultBufferLimit; negative means no bound.
 	BufferLimit int64
-	// Clock, Ticks, Logger and Hooks pass through to the runtime (see consumer.Config); Clock
+	// Clock, Logger and Hooks pass through to the runtime (see consumer.Config); Clock
 	// also stamps computed_at and updated_at.
 	Clock  func() time.Time
-	Ticks  <-chan time.Time
 	Logger *slog.Logger
 	Hooks  []consumer.Hook
 	// Metrics, if set, receives the metrics of the consumer, the sink and the dead-letter
@@ -189,7 +188,6 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 		SyncWrites:        cfg.SyncWrites,
 		WriteConcurrency:  cfg.WriteConcurrency,
 		ShutdownTimeout:   cfg.ShutdownTimeout,
-		Ticks:             cfg.Ticks,
 		BufferLimit:       cfg.BufferLimit,
 		Until:             cfg.Until,
 		Clock:             cfg.Clock,

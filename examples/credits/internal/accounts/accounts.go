@@ -11,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/streamledger/streamledger/examples/credits/internal/credit"
+	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/postgres"
 )
 
 // ClassRejected is the dead-letter class of a [*RejectedError].
@@ -35,7 +37,7 @@ type Store struct {
 
 	schema, accounts, entries, markers string
 
-	credit string
+	lock, credit string
 }
 
 // New returns a Store on pool. It does not touch the database; see [Store.Migrate].
@@ -60,8 +62,13 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		entries:  pgx.Identifier{cfg.Schema, "account_entries"}.Sanitize(),
 		markers:  pgx.Identifier{cfg.Schema, cfg.Markers}.Sanitize(),
 	}
-	s.credit = fmt.Sprintf(`WITH credited AS (UPDATE %s SET balance = balance + $3 WHERE account_id = $2 RETURNING account_id) `+
-		`INSERT INTO %s (op_id, account_id, amount, applied_at) SELECT $1, account_id, $3, $4 FROM credited`, s.accounts, s.entries)
+	s.lock = fmt.Sprintf(`SELECT 1 FROM %s WHERE account_id = ANY($1::text[]) ORDER BY account_id FOR UPDATE`, s.accounts)
+	s.credit = fmt.Sprintf(`WITH input AS (SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS t(op_id, account_id, amount, n)), `+
+		`totals AS (SELECT account_id, sum(amount) AS total FROM input GROUP BY account_id), `+
+		`credited AS (UPDATE %s a SET balance = a.balance + t.total FROM totals t WHERE a.account_id = t.account_id RETURNING a.account_id) `+
+		`INSERT INTO %s (op_id, account_id, amount, applied_at) `+
+		`SELECT i.op_id, i.account_id, i.amount, $4 FROM input i JOIN credited c ON c.account_id = i.account_id ORDER BY i.n `+
+		`RETURNING op_id`, s.accounts, s.entries)
 	return s, nil
 }
 
@@ -76,7 +83,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 			`CREATE SCHEMA IF NOT EXISTS ` + pgx.Identifier{s.schema}.Sanitize(),
 			`CREATE TABLE IF NOT EXISTS ` + s.accounts + ` (account_id text PRIMARY KEY, balance bigint NOT NULL)`,
 			`CREATE TABLE IF NOT EXISTS ` + s.entries + ` (entry_id bigserial PRIMARY KEY, op_id text NOT NULL, ` +
-				`account_id text NOT NULL REFERENCES ` + s.accounts + `, amount bigint NOT NULL, applied_at timestamptz NOT NULL)`,
+				`account_id text NOT NULL, amount bigint NOT NULL, applied_at timestamptz NOT NULL)`,
 			`CREATE INDEX IF NOT EXISTS account_entries_op_id ON ` + s.entries + ` (op_id)`,
 		} {
 			if _, err := tx.Exec(ctx, st); err != nil {
@@ -97,22 +104,97 @@ func (s *Store) Open(ctx context.Context, account string, balance int64) (create
 	return tag.RowsAffected() == 1, nil
 }
 
-// Credit is the effect of c, for [postgres.Effects.Apply]: it adds c.Amount to the account's
-// balance and writes one entry, in tx. Its command tag counts the entries written, zero when
-// the account does not exist. A data error of the database (SQLSTATE class 22, such as a
-// balance overflowing bigint, or 23, a constraint) is returned as a [*RejectedError].
+// Credits is the effect of a batch of credits with distinct IDs, for
+// [postgres.Effects.Apply]: in tx, it locks their accounts in the order of their IDs (so that
+// concurrent batches cannot deadlock on them), adds each account's credits to its balance with
+// one UPDATE, and writes one entry per credit, in the order of cs. It returns, per credit,
+// whether its account exists: a credit to an unknown account writes nothing. Amounts are
+// positive (credit.Validate), so a balance that the sum leaves within bigint never left it
+// in between: the one UPDATE per account equals applying the credits one by one. A sum that
+// overflows fails the statement with SQLSTATE 22003, and the sink then applies each credit
+// alone.
 //
 // [postgres.Effects.Apply]: https://pkg.go.dev/github.com/streamledger/streamledger/sink/postgres#Effects.Apply
-func (s *Store) Credit(ctx context.Context, tx pgx.Tx, c credit.Credit) (pgconn.CommandTag, error) {
-	tag, err := tx.Exec(ctx, s.credit, c.ID, c.Account, c.Amount, s.clock().UTC())
-	if err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && len(pgErr.Code) == 5 && (pgErr.Code[:2] == "22" || pgErr.Code[:2] == "23") {
-			return tag, &RejectedError{ID: c.ID, Account: c.Account, Err: err}
-		}
-		return tag, err
+func (s *Store) Credits(ctx context.Context, tx pgx.Tx, cs []credit.Credit) ([]bool, error) {
+	ids, accts, amounts := make([]string, len(cs)), make([]string, len(cs)), make([]int64, len(cs))
+	pos := make(map[string]int, len(cs))
+	for i, c := range cs {
+		ids[i], accts[i], amounts[i] = c.ID, c.Account, c.Amount
+		pos[c.ID] = i
 	}
-	return tag, nil
+	var b pgx.Batch
+	b.Queue(s.lock, accts)
+	b.Queue(s.credit, ids, accts, amounts, s.clock().UTC())
+	br := tx.SendBatch(ctx, &b)
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		return nil, fmt.Errorf("accounts: lock accounts: %w", err)
+	}
+	rows, err := br.Query()
+	if err != nil {
+		_ = br.Close()
+		return nil, fmt.Errorf("accounts: credit: %w", err)
+	}
+	written := make([]bool, len(cs))
+	var id string
+	_, err = pgx.ForEachRow(rows, []any{&id}, func() error {
+		written[pos[id]] = true
+		return nil
+	})
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("accounts: credit: %w", err)
+	}
+	return written, nil
+}
+
+// Effect returns the effect of the batch cs for [postgres.Effects.Apply]: [Store.Credits] of
+// the accepted credits, each refused with [sink.ErrNoEffect] when its account does not exist.
+// check, if not nil, runs first on each accepted credit (by its position in cs) and refuses
+// those it returns an error for, which then write nothing.
+//
+// [postgres.Effects.Apply]: https://pkg.go.dev/github.com/streamledger/streamledger/sink/postgres#Effects.Apply
+func (s *Store) Effect(cs []credit.Credit, check func(i int) error) postgres.Effect {
+	return func(ctx context.Context, tx pgx.Tx, ops []int) ([]error, error) {
+		errs := make([]error, len(ops))
+		batch := make([]credit.Credit, 0, len(ops))
+		at := make([]int, 0, len(ops)) // position in ops of each credit of batch
+		for k, i := range ops {
+			if check != nil {
+				if errs[k] = check(i); errs[k] != nil {
+					continue
+				}
+			}
+			batch = append(batch, cs[i])
+			at = append(at, k)
+		}
+		if len(batch) == 0 {
+			return errs, nil
+		}
+		written, err := s.Credits(ctx, tx, batch)
+		if err != nil {
+			return nil, err
+		}
+		for j, ok := range written {
+			if !ok {
+				c := batch[j]
+				errs[at[j]] = fmt.Errorf("%w: credit %q: account %q does not exist", sink.ErrNoEffect, c.ID, c.Account)
+			}
+		}
+		return errs, nil
+	}
+}
+
+// Refused returns the [*RejectedError] of c when err is a data error of the database (SQLSTATE
+// class 22, such as a balance overflowing bigint, or 23, a constraint), and nil otherwise.
+func Refused(c credit.Credit, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && len(pgErr.Code) == 5 && (pgErr.Code[:2] == "22" || pgErr.Code[:2] == "23") {
+		return &RejectedError{ID: c.ID, Account: c.Account, Err: err}
+	}
+	return nil
 }
 
 // RejectedError is a credit the database refused as data: the transaction was rolled back and
@@ -189,6 +271,19 @@ func (s *Store) Entries(ctx context.Context) (map[string][]Entry, error) {
 		return nil, fmt.Errorf("accounts: entries: %w", err)
 	}
 	return out, nil
+}
+
+// EntriesOf returns the operation ids of account's entries, in the order they were written.
+func (s *Store) EntriesOf(ctx context.Context, account string) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT op_id FROM `+s.entries+` WHERE account_id = $1 ORDER BY entry_id`, account)
+	if err != nil {
+		return nil, fmt.Errorf("accounts: entries of %q: %w", account, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("accounts: entries of %q: %w", account, err)
+	}
+	return ids, nil
 }
 
 // Markers returns the operation ids of the effect sink's markers with their creation times.

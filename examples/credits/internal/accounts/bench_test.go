@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/streamledger/streamledger/examples/credits/internal/accounts"
 	"github.com/streamledger/streamledger/examples/credits/internal/credit"
 	"github.com/streamledger/streamledger/internal/pgtest"
@@ -15,9 +12,13 @@ import (
 	"github.com/streamledger/streamledger/sink/postgres"
 )
 
-// BenchmarkApply measures one credit through the effect sink against the real server: the
-// transaction that inserts the marker and credits the balance (new), and the one that finds
-// the marker (duplicate), side by side. credits/s is the rate of one consumer partition.
+// benchAccounts is how many accounts the benchmark's credits spread over.
+const benchAccounts = 10_000
+
+// BenchmarkApply measures batches of credits through the effect sink against the real server,
+// one transaction per batch, at batch sizes 1, 10, 100 and 1000 side by side: credits whose
+// markers are new (new), and the same batch again, every credit finding its marker
+// (duplicate). credits/s is the rate of one connection applying batches one after another.
 func BenchmarkApply(b *testing.B) {
 	db := pgtest.New(b)
 	ctx := context.Background()
@@ -35,37 +36,54 @@ func BenchmarkApply(b *testing.B) {
 	if err := fx.Migrate(ctx); err != nil {
 		b.Fatal(err)
 	}
-	for i := range 16 {
-		if _, err := st.Open(ctx, fmt.Sprintf("a%d", i), 0); err != nil {
-			b.Fatal(err)
-		}
+	if _, err := db.Pool.Exec(ctx, fmt.Sprintf(`INSERT INTO %q.accounts (account_id, balance) `+
+		`SELECT 'a' || g, 0 FROM generate_series(0, %d) g`, db.Schema, benchAccounts-1)); err != nil {
+		b.Fatal(err)
 	}
-	apply := func(c credit.Credit) sink.Outcome {
-		out, err := fx.Apply(ctx, c.Operation(), func(ctx context.Context, tx pgx.Tx) (pgconn.CommandTag, error) {
-			return st.Credit(ctx, tx, c)
-		})
+	apply := func(b *testing.B, cs []credit.Credit, want sink.Outcome) {
+		ops := make([]sink.Operation, len(cs))
+		for i, c := range cs {
+			ops[i] = c.Operation()
+		}
+		res, err := fx.Apply(ctx, ops, st.Effect(cs, nil))
 		if err != nil {
 			b.Fatal(err)
 		}
-		return out
-	}
-	for _, mode := range []string{"new", "duplicate"} {
-		b.Run(mode, func(b *testing.B) {
-			dup := credit.Credit{ID: "dup", Account: "a0", Amount: 1}
-			apply(dup)
-			b.ReportAllocs()
-			n := 0
-			for b.Loop() {
-				c := dup
-				if mode == "new" {
-					c = credit.Credit{ID: fmt.Sprintf("%s-%d", b.Name(), n), Account: fmt.Sprintf("a%d", n%16), Amount: 1}
-				}
-				if got := apply(c); (got == sink.Duplicate) != (mode == "duplicate") {
-					b.Fatalf("%s: outcome %v", c.ID, got)
-				}
-				n++
+		for i, r := range res {
+			if r.Outcome != want {
+				b.Fatalf("%s: outcome %v, want %v (%v)", cs[i].ID, r.Outcome, want, r.Err)
 			}
-			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "credits/s")
-		})
+		}
+	}
+	seq := 0
+	batch := func(size int) []credit.Credit {
+		cs := make([]credit.Credit, size)
+		for i := range cs {
+			cs[i] = credit.Credit{ID: fmt.Sprintf("op-%d", seq), Account: fmt.Sprintf("a%d", (seq*7919)%benchAccounts), Amount: 1}
+			seq++
+		}
+		return cs
+	}
+	for _, size := range []int{1, 10, 100, 1000} {
+		for _, mode := range []string{"new", "duplicate"} {
+			b.Run(fmt.Sprintf("batch=%d/%s", size, mode), func(b *testing.B) {
+				dup := batch(size)
+				apply(b, dup, sink.Applied)
+				b.ReportAllocs()
+				n := 0
+				for b.Loop() {
+					if mode == "new" {
+						b.StopTimer()
+						cs := batch(size)
+						b.StartTimer()
+						apply(b, cs, sink.Applied)
+					} else {
+						apply(b, dup, sink.Duplicate)
+					}
+					n += size
+				}
+				b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "credits/s")
+			})
+		}
 	}
 }

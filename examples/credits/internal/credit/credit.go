@@ -25,6 +25,9 @@ type Credit struct {
 
 // Payload returns the canonical encoding of c: its fields in a fixed order, no spacing.
 func (c Credit) Payload() []byte {
+	if plain(c.ID) && plain(c.Account) {
+		return appendCanonical(make([]byte, 0, len(canonOpen)+len(c.ID)+len(canonAccount)+len(c.Account)+len(canonAmount)+21), c)
+	}
 	// Marshal cannot fail on two strings and an integer.
 	b, _ := json.Marshal(c)
 	return b
@@ -74,6 +77,15 @@ const (
 
 // Decode parses one message value as a credit and validates it. Every error is an [*Error].
 func Decode(b []byte) (Credit, error) {
+	if c, ok := decodeCanonical(b); ok {
+		return c, nil
+	}
+	return decodeStrict(b)
+}
+
+// decodeStrict is Decode for any input: a streaming JSON parse that rejects what a lenient
+// decoder would let through.
+func decodeStrict(b []byte) (Credit, error) {
 	var c Credit
 	if !utf8.Valid(b) {
 		return c, malformed("", "UTF-8 text expected, found invalid bytes")

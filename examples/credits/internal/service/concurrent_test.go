@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,15 +13,16 @@ import (
 
 	"github.com/streamledger/streamledger/examples/credits/internal/credit"
 	"github.com/streamledger/streamledger/examples/credits/internal/service"
+	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/internal/kafkatest"
-	"github.com/streamledger/streamledger/sink/postgres"
 )
 
-// Two consumers in two groups are delivered the same credits and race on them: each credit is
-// applied exactly once, by one of them, and found duplicate by the other. For the first
-// credit the race is forced: the consumer that inserts its marker first holds it, uncommitted,
-// until the other is blocked on it in the database, so neither saw a committed marker — the
-// case a read-before-write check gets wrong and the marker's primary key arbitrates.
+// Two consumers in two groups are delivered the same credits and race on them, in batches:
+// each credit is applied exactly once, by one of them, and found duplicate by the other. For
+// the first credit the race is forced: the consumer that inserts its marker first holds it,
+// uncommitted, until the other is blocked on it in the database, so neither saw a committed
+// marker — the case a read-before-write check gets wrong and the marker's primary key
+// arbitrates.
 func TestConcurrentDuplicateDelivery(t *testing.T) {
 	e := newEnv(t, 2)
 	opening := map[string]int64{}
@@ -49,16 +51,21 @@ func TestConcurrentDuplicateDelivery(t *testing.T) {
 		blocked = make(chan string, 1)
 	)
 	force := func(name string, cfg *service.Config) {
-		var armed bool // set and read on this consumer's loop goroutine
-		cfg.Hooks.BeforeApply = func(d service.Delivery) { armed = d.Credit.ID == "c00" }
-		cfg.SinkFaults.At = func(ctx context.Context, p postgres.Point, a postgres.Attempt) error {
-			if !armed || p != postgres.AfterMarker || !held.CompareAndSwap(false, true) {
+		// One worker: this consumer's batches run one after another, so the batch that arms
+		// is the one whose transaction the sink hook sees next.
+		cfg.Workers = 1
+		var armed atomic.Bool
+		cfg.Hooks.BeforeApply = func(ds []service.Delivery) {
+			armed.Store(slices.ContainsFunc(ds, func(d service.Delivery) bool { return d.Credit.ID == "c00" }))
+		}
+		cfg.SinkFaults = func(ctx context.Context, p faults.Point, a faults.Attempt) error {
+			if !armed.Load() || p != faults.AfterMarker || !held.CompareAndSwap(false, true) {
 				return nil
 			}
 			deadline := time.Now().Add(kafkatest.Timeout)
 			for time.Now().Before(deadline) {
 				var n int
-				err := e.db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, int32(a.PID)).Scan(&n)
+				err := e.db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, int32(a.Conn)).Scan(&n)
 				if err != nil {
 					return err
 				}
@@ -113,5 +120,69 @@ func TestConcurrentDuplicateDelivery(t *testing.T) {
 	ca, cb := a.svc.Counters(), b.svc.Counters()
 	assert.Equal(t, int64(60), ca.Applied+cb.Applied)
 	assert.Equal(t, int64(60), ca.Duplicate+cb.Duplicate)
+	e.verify("after both groups", opening, ops)
+}
+
+// The race of two groups at scale: 10,000 credits (2,000 with -short) over four partitions and
+// 100 accounts, each account's credits on one partition as a producer keying by account puts
+// them, consumed by two groups at once in batches on several workers: every credit is applied
+// exactly once, by one group, and found duplicate by the other.
+func TestConcurrentDuplicateDeliveryInBatches(t *testing.T) {
+	n := 10_000
+	if testing.Short() {
+		n = 2_000
+	}
+	e := newEnv(t, 4)
+	opening := map[string]int64{}
+	for i := range 100 {
+		opening[fmt.Sprintf("a%02d", i)] = 0
+	}
+	e.open(opening)
+	ops := map[string]expect{}
+	parts := make([][]credit.Credit, 4)
+	for i := range n {
+		acct := i % 100
+		c := credit.Credit{ID: fmt.Sprintf("c%05d", i), Account: fmt.Sprintf("a%02d", acct), Amount: int64(1 + i%7)}
+		ops[c.ID] = expect{applied: true, account: c.Account, amount: c.Amount}
+		parts[acct%4] = append(parts[acct%4], c)
+	}
+	for p, cs := range parts {
+		e.produce(int32(p), cs...)
+	}
+	want := make([]int64, 4)
+	for p, cs := range parts {
+		want[p] = int64(len(cs))
+	}
+	cfg := func(group string) service.Config {
+		c := e.config(group)
+		c.CommitInterval = 50 * time.Millisecond
+		c.Workers = 4
+		return c
+	}
+	a := e.start("A", cfg("ga"))
+	b := e.start("B", cfg("gb"))
+	e.waitCommitted("ga", want...)
+	e.waitCommitted("gb", want...)
+	require.NoError(t, a.stop(t))
+	require.NoError(t, b.stop(t))
+
+	applied := map[string]int{}
+	decided := map[string]int{}
+	for _, in := range []*instance{a, b} {
+		for _, d := range in.decisions {
+			decided[d.Credit.ID]++
+			if d.Outcome == service.Applied {
+				applied[d.Credit.ID]++
+			}
+		}
+	}
+	for id := range ops {
+		if decided[id] != 2 || applied[id] != 1 {
+			t.Errorf("%s: decided %d times, applied %d times; want 2 and 1", id, decided[id], applied[id])
+		}
+	}
+	ca, cb := a.svc.Counters(), b.svc.Counters()
+	assert.Equal(t, int64(n), ca.Applied+cb.Applied)
+	assert.Equal(t, int64(n), ca.Duplicate+cb.Duplicate)
 	e.verify("after both groups", opening, ops)
 }

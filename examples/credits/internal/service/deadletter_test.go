@@ -3,7 +3,10 @@ package service_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,8 +17,8 @@ import (
 	"github.com/streamledger/streamledger/examples/credits/internal/accounts"
 	"github.com/streamledger/streamledger/examples/credits/internal/credit"
 	"github.com/streamledger/streamledger/examples/credits/internal/service"
+	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/internal/kafkatest"
-	"github.com/streamledger/streamledger/sink/postgres"
 )
 
 // letters reads the dead-letter topic back: "partition@offset class" per letter, with the
@@ -141,23 +144,44 @@ func TestDeadLetterCommittedOnlyWhenDelivered(t *testing.T) {
 }
 
 // A failure that is not the credit's fault (here a database error the sink does not retry,
-// injected before the transaction of c2) stops the service before the credit is recorded: nothing past it is committed,
-// and a restart applies it.
+// injected before the transaction of the batch holding c2) stops the service before that
+// batch is recorded: nothing of it or past it is committed, and a restart applies it. One
+// credit per transaction, then batches.
 func TestInfrastructureFailureStops(t *testing.T) {
+	for _, batch := range []int{-1, 0} {
+		t.Run(fmt.Sprintf("Batch=%d", batch), func(t *testing.T) {
+			infrastructureFailure(t, batch)
+		})
+	}
+}
+
+func infrastructureFailure(t *testing.T, batch int) {
 	e := newEnv(t, 1)
 	opening := map[string]int64{"a1": 100, "a2": 100, "a3": 100}
 	e.open(opening)
-	e.produce(0,
-		credit.Credit{ID: "c1", Account: "a1", Amount: 1},
-		credit.Credit{ID: "c2", Account: "a2", Amount: 2},
-		credit.Credit{ID: "c3", Account: "a3", Amount: 3},
-	)
+	cs := []credit.Credit{
+		{ID: "c1", Account: "a1", Amount: 1},
+		{ID: "c2", Account: "a2", Amount: 2},
+		{ID: "c3", Account: "a3", Amount: 3},
+	}
+	e.produce(0, cs...)
 	outage := errors.New("database unavailable (injected)")
 	cfg := e.config("g")
-	var armed bool
-	cfg.Hooks.BeforeApply = func(d service.Delivery) { armed = d.Credit.ID == "c2" }
-	cfg.SinkFaults.At = func(_ context.Context, p postgres.Point, _ postgres.Attempt) error {
-		if armed && p == postgres.BeforeBegin {
+	cfg.Batch = batch
+	var (
+		armed  atomic.Bool // one partition: its batches run one after another
+		failed []int64     // the offsets of the batch that failed
+	)
+	cfg.Hooks.BeforeApply = func(ds []service.Delivery) {
+		if slices.ContainsFunc(ds, func(d service.Delivery) bool { return d.Credit.ID == "c2" }) && !armed.Load() {
+			armed.Store(true)
+			for _, d := range ds {
+				failed = append(failed, d.Offset)
+			}
+		}
+	}
+	cfg.SinkFaults = func(_ context.Context, p faults.Point, _ faults.Attempt) error {
+		if armed.Load() && p == faults.BeforeBegin {
 			return outage
 		}
 		return nil
@@ -165,19 +189,37 @@ func TestInfrastructureFailureStops(t *testing.T) {
 	first := e.start("first", cfg)
 	err := first.wait(t)
 	require.ErrorIs(t, err, outage, "Run returns the failure")
-	assert.Equal(t, []string{"c1:applied"}, first.outcomes())
-	assert.Equal(t, []int64{1}, e.committed("g", 1))
-	e.verify("after the failure", opening, map[string]expect{
-		"c1": {applied: true, account: "a1", amount: 1}, "c2": {}, "c3": {},
-	})
+	require.NotEmpty(t, failed)
+	if batch < 0 {
+		assert.Equal(t, []int64{1}, failed, "c2 alone")
+	}
+	before := cs[:failed[0]]
+	want := []string{}
+	ops := map[string]expect{}
+	for i, c := range cs {
+		ops[c.ID] = expect{applied: i < len(before), account: c.Account, amount: c.Amount}
+		if i < len(before) {
+			want = append(want, c.ID+":applied")
+		}
+	}
+	assert.Equal(t, want, first.outcomes())
+	wantCommitted := failed[0]
+	if wantCommitted == 0 {
+		wantCommitted = -1 // nothing to commit
+	}
+	assert.Equal(t, []int64{wantCommitted}, e.committed("g", 1), "committed up to the failed batch")
+	e.verify("after the failure", opening, ops)
 
 	second := e.start("second", e.config("g"))
 	e.waitCommitted("g", 3)
 	require.NoError(t, second.stop(t))
-	assert.Equal(t, []string{"c2:applied", "c3:applied"}, second.outcomes())
-	e.verify("after the restart", opening, map[string]expect{
-		"c1": {applied: true, account: "a1", amount: 1},
-		"c2": {applied: true, account: "a2", amount: 2},
-		"c3": {applied: true, account: "a3", amount: 3},
-	})
+	want = []string{}
+	for _, c := range cs[failed[0]:] {
+		want = append(want, c.ID+":applied")
+	}
+	assert.Equal(t, want, second.outcomes())
+	for _, c := range cs {
+		ops[c.ID] = expect{applied: true, account: c.Account, amount: c.Amount}
+	}
+	e.verify("after the restart", opening, ops)
 }

@@ -3,43 +3,49 @@
 // while operation markers are retained.
 //
 // It is a thin layer over the consumer runtime ([consumer.Consumer], package ledger/consumer)
-// in its per-message effect mode and the effect sink ([postgres.Effects]): the runtime owns the
-// loop, the ledger, the offset commits, rebalances, dead letters and shutdown; this package
-// owns what is about credits: decoding, the effect and what counts as a refusal, the accounts
-// tables, the marker horizon and its pruning.
+// with batched effects and the effect sink ([postgres.Effects]): the runtime owns the loop,
+// the workers, the ledger, the offset commits, rebalances, dead letters and shutdown; this
+// package owns what is about credits: decoding, the effect and what counts as a refusal, the
+// accounts tables, the marker horizon and its pruning.
 //
-// # Per message
+// # Per batch
 //
-// On the runtime's loop goroutine, in partition order:
+// The handler decodes each message's JSON credit, which is the message's effect (a
+// message that is not a valid credit is dead-lettered). The runtime's workers hand each
+// partition's credits, in offset order, to the service in batches of at most [Config.Batch],
+// several partitions at once ([Config.Workers]), and the service applies a batch with
+// [postgres.Effects.Apply]: in ONE transaction, insert every credit's marker (op_id, payload
+// hash) with ON CONFLICT DO NOTHING, credit the accounts of the credits whose marker was
+// accepted and write their entries, and remove the markers of the credits that credited no
+// account. Per credit:
 //
-//  1. decode the JSON credit; a message that is not a valid credit is dead-lettered;
-//  2. the credit's [consumer.Event.Effect] applies it with [postgres.Effects.Apply]: in ONE
-//     transaction, insert the marker (op_id, payload hash) with ON CONFLICT DO NOTHING, and
-//     only if it was accepted, credit the balance and write the account entry;
-//  3. sink.Applied or sink.Duplicate: the message is durable at once and its offset is
-//     committed at the next commit; a credit the sink refuses (unknown account, conflicting
-//     payload, refused by the database, beyond the marker horizon) is rolled back with its
-//     marker and dead-lettered with its class ([consumer.Reject]); any other failure stops the
-//     service before the message is recorded (consumer.ErrEffect), after committing what is
-//     durable, so a restart applies it.
+//   - applied or duplicate: the message is durable once the batch committed, and its offset
+//     is committed at the next commit;
+//   - a credit the sink refuses (unknown account, conflicting payload, refused by the
+//     database, beyond the marker horizon) leaves no marker and is dead-lettered with its
+//     class ([consumer.Reject]); the rest of its batch is applied;
+//   - a batch that fails whole (the database unreachable after the sink's retries) stops the
+//     service before any of its credits is recorded (consumer.ErrEffect), after committing
+//     what is durable, so a restart applies the batch again.
 //
 // Offsets are committed every [Config.CommitInterval], and only the ledger's durable prefix: a
 // dead letter counts once its delivery report is positive, never when it is sent.
 //
 // # Crash points
 //
-// The consumer can die anywhere; the seed's table says what each place leaves behind:
+// The consumer can die anywhere; per credit and per batch, each place leaves this behind:
 //
-//	before the sink transaction    no credit, no marker       redelivered, applied
-//	inside it                      rolled back                redelivered, applied
-//	after its commit, before the   credit and marker durable  redelivered, found duplicate:
-//	offset commit                                              no second credit
-//	after both                     credit and marker durable  not redelivered; a replay is a
-//	                                                          duplicate
+//	before the batch's transaction   no credit, no marker         redelivered, applied
+//	inside it, before its commit     rolled back                  redelivered, applied
+//	after its commit                 credits and markers durable  redelivered, found
+//	                                                              duplicate: no second credit
+//	after both commits               credits and markers durable  not redelivered; a replay
+//	                                                              is a duplicate
 //
 // [Service.Abort] stops the consumer as a crash would (the runtime's Abort cancels the
 // transaction in progress), and [Hooks] let tests call it at each point; the tests of this
-// package walk the table with the real client, an in-process broker and Postgres.
+// package walk the table with the real client, an in-process broker and Postgres, one credit
+// per transaction and in batches.
 //
 // # Retention
 //
@@ -52,7 +58,6 @@
 // than the service's clock.
 //
 // [consumer.Consumer]: https://pkg.go.dev/github.com/streamledger/streamledger/ledger/consumer#Consumer
-// [consumer.Event.Effect]: https://pkg.go.dev/github.com/streamledger/streamledger/ledger/consumer#Event
 // [consumer.Reject]: https://pkg.go.dev/github.com/streamledger/streamledger/ledger/consumer#Reject
 // [postgres.Effects]: https://pkg.go.dev/github.com/streamledger/streamledger/sink/postgres#Effects
 // [postgres.Effects.Apply]: https://pkg.go.dev/github.com/streamledger/streamledger/sink/postgres#Effects.Apply

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
+	"sync"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/streamledger/streamledger/dlq"
 	"github.com/streamledger/streamledger/examples/credits/internal/accounts"
@@ -19,56 +17,74 @@ import (
 )
 
 // handle is the runtime's handler of the credits topic: it decodes the credit (an error
-// dead-letters the message) and returns its effect.
-func (s *Service) handle(m *kafka.Message) (consumer.Event[noKey], error) {
-	s.cur, s.outcome = delivery(m), 0
+// dead-letters the message), which is the message's effect.
+func handle(m *kafka.Message) (consumer.Event[noKey], error) {
 	c, err := credit.Decode(m.Value)
 	if err != nil {
 		return consumer.Event[noKey]{}, err
 	}
-	s.cur.Credit = c
-	d := s.cur
-	return consumer.Event[noKey]{Effect: func(ctx context.Context) error { return s.apply(ctx, d) }}, nil
+	return consumer.Event[noKey]{Effect: c}, nil
 }
 
-// apply is a credit's effect: marker and credit in one transaction of the effect sink. A
-// refusal that is the credit's own fault is a rejection (dead-lettered); any other failure is
-// returned as it is and stops the consumer before the credit is recorded.
-func (s *Service) apply(ctx context.Context, d Delivery) error {
+// applyBatch is the runtime's ApplyEffects: a batch of one partition's credits, in offset
+// order, applied by the effect sink in one transaction, with each credit's marker. A credit
+// the sink refuses for a reason of its own is rejected (dead-lettered); a failure of the
+// batch is returned as it is and stops the consumer before the batch is recorded.
+func (s *Service) applyBatch(ctx context.Context, batch []consumer.Effect) error {
+	ds := make([]Delivery, len(batch))
+	cs := make([]credit.Credit, len(batch))
+	ops := make([]sink.Operation, len(batch))
+	for i, e := range batch {
+		ds[i] = delivery(e.Message)
+		ds[i].Credit = e.Value.(credit.Credit)
+		cs[i], ops[i] = ds[i].Credit, ds[i].Credit.Operation()
+	}
 	if h := s.cfg.Hooks.BeforeApply; h != nil {
-		h(d)
+		h(ds)
 	}
 	if err := ctx.Err(); err != nil {
 		return err // aborted by the hook: no transaction
 	}
-	c := d.Credit
-	out, err := s.effects.Apply(ctx, c.Operation(), func(ctx context.Context, tx pgx.Tx) (pgconn.CommandTag, error) {
-		// Here the marker was just accepted: no marker of this id exists. A credit older than
-		// the horizon may have had one that Prune deleted (a marker is created no earlier than
-		// its record's timestamp and pruned only once older than the horizon), so it is not
-		// applied. Judged inside the transaction, after the marker insert, so that a prune
-		// running meanwhile cannot slip between the check and the credit.
-		if s.cfg.Horizon > 0 {
-			age := s.cfg.Clock().Sub(d.Timestamp)
-			if d.Timestamp.IsZero() || age > s.cfg.Horizon {
-				return pgconn.CommandTag{}, &HorizonError{ID: c.ID, Timestamp: d.Timestamp, Age: age, Horizon: s.cfg.Horizon}
-			}
-		}
-		return s.store.Credit(ctx, tx, c)
-	})
+	res, err := s.effects.Apply(ctx, ops, s.store.Effect(cs, func(i int) error { return s.checkHorizon(ds[i]) }))
 	if err != nil {
-		if cause := refused(c, err); cause != nil {
-			return consumer.Reject(cause)
-		}
-		s.cfg.Logger.Error("cannot apply a credit; stopping", "delivery", d.String(), "op_id", c.ID, "error", err)
-		return fmt.Errorf("service: credit %q: %w", c.ID, err)
+		s.cfg.Logger.Error("cannot apply a batch of credits; stopping", "from", ds[0].String(), "credits", len(ds), "error", err)
+		return fmt.Errorf("service: %d credits from %s: %w", len(ds), ds[0], err)
 	}
-	if out == sink.Duplicate {
-		s.outcome = Duplicate
-		s.duplicate.Add(1)
-	} else {
-		s.outcome = Applied
-		s.applied.Add(1)
+	for i, r := range res {
+		d := Decision{Delivery: ds[i]}
+		switch r.Outcome {
+		case sink.Applied:
+			d.Outcome = Applied
+			s.applied.Add(1)
+		case sink.Duplicate:
+			d.Outcome = Duplicate
+			s.duplicate.Add(1)
+		default:
+			cause := refused(cs[i], r.Err)
+			if cause == nil {
+				batch[i].Err = fmt.Errorf("service: credit %q: %w", cs[i].ID, r.Err)
+				continue
+			}
+			batch[i].Err = consumer.Reject(cause)
+		}
+		s.decisions.put(d)
+	}
+	return nil
+}
+
+// checkHorizon refuses a credit older than the marker horizon. The effect sink calls it for a
+// credit whose marker was just accepted, so no marker of its id exists: a credit older than
+// the horizon may have had one that Prune deleted (a marker is created no earlier than its
+// record's timestamp and pruned only once older than the horizon), so it is not applied.
+// Judged inside the transaction, after the marker insert, so that a prune running meanwhile
+// cannot slip between the check and the credit.
+func (s *Service) checkHorizon(d Delivery) error {
+	if s.cfg.Horizon <= 0 {
+		return nil
+	}
+	age := s.cfg.Clock().Sub(d.Timestamp)
+	if d.Timestamp.IsZero() || age > s.cfg.Horizon {
+		return &HorizonError{ID: d.Credit.ID, Timestamp: d.Timestamp, Age: age, Horizon: s.cfg.Horizon}
 	}
 	return nil
 }
@@ -89,7 +105,38 @@ func refused(c credit.Credit, err error) error {
 	case errors.As(err, &rejected), errors.As(err, &horizon):
 		return err
 	}
-	return nil
+	return accounts.Refused(c, err)
+}
+
+// decisions hands the outcome of each credit from its batch to the message hook, which the
+// runtime calls after the batch, on the same worker, for each message of the batch in turn.
+// Workers of different partitions use it at once.
+type decisions struct {
+	mu sync.Mutex
+	m  map[msgKey]Decision
+}
+
+type msgKey struct {
+	tp     ledger.TopicPartition
+	offset int64
+}
+
+func (ds *decisions) put(d Decision) {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	if ds.m == nil {
+		ds.m = make(map[msgKey]Decision)
+	}
+	ds.m[msgKey{d.TopicPartition, d.Offset}] = d
+}
+
+func (ds *decisions) take(tp ledger.TopicPartition, offset int64) (Decision, bool) {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	k := msgKey{tp, offset}
+	d, ok := ds.m[k]
+	delete(ds.m, k)
+	return d, ok
 }
 
 // observer turns the runtime's hooks into the service's [Hooks], and ticks the runtime after
@@ -98,14 +145,13 @@ type observer struct{ s *Service }
 
 func (o observer) OnMessage(mi consumer.MessageInfo) {
 	s := o.s
-	d := Decision{Delivery: s.cur}
-	if d.TopicPartition != mi.TopicPartition || d.Offset != mi.Offset {
-		d = Decision{Delivery: Delivery{TopicPartition: mi.TopicPartition, Offset: mi.Offset}} // not expected: handle runs first
+	// The batch's outcome of a credit; a message that did not decode has none.
+	d, ok := s.decisions.take(mi.TopicPartition, mi.Offset)
+	if !ok {
+		d = Decision{Delivery: Delivery{TopicPartition: mi.TopicPartition, Offset: mi.Offset}}
 	}
 	if mi.Outcome == consumer.DeadLettered {
 		d.Outcome, d.Class, d.Err = DeadLettered, dlq.ErrorClass(mi.Err), mi.Err
-	} else {
-		d.Outcome = s.outcome
 	}
 	s.cfg.Logger.Debug("credit decided", "delivery", d.String(), "op_id", d.Credit.ID, "outcome", d.Outcome.String(), "class", d.Class)
 	if h := s.cfg.Hooks.Decided; h != nil {
@@ -135,11 +181,7 @@ func (o observer) OnCommit(ci consumer.CommitInfo) {
 }
 
 func (o observer) tick() {
-	if o.s.ticks == nil {
-		return
-	}
-	select {
-	case o.s.ticks <- time.Time{}:
-	default:
+	if o.s.everyMessage {
+		o.s.c.Tick()
 	}
 }

@@ -54,16 +54,19 @@ type Decision struct {
 	Err   error
 }
 
-// Hooks observe the service. Each runs on the consumer's loop goroutine and must not block
-// for long; a hook may call [Service.Abort] to make the consumer stop right there, as a crash
-// would (the tests' crash points). Nil hooks are skipped.
+// Hooks observe the service. BeforeApply and Decided run on the consumer's workers, for
+// different partitions at once, so they must be safe for concurrent use; Committed runs on the
+// polling goroutine. None may block for long. A hook may call [Service.Abort] to make the
+// consumer stop right there, as a crash would (the tests' crash points). Nil hooks are
+// skipped.
 type Hooks struct {
-	// BeforeApply runs for a credit that decoded, before its sink transaction begins.
-	BeforeApply func(Delivery)
-	// Decided runs once per delivery after it was decided: after the sink transaction
+	// BeforeApply runs for a batch of credits that decoded, one partition's in offset order,
+	// before the sink transaction that applies them begins.
+	BeforeApply func([]Delivery)
+	// Decided runs once per delivery after it was decided: after its batch's transaction
 	// committed (applied) or found the marker (duplicate), or when the message is
 	// dead-lettered (just before its letter is handed to the producer); before any offset
-	// commit covering it.
+	// commit covering it. The deliveries of a partition come in offset order.
 	Decided func(Decision)
 	// Committed runs after the broker accepted an offset commit.
 	Committed func([]ledger.Commit)

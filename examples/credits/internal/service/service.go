@@ -10,6 +10,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/streamledger/streamledger/examples/credits/internal/accounts"
+	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/ledger/consumer"
 	"github.com/streamledger/streamledger/sink/postgres"
 )
@@ -20,17 +21,13 @@ type noKey struct{}
 // Service consumes credits and applies each once through the effect sink. Create one with
 // [New]; [Service.Run] runs one consumer, once.
 type Service struct {
-	cfg     Config
-	store   *accounts.Store
-	effects *postgres.Effects
-	c       *consumer.Consumer[noKey]
-	ticks   chan time.Time // EveryMessage: a tick after every decision and delivery report
+	cfg          Config
+	store        *accounts.Store
+	effects      *postgres.Effects
+	c            *consumer.Consumer[noKey]
+	everyMessage bool // a tick after every decision and delivery report
 
-	// The delivery being decided and its effect's outcome, owned by the consumer's loop: the
-	// handler sets them, the effect and the message hook read them, in that order.
-	cur     Delivery
-	outcome Outcome
-
+	decisions          decisions
 	applied, duplicate atomic.Int64
 }
 
@@ -49,7 +46,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	fx, err := postgres.NewEffects(cfg.Pool, postgres.EffectConfig{
 		Schema: cfg.Schema, Table: cfg.Markers, Horizon: cfg.Horizon, SourceRetention: max(cfg.SourceRetention, 0),
-		Retry: cfg.Retry, Clock: cfg.Clock, Rand: cfg.Rand, Faults: cfg.SinkFaults,
+		Retry: cfg.Retry, Clock: cfg.Clock, Rand: cfg.Rand,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("service: effect sink: %w", err)
@@ -60,13 +57,13 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, store: st, effects: fx}
 	rc := consumer.Config[noKey]{
-		Kafka:       cfg.Kafka,
-		Topics:      map[string]consumer.Handler[noKey]{cfg.Topic: s.handle},
-		DeadLetters: cfg.DeadLetters,
-		IdleTimeout: -1, // no windows, no event time
-		// One message at a time on the polling goroutine: the handler and the hooks share
-		// the delivery being decided (s.cur).
-		Workers:           -1,
+		Kafka:             cfg.Kafka,
+		Topics:            map[string]consumer.Handler[noKey]{cfg.Topic: handle},
+		ApplyEffects:      s.applyBatch,
+		EffectBatch:       cfg.Batch,
+		Workers:           cfg.Workers,
+		DeadLetters:       cfg.DeadLetters,
+		IdleTimeout:       -1, // no windows, no event time
 		FlushInterval:     cfg.CommitInterval,
 		PollTimeout:       cfg.PollTimeout,
 		DeadLetterBackoff: cfg.DeadLetterBackoff,
@@ -76,8 +73,8 @@ func New(cfg Config) (*Service, error) {
 		Hooks:             []consumer.Hook{observer{s}},
 	}
 	if cfg.CommitInterval == EveryMessage {
-		s.ticks = make(chan time.Time, 1)
-		rc.FlushInterval, rc.Ticks = 0, s.ticks
+		s.everyMessage = true
+		rc.FlushInterval = -1 // ticks on request (observer.tick)
 	}
 	if s.c, err = consumer.New(rc); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -123,6 +120,9 @@ func (s *Service) Abort() { s.c.Abort() }
 // is committed; another error of the runtime (a fatal client error); or [ErrAborted] after
 // [Service.Abort]. A restart resumes at the first credit not committed.
 func (s *Service) Run(ctx context.Context) error {
+	if s.cfg.SinkFaults != nil {
+		ctx = faults.With(ctx, s.cfg.SinkFaults)
+	}
 	var wg sync.WaitGroup
 	pctx, stopPruning := context.WithCancel(context.WithoutCancel(ctx))
 	defer func() {
@@ -130,7 +130,12 @@ func (s *Service) Run(ctx context.Context) error {
 		wg.Wait()
 	}()
 	if s.cfg.PruneInterval > 0 && s.cfg.Horizon > 0 {
-		wg.Go(func() { s.pruneEvery(pctx, s.cfg.PruneInterval) })
+		wg.Go(func() { every(pctx, s.cfg.PruneInterval, func() { s.prune(pctx) }) })
+	}
+	if s.everyMessage {
+		// The runtime applies delivery reports at ticks: tick often enough to commit past a
+		// confirmed dead letter, and to send a refused one again, without a decision.
+		wg.Go(func() { every(pctx, reportEvery, observer{s}.tick) })
 	}
 	s.cfg.Logger.Info("consuming credits", "topic", s.cfg.Topic, "group", s.cfg.Kafka["group.id"], "horizon", s.cfg.Horizon)
 	err := s.c.Run(ctx)
@@ -141,22 +146,31 @@ func (s *Service) Run(ctx context.Context) error {
 	return err
 }
 
-func (s *Service) pruneEvery(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
+// reportEvery is how often an EveryMessage service ticks without a decision.
+const reportEvery = 20 * time.Millisecond
+
+// every calls f every d until ctx is done.
+func every(ctx context.Context, d time.Duration, f func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			f()
 		}
-		n, err := s.effects.Prune(ctx)
-		if err != nil {
-			s.cfg.Logger.Warn("pruning markers failed", "error", err)
-			continue
-		}
-		s.cfg.Logger.Info("markers pruned", "deleted", n, "horizon", s.cfg.Horizon)
 	}
+}
+
+// prune deletes the markers past the horizon, for the pruning loop.
+func (s *Service) prune(ctx context.Context) {
+	n, err := s.effects.Prune(ctx)
+	if err != nil {
+		s.cfg.Logger.Warn("pruning markers failed", "error", err)
+		return
+	}
+	s.cfg.Logger.Info("markers pruned", "deleted", n, "horizon", s.cfg.Horizon)
 }
 
 // delivery describes m for the hooks.

@@ -13,14 +13,14 @@ import (
 	"github.com/streamledger/streamledger/window"
 )
 
-// The seed's integration test, against the real server: the same finalized window
+// Against the real server: the same finalized window
 // upserted twice reads back as one row (10, 144.0, 300.0), count 10 not 20.
 func TestDuplicateDeliveryDoesNotDoubleCountInRealPostgres(t *testing.T) {
 	ctx := testCtx(t)
 	s, db := newSink(t, nil)
 
 	// The ten values: mean 144 (sum 1440) and P90 300 by window's exact quantile.
-	sorted := append([]float64(nil), sinktest.SeedValues()...)
+	sorted := append([]float64(nil), sinktest.KnownValues()...)
 	slices.Sort(sorted)
 	require.Equal(t, 300.0, window.Linear.Exact(sorted, 0.9))
 
@@ -30,13 +30,13 @@ func TestDuplicateDeliveryDoesNotDoubleCountInRealPostgres(t *testing.T) {
 	agg := sink.CloseBatch{
 		Source:        sink.TopicPartition{Topic: "arrivals", Partition: 0},
 		ClosedThrough: end,
-		Partials:      []sink.Partial{{Key: key, WindowEnd: end, Attrs: map[string]string{"operator": "GVB"}, Stats: sinktest.Stats(t, sinktest.SeedValues()...)}},
+		Partials:      []sink.Partial{{Key: key, WindowEnd: end, Attrs: map[string]string{"owner": "GVB"}, Stats: sinktest.Stats(t, sinktest.KnownValues()...)}},
 	}
 	require.NoError(t, s.WriteClose(ctx, agg))
 	require.NoError(t, s.WriteClose(ctx, agg))
 
 	rows, err := db.Pool.Query(ctx,
-		"SELECT event_count, mean_delay_s, p90_delay_s FROM delay_aggregates "+
+		"SELECT event_count, mean_value, p90_value FROM aggregates "+
 			"WHERE window_start = $1 AND dimension = $2 AND dimension_id = $3",
 		key.WindowStart, key.Dimension, key.DimensionID)
 	require.NoError(t, err)
@@ -54,6 +54,6 @@ func TestDuplicateDeliveryDoesNotDoubleCountInRealPostgres(t *testing.T) {
 	assert.Equal(t, []row{{10, 144.0, 300.0}}, got, "one row, not two; count 10, not 20")
 
 	var partials, folded int
-	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM delay_aggregates_partials), (SELECT count(*) FROM delay_aggregates_folded)").Scan(&partials, &folded))
+	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM aggregates_partials), (SELECT count(*) FROM aggregates_folded)").Scan(&partials, &folded))
 	assert.Equal(t, [2]int{0, 1}, [2]int{partials, folded}, "the complete window is folded: no partial is stored, one folded row")
 }
