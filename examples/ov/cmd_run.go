@@ -20,7 +20,7 @@ import (
 
 	"github.com/streamledger/streamledger/examples/ov/event"
 	"github.com/streamledger/streamledger/examples/ov/pipeline"
-	"github.com/streamledger/streamledger/internal/ovharness/faults"
+	"github.com/streamledger/streamledger/internal/ovharness/killpoints"
 	"github.com/streamledger/streamledger/ledger/consumer"
 	"github.com/streamledger/streamledger/ledger/consumer/prom"
 )
@@ -151,7 +151,7 @@ func newRunFlags(stderr io.Writer) (*flags, *runFlags) {
 // runSettings are what the flags of "ov run" parse into, beyond the plain values.
 type runSettings struct {
 	kafka       kafka.ConfigMap
-	faults      *faults.Set
+	faults      *killpoints.Set
 	box         event.Box
 	bufferLimit int64
 	log         *slog.Logger
@@ -168,7 +168,7 @@ func (o *runFlags) settings(stderr io.Writer) (runSettings, error) {
 	if *o.clockRate <= 0 {
 		return st, fmt.Errorf("clock rate %v: want a positive number", *o.clockRate)
 	}
-	if st.faults, err = faults.Parse(os.Getenv(faults.Env)); err != nil {
+	if st.faults, err = killpoints.Parse(os.Getenv(killpoints.Env)); err != nil {
 		return st, err
 	}
 	if st.box, err = parseBox(*o.bbox); err != nil {

@@ -23,7 +23,7 @@ import (
 	"github.com/streamledger/streamledger/examples/ov/feed"
 	"github.com/streamledger/streamledger/examples/ov/pipeline"
 	"github.com/streamledger/streamledger/internal/ovharness/broker"
-	"github.com/streamledger/streamledger/internal/ovharness/faults"
+	"github.com/streamledger/streamledger/internal/ovharness/killpoints"
 	"github.com/streamledger/streamledger/internal/ovharness/oracle"
 	"github.com/streamledger/streamledger/internal/ovharness/verify"
 )
@@ -660,7 +660,7 @@ func (s *scene) startProc(ctx context.Context, name string, o procOpts) (*proc, 
 	}
 	var env []string
 	if o.fault != "" {
-		env = append(env, faults.Env+"="+o.fault)
+		env = append(env, killpoints.Env+"="+o.fault)
 	}
 	p, err := start(name, s.h.cfg.Binary, args, env, filepath.Join(s.logDir, "processor-"+name+".log"), metrics)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/streamledger/streamledger/examples/ov/feed"
-	"github.com/streamledger/streamledger/internal/ovharness/faults"
+	"github.com/streamledger/streamledger/internal/ovharness/killpoints"
 	"github.com/streamledger/streamledger/internal/ovharness/oracle"
 	"github.com/streamledger/streamledger/internal/ovharness/verify"
 	"github.com/streamledger/streamledger/ledger"
@@ -536,7 +536,7 @@ const faultStatic = "chaos-fault"
 func (s *scene) faultPoints(ctx context.Context) error {
 	feed := s.startFeed(ctx)
 	// Revocation points alternate with the others, so that both come before the feed is used up.
-	points := []string{faults.CloseWritten, faults.RevokeWritten, faults.DLQSent, faults.RevokeCommitted, faults.DLQReported}
+	points := []string{killpoints.CloseWritten, killpoints.RevokeWritten, killpoints.DLQSent, killpoints.RevokeCommitted, killpoints.DLQReported}
 	// A revocation writes the windows that closed since the last tick. With ticks much shorter
 	// than a window's span of wall time (the window at the feed's speed) that is often none,
 	// so the processor armed for revoke-written ticks less often than a window passes: its
@@ -576,13 +576,13 @@ func (s *scene) faultPoints(ctx context.Context) error {
 // that could reach it (new dead letters, new windows) is used up, so more lives would only
 // wait.
 func (s *scene) faultLife(ctx context.Context, point string, revokeFlush time.Duration, feedDone bool, fired map[string]int) (stop bool, err error) {
-	revoke := point == faults.RevokeWritten || point == faults.RevokeCommitted
+	revoke := point == killpoints.RevokeWritten || point == killpoints.RevokeCommitted
 	o := procOpts{idle: BusyIdleTimeout, wait: true, static: faultStatic}
 	n := 1 + s.h.randN(5)
 	switch point {
-	case faults.RevokeCommitted:
+	case killpoints.RevokeCommitted:
 		n = 1 // one revocation per lifetime
-	case faults.RevokeWritten:
+	case killpoints.RevokeWritten:
 		n = 1 + s.h.randN(3) // the first, second or third partition's batch of the revocation
 		o.flush = revokeFlush
 	}

@@ -1,4 +1,4 @@
-package faults
+package killpoints
 
 import (
 	"errors"

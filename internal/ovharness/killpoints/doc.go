@@ -1,6 +1,7 @@
-// Package faults arms the fault points of "ov run": with $OV_FAULT set (point:N[,point:N]) the
-// process kills itself with SIGKILL, as kill -9 would, at the Nth occurrence of a point. It is
-// a test hook of the reliability harness (package chaos), not a feature.
+// Package killpoints arms the fault points of "ov run": with $OV_FAULT set
+// (point:N[,point:N]) the process kills itself with SIGKILL, as kill -9 would, at the Nth
+// occurrence of a point. It is a test hook of the reliability harness (package chaos), not a
+// feature.
 //
 // # Where a point fires
 //
@@ -17,4 +18,4 @@
 //
 // [Parse] refuses an unknown point or a count below 1; with nothing armed [Set.Hooks] returns
 // no hook, so an unarmed process pays nothing.
-package faults
+package killpoints
