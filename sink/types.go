@@ -18,6 +18,17 @@ type Key struct {
 	DimensionID string
 }
 
+// Series is what one window key feeds: one value of one dimension, (dimension,
+// dimension_id), whose merged rows the aggregates table holds one per window (each a [Key]),
+// and the key's optional attributes.
+type Series struct {
+	Dimension   string
+	DimensionID string
+	// Attrs holds the key's optional attributes by name (see [Partial.Attrs]); a missing name
+	// never erases a stored value.
+	Attrs map[string]string
+}
+
 // Partial is what one source partition aggregated for one [Key] when its window closed.
 type Partial struct {
 	Key

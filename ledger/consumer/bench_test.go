@@ -52,7 +52,7 @@ func BenchmarkHandle(b *testing.B) {
 				c.Topics = map[string]Handler[string]{"t": benchHandler(events)}
 				c.Hooks = nil
 				c.Logger = discardLogger()
-				c.Keys = func(k string) SinkKey { return SinkKey{Dimension: "line", DimensionID: k} }
+				c.Series = func(k string) sink.Series { return sink.Series{Dimension: "line", DimensionID: k} }
 				c.Sink = nopSink{}
 			})
 			p0 := tp("t", 0)
@@ -96,7 +96,7 @@ func BenchmarkHandleEffect(b *testing.B) {
 		c.ApplyEffects = func(context.Context, []Effect) error { return nil }
 		c.Hooks = nil
 		c.Logger = discardLogger()
-		c.Sink, c.Keys = nil, nil
+		c.Sink, c.Series = nil, nil
 	})
 	p0 := tp("t", 0)
 	h.assign(p0, -1, "")

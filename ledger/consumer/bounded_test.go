@@ -27,7 +27,7 @@ func TestUntilValidation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := New(Config[string]{
 				Kafka:  kafka.ConfigMap{"bootstrap.servers": "unused:9092", "group.id": "g"},
-				Topics: map[string]Handler[string]{"t": testHandler}, Sink: newMemory(t), Keys: testKeys,
+				Topics: map[string]Handler[string]{"t": testHandler}, Sink: newMemory(t), Series: testKeys,
 				Until: tc.until,
 			})
 			require.ErrorIs(t, err, ErrConfig)
@@ -47,7 +47,7 @@ func TestBoundedPartitionClosesAtItsStop(t *testing.T) {
 	require.NoError(t, h.p.assign(ctx, []assignment{{tp: p0, committed: -1, stop: 3}}, nil))
 	h.p.assignedOnce = true
 	h.feed(p0, 0, "w 1 A 1", "w 6 A 2", "ws 11 B 3", "w 30 A 4", "w 31 A 5")
-	assert.Equal(t, []Outcome{Admitted, Admitted, Admitted, 0, 0}, h.outcomes(p0, 5), "nothing at or past the stop")
+	assert.Equal(t, []Decision{Admitted, Admitted, Admitted, 0, 0}, h.outcomes(p0, 5), "nothing at or past the stop")
 	assert.True(t, h.cl.paused[p0], "fetches nothing more")
 	assert.False(t, h.p.boundedDone(), "not written yet")
 

@@ -54,7 +54,7 @@ type DeadLetterer interface {
 	Send(ctx context.Context, rec dlq.Record, cause error, done func(dlqkafka.Delivery)) error
 }
 
-// Config configures a [Consumer]. Kafka and Topics are required, and Keys with a Sink; every
+// Config configures a [Consumer]. Kafka and Topics are required, and Series with a Sink; every
 // other zero value is documented and usable. [New] validates it in one place.
 type Config[K comparable] struct {
 	// Kafka is the librdkafka configuration: bootstrap.servers and group.id are required;
@@ -111,9 +111,10 @@ type Config[K comparable] struct {
 	// per call; more than MaxEffectBatch is refused.
 	EffectBatch int
 
-	// Keys maps a window key to the merged row it feeds. Two keys that map to the same row
-	// in one window are merged into one partial. Required with a Sink, unused without one.
-	Keys func(K) SinkKey
+	// Series maps a window key to the series it feeds in the sink's aggregates table. Two
+	// keys of one series are merged into one partial per window. Required with a Sink, unused
+	// without one.
+	Series func(K) sink.Series
 
 	// DeadLetters receives messages that fail to decode or validate. Their offsets become
 	// committable only on a positive delivery report; a failed delivery is sent again after
@@ -285,7 +286,7 @@ type settings[K comparable] struct {
 
 // tables is what a sink may tell of the tables it writes; sink/postgres and sinktest.Memory
 // do. The consumer then builds its windows with the aggregate spec's exact limit, dead-letters
-// an event whose state rows the sink does not declare, and stops with an error naming Keys
+// an event whose state rows the sink does not declare, and stops with an error naming Series
 // when it maps a window key to an attribute the aggregate spec does not declare: mistakes
 // that would otherwise fail every write, and retry it forever.
 type tables interface {
@@ -318,7 +319,7 @@ func configError(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
 }
 
-// validateTopics checks Topics and Keys and sorts the topics.
+// validateTopics checks Topics and Series and sorts the topics.
 func (s *settings[K]) validateTopics() error {
 	if len(s.Topics) == 0 {
 		return configError("Topics: at least one topic with its handler is required")
@@ -335,8 +336,8 @@ func (s *settings[K]) validateTopics() error {
 		s.topics = append(s.topics, topic)
 	}
 	slices.Sort(s.topics)
-	if s.Sink != nil && s.Keys == nil {
-		return configError("Keys: a mapping from window keys to sink keys is required")
+	if s.Sink != nil && s.Series == nil {
+		return configError("Series: a mapping from window keys to sink series is required")
 	}
 	return nil
 }

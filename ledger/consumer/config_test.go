@@ -19,7 +19,7 @@ func validConfig(t *testing.T) Config[string] {
 		Kafka:  kafka.ConfigMap{"bootstrap.servers": "b:9092", "group.id": "g"},
 		Topics: map[string]Handler[string]{"t": testHandler},
 		Sink:   newMemory(t),
-		Keys:   testKeys,
+		Series: testKeys,
 	}
 }
 
@@ -132,7 +132,7 @@ func TestConfigErrors(t *testing.T) {
 		{"no topics", func(c *Config[string]) { c.Topics = nil }, "Topics"},
 		{"regex topic", func(c *Config[string]) { c.Topics["^t.*"] = testHandler }, "regular expression"},
 		{"nil handler", func(c *Config[string]) { c.Topics["u"] = nil }, `topic "u" has a nil handler`},
-		{"no keys", func(c *Config[string]) { c.Keys = nil }, "Keys"},
+		{"no series", func(c *Config[string]) { c.Series = nil }, "Series"},
 		{"negative window", func(c *Config[string]) { c.WindowSize = -time.Second }, "WindowSize"},
 		{"tiny buffer", func(c *Config[string]) { c.BufferLimit = 1000 }, "BufferLimit: expected at least 65536 bytes, or a negative value for no bound, found 1000"},
 		{"resume at one", func(c *Config[string]) { c.ResumeAt = 1 }, "ResumeAt"},
@@ -157,7 +157,7 @@ var noEffect = struct{}{}
 // Without a sink, a consumer takes effects only: no Keys are needed.
 func TestConfigWithoutSink(t *testing.T) {
 	cfg := validConfig(t)
-	cfg.Sink, cfg.Keys = nil, nil
+	cfg.Sink, cfg.Series = nil, nil
 	_, err := New(cfg)
 	require.NoError(t, err)
 }

@@ -90,7 +90,7 @@ func (p *processor[K]) batchFailed(ctx context.Context, c *chunk[K], first, last
 // offset decide as this run did.
 func (p *processor[K]) decide(ctx context.Context, pt *part[K], m *kafka.Message, arrival time.Time, ev Event[K], fxErr error) {
 	off := int64(m.TopicPartition.Offset)
-	info := MessageInfo{TopicPartition: pt.tp, Offset: off, Outcome: Admitted}
+	info := MessageInfo{TopicPartition: pt.tp, Offset: off, Decision: Admitted}
 	if ev.Effect != nil {
 		if !p.effect(ctx, pt, m, arrival, fxErr) {
 			return
@@ -147,7 +147,7 @@ func (p *processor[K]) late(pt *part[K], m *kafka.Message, off int64, arrival ti
 	}
 	pt.wm.Observe(ev.Time, arrival)
 	p.setWatermark(pt)
-	info.Outcome = Late
+	info.Decision = Late
 	p.decided(pt, info)
 	if p.s.OnLate != nil {
 		p.s.OnLate(m, ev, end)
@@ -218,7 +218,7 @@ func (p *processor[K]) decided(pt *part[K], info MessageInfo) {
 	pt.next = info.Offset + 1
 	pt.consumed++
 	p.counters.consumed.Add(1)
-	switch info.Outcome {
+	switch info.Decision {
 	case Admitted:
 		pt.admitted++
 		p.counters.admitted.Add(1)
@@ -248,7 +248,7 @@ func (p *processor[K]) deadLetter(ctx context.Context, pt *part[K], m *kafka.Mes
 		return
 	}
 	pt.wm.Touch(arrival)
-	p.decided(pt, MessageInfo{TopicPartition: pt.tp, Offset: off, Outcome: DeadLettered, Condition: ledger.Ack(), Err: cause})
+	p.decided(pt, MessageInfo{TopicPartition: pt.tp, Offset: off, Decision: DeadLettered, Condition: ledger.Ack(), Err: cause})
 	p.log.Info("message dead-lettered", "partition", pt.tp.String(), "offset", off, "error", cause)
 	p.send(ctx, pt, &letter{tp: pt.tp, epoch: pt.epoch, offset: off, rec: dlqkafka.RecordFromMessage(m), cause: cause})
 }

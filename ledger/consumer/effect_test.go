@@ -125,7 +125,7 @@ func TestEffectRunsOncePerDeliveryAndCommitsAtTheNextTick(t *testing.T) {
 		t.Run(fmt.Sprintf("sink=%v", withSink), func(t *testing.T) {
 			h, fx := newEffectHarness(t, func(c *Config[string]) {
 				if !withSink {
-					c.Sink, c.Keys = nil, nil
+					c.Sink, c.Series = nil, nil
 				}
 			})
 			p0 := tp("t", 0)
@@ -140,7 +140,7 @@ func TestEffectRunsOncePerDeliveryAndCommitsAtTheNextTick(t *testing.T) {
 			assert.Equal(t, Counters{Consumed: 2, Admitted: 2, Effects: 2, Commits: 1}, c)
 			for _, m := range h.chk.history {
 				assert.True(t, m.Effect, "offset %d reported as an effect", m.Offset)
-				assert.Equal(t, Admitted, m.Outcome)
+				assert.Equal(t, Admitted, m.Decision)
 				assert.Equal(t, ledger.Condition{}, m.Condition, "durable at once")
 			}
 
@@ -180,7 +180,7 @@ func TestEffectsAreAppliedInBatches(t *testing.T) {
 			require.NoError(t, h.p.fatal())
 			assert.Equal(t, tc.runs, fx.ran())
 			assert.Equal(t, tc.sizes, fx.sizes())
-			assert.Equal(t, []Outcome{Admitted, Admitted, Admitted, DeadLettered, Admitted, Admitted}, h.outcomes(p0, 6))
+			assert.Equal(t, []Decision{Admitted, Admitted, Admitted, DeadLettered, Admitted, Admitted}, h.outcomes(p0, 6))
 			assert.Equal(t, int64(5), h.p.counters.snapshot().Effects)
 		})
 	}
@@ -194,7 +194,7 @@ func TestEffectRejectionIsDeadLettered(t *testing.T) {
 	p0 := tp("t", 0)
 	h.assign(p0, -1, "")
 	h.feedChunk(p0, 0, "e a", "r b", "e c")
-	assert.Equal(t, []Outcome{Admitted, DeadLettered, Admitted}, h.outcomes(p0, 3))
+	assert.Equal(t, []Decision{Admitted, DeadLettered, Admitted}, h.outcomes(p0, 3))
 	assert.Len(t, fx.ran(), 3)
 	assert.Equal(t, []int{3}, fx.sizes(), "one batch")
 	require.Equal(t, 1, h.dlq.count())
@@ -285,7 +285,7 @@ func TestEffectBatchFailureStopsBeforeTheBatch(t *testing.T) {
 	again.feedChunk(p0, 2, "e b", "r c", "e d")
 	again.tick()
 	assert.Equal(t, []int{3}, fx2.sizes(), "the batch again, whole")
-	assert.Equal(t, []Outcome{Admitted, DeadLettered, Admitted}, again.outcomes(p0, 5)[2:])
+	assert.Equal(t, []Decision{Admitted, DeadLettered, Admitted}, again.outcomes(p0, 5)[2:])
 }
 
 // Abort from inside an effect (a crash in the middle of it): the message is neither decided
@@ -317,7 +317,7 @@ func TestKafkaEffectFailureCommitsUpToIt(t *testing.T) {
 		return func(cfg *Config[string]) {
 			cfg.Topics = map[string]Handler[string]{"fx": fx.handler}
 			cfg.ApplyEffects = fx.apply
-			cfg.Sink, cfg.Keys = nil, nil
+			cfg.Sink, cfg.Series = nil, nil
 			cfg.FlushInterval = DefaultFlushInterval // the shutdown's commit is the only one
 		}
 	}

@@ -81,15 +81,6 @@ type StateRow struct {
 	sink.StateRow
 }
 
-// SinkKey is where a window key's aggregates go in the sink: the merged row
-// (dimension, dimension_id) and its optional attributes (an operator, for example).
-type SinkKey struct {
-	Dimension   string
-	DimensionID string
-	// Attrs holds optional attributes by name; a missing name never erases a stored value.
-	Attrs map[string]string
-}
-
 // Validate reports whether the event can be applied as a whole: values finite and within
 // [window.MaxValue], an event time when there are values, at least one key per value, and a
 // table name per state row. The runtime checks this before applying anything, so that an

@@ -34,7 +34,7 @@ func TestStateRowsCheckedAgainstTheSink(t *testing.T) {
 			p0 := tp("t", 0)
 			h.assign(p0, -1, "")
 			h.feed(p0, 0, "anything")
-			assert.Equal(t, []Outcome{DeadLettered}, h.outcomes(p0, 1))
+			assert.Equal(t, []Decision{DeadLettered}, h.outcomes(p0, 1))
 			require.Equal(t, 1, h.dlq.count())
 			assert.Contains(t, h.dlq.sent[0].cause.Error(), tc.want)
 		})
@@ -45,8 +45,8 @@ func TestStateRowsCheckedAgainstTheSink(t *testing.T) {
 // stops the consumer at the first close, with an error naming Keys.
 func TestUndeclaredAttributeStops(t *testing.T) {
 	h := newHarness(t, func(c *Config[string]) {
-		c.Keys = func(k string) SinkKey {
-			return SinkKey{Dimension: "line", DimensionID: k, Attrs: map[string]string{"colour": "red"}}
+		c.Series = func(k string) sink.Series {
+			return sink.Series{Dimension: "line", DimensionID: k, Attrs: map[string]string{"colour": "red"}}
 		}
 	})
 	p0 := tp("t", 0)
@@ -55,7 +55,7 @@ func TestUndeclaredAttributeStops(t *testing.T) {
 	h.p.tick(h.ctx, CommitTick)
 	err := h.p.fatal()
 	require.ErrorIs(t, err, ErrConfig)
-	assert.Contains(t, err.Error(), `Keys: the sink key of A carries attribute "colour"`)
+	assert.Contains(t, err.Error(), `Series: the series of A carries attribute "colour"`)
 	assert.Equal(t, int64(-1), h.committed(p0))
 }
 
@@ -69,7 +69,7 @@ func TestWindowsFollowTheSinksExactLimit(t *testing.T) {
 	require.NoError(t, err)
 	s, err := Config[string]{
 		Kafka: kafka.ConfigMap{"bootstrap.servers": "b:9092", "group.id": "g"}, Topics: map[string]Handler[string]{"t": testHandler},
-		Sink: mem, Keys: testKeys,
+		Sink: mem, Series: testKeys,
 	}.validate()
 	require.NoError(t, err)
 	assert.Equal(t, 1000, s.win.ExactLimit)

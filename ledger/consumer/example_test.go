@@ -15,6 +15,7 @@ import (
 	"github.com/streamledger/streamledger/dlq"
 	"github.com/streamledger/streamledger/dlq/dlqkafka"
 	"github.com/streamledger/streamledger/ledger/consumer"
+	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
@@ -69,7 +70,7 @@ func Example() {
 		},
 		Topics:      map[string]consumer.Handler[key]{"arrivals": decodeArrival},
 		Sink:        store,
-		Keys:        func(k key) consumer.SinkKey { return consumer.SinkKey{Dimension: k.dimension, DimensionID: k.id} },
+		Series:      func(k key) sink.Series { return sink.Series{Dimension: k.dimension, DimensionID: k.id} },
 		DeadLetters: dead,
 	})
 	if err != nil {

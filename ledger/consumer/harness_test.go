@@ -35,7 +35,7 @@ func newHarness(t testing.TB, mod func(*Config[string])) *harness {
 		Kafka:             kafka.ConfigMap{"bootstrap.servers": "unused:9092", "group.id": "g"},
 		Topics:            map[string]Handler[string]{"t": testHandler, "u": testHandler},
 		Sink:              h.mem,
-		Keys:              testKeys,
+		Series:            testKeys,
 		DeadLetters:       h.dlq,
 		IdleTimeout:       -1,
 		DeadLetterBackoff: time.Second,
@@ -158,9 +158,9 @@ func (h *harness) checkpoint(tp ledger.TopicPartition) time.Time {
 	return cp.Watermark
 }
 
-func (h *harness) outcomes(tp ledger.TopicPartition, n int64) []Outcome {
+func (h *harness) outcomes(tp ledger.TopicPartition, n int64) []Decision {
 	d := h.chk.decisionsOf(tp)
-	out := make([]Outcome, n)
+	out := make([]Decision, n)
 	for i := range out {
 		out[i] = d[int64(i)]
 	}

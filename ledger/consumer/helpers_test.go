@@ -101,11 +101,11 @@ func stateRow(m *kafka.Message, t time.Time) sink.StateRow {
 	}
 }
 
-func testKeys(k string) SinkKey {
+func testKeys(k string) sink.Series {
 	if k == "all" {
-		return SinkKey{Dimension: "network", DimensionID: "all"}
+		return sink.Series{Dimension: "network", DimensionID: "all"}
 	}
-	return SinkKey{Dimension: "line", DimensionID: k, Attrs: map[string]string{"owner": "op-" + k}}
+	return sink.Series{Dimension: "line", DimensionID: k, Attrs: map[string]string{"owner": "op-" + k}}
 }
 
 func newMemory(t testing.TB) *sinktest.Memory {
@@ -365,7 +365,7 @@ func (c *checker) OnCommit(ci CommitInfo) {
 				c.problems = append(c.problems, fmt.Sprintf("commit %v@%d passes offset %d, never decided", tp, cm.Offset, off))
 				continue
 			}
-			switch d.Outcome {
+			switch d.Decision {
 			case Late:
 			case DeadLettered:
 				if !c.delivered[tp][off] {
@@ -402,13 +402,13 @@ func (c *checker) checkedCommits() int {
 }
 
 // decisionsOf returns the last decision per offset of tp.
-func (c *checker) decisionsOf(tp ledger.TopicPartition) map[int64]Outcome {
+func (c *checker) decisionsOf(tp ledger.TopicPartition) map[int64]Decision {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := map[int64]Outcome{}
+	out := map[int64]Decision{}
 	for _, m := range c.history {
 		if m.TopicPartition == tp {
-			out[m.Offset] = m.Outcome
+			out[m.Offset] = m.Decision
 		}
 	}
 	return out

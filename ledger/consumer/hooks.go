@@ -61,13 +61,13 @@ type HookTick interface {
 	OnTick(TickInfo)
 }
 
-// Outcome is what the consumer decided for one message.
-type Outcome uint8
+// Decision is what the consumer decided for one message.
+type Decision uint8
 
 const (
 	// Admitted: the event was applied (to its window, its state rows, its effect, or nothing at
 	// all).
-	Admitted Outcome = iota + 1
+	Admitted Decision = iota + 1
 	// Late: its window had closed in its partition; nothing was applied.
 	Late
 	// DeadLettered: it failed to decode or validate, or its effect refused it, and it was sent to
@@ -75,7 +75,7 @@ const (
 	DeadLettered
 )
 
-func (o Outcome) String() string {
+func (o Decision) String() string {
 	switch o {
 	case Admitted:
 		return "admitted"
@@ -90,8 +90,8 @@ func (o Outcome) String() string {
 // MessageInfo describes one decided message.
 type MessageInfo struct {
 	ledger.TopicPartition
-	Offset  int64
-	Outcome Outcome
+	Offset   int64
+	Decision Decision
 	// WindowEnd is the end of the event's window (admitted or late), zero without one.
 	WindowEnd time.Time
 	// State is the number of state rows the event buffered (admitted events only).

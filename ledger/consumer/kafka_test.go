@@ -80,9 +80,9 @@ func TestKafkaRestartRestoresTheWatermark(t *testing.T) {
 	assert.Equal(t, int64(2), a.Count)
 }
 
-func outcomesOf(chk *checker, tp ledger.TopicPartition, n int64) []Outcome {
+func outcomesOf(chk *checker, tp ledger.TopicPartition, n int64) []Decision {
 	d := chk.decisionsOf(tp)
-	out := make([]Outcome, n)
+	out := make([]Decision, n)
 	for i := range out {
 		out[i] = d[int64(i)]
 	}

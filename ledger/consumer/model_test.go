@@ -171,7 +171,7 @@ func (m *model) newInstance() *simInstance {
 		Kafka:             kafka.ConfigMap{"bootstrap.servers": "sim:9092", "group.id": "g"},
 		Topics:            map[string]Handler[string]{"t": testHandler},
 		Sink:              m.sink,
-		Keys:              testKeys,
+		Series:            testKeys,
 		DeadLetters:       in.dlq,
 		IdleTimeout:       -1,
 		DeadLetterBackoff: time.Second,

@@ -35,7 +35,7 @@ var stream = []string{
 	"w 2 A 8",  // 7: late
 }
 
-var streamOutcomes = []Outcome{A, A, L, A, A, A, L, L}
+var streamOutcomes = []Decision{A, A, L, A, A, A, L, L}
 
 func TestDecisionsClosesAndCommitMetadata(t *testing.T) {
 	h := newHarness(t, nil)
@@ -504,7 +504,7 @@ func TestUndecodableWithoutDeadLettersStops(t *testing.T) {
 
 func TestKeysMappingToOneRowAreMerged(t *testing.T) {
 	h := newHarness(t, func(c *Config[string]) {
-		c.Keys = func(string) SinkKey { return SinkKey{Dimension: "network", DimensionID: "all"} }
+		c.Series = func(string) sink.Series { return sink.Series{Dimension: "network", DimensionID: "all"} }
 	})
 	p0 := tp("t", 0)
 	h.assign(p0, -1, "")

@@ -138,7 +138,7 @@ func (p *processor[K]) closeBatch(pt *part[K]) (sink.CloseBatch, bool) {
 		sp, err := p.toSink(closed)
 		if errors.Is(err, ErrConfig) {
 			p.stop.setFatal(err)
-			p.log.Error("stopping: the sink refuses what Keys returns", "partition", pt.tp.String(), "error", err)
+			p.log.Error("stopping: the sink refuses what Series returns", "partition", pt.tp.String(), "error", err)
 			return sink.CloseBatch{}, false
 		}
 		if err != nil {
@@ -174,7 +174,7 @@ func (p *processor[K]) toSink(closed []window.Partial[K]) ([]sink.Partial, error
 		stats []*window.Stats
 	)
 	for _, c := range closed {
-		sk := p.s.Keys(c.Key)
+		sk := p.s.Series(c.Key)
 		if err := p.checkAttrs(c.Key, sk); err != nil {
 			return nil, err
 		}
@@ -325,13 +325,13 @@ func (p *processor[K]) report(d time.Duration, caughtUp bool) {
 }
 
 // checkAttrs checks a sink key's attributes against the sink's aggregate spec, when it tells.
-func (p *processor[K]) checkAttrs(k K, sk SinkKey) error {
+func (p *processor[K]) checkAttrs(k K, sk sink.Series) error {
 	if p.s.agg == nil {
 		return nil
 	}
 	for name := range sk.Attrs {
 		if !slices.Contains(p.s.agg.Attributes, name) {
-			return fmt.Errorf("%w: Keys: the sink key of %v carries attribute %q; the sink's aggregate spec declares %q",
+			return fmt.Errorf("%w: Series: the series of %v carries attribute %q; the sink's aggregate spec declares %q",
 				ErrConfig, k, name, p.s.agg.Attributes)
 		}
 	}

@@ -70,7 +70,7 @@ func TestOverlappedWritesDecideMessagesAndCommitOnlyWhenDone(t *testing.T) {
 
 	// The loop goes on deciding: the new messages join the next flush.
 	h.feed(p0, 2, "ws 8 A 3", "ws 16 B 4")
-	assert.Equal(t, []Outcome{A, A, A, A}, h.outcomes(p0, 4))
+	assert.Equal(t, []Decision{A, A, A, A}, h.outcomes(p0, 4))
 	assert.Equal(t, 2, h.p.bufferedRows(), "rows of the next flush")
 	h.p.poll(context.Background())
 	assert.Equal(t, int64(-1), h.committed(p0), "poll commits nothing while the writes run")

@@ -183,9 +183,9 @@ func (e *env) check(end closing) {
 	r := e.oracle
 
 	// Every delivery of every offset was decided as the oracle decides it.
-	want := map[ledger.TopicPartition]map[int64]consumer.Outcome{}
+	want := map[ledger.TopicPartition]map[int64]consumer.Decision{}
 	for src, p := range r.Partitions {
-		m := map[int64]consumer.Outcome{}
+		m := map[int64]consumer.Decision{}
 		for off := range p.Records {
 			m[off] = consumer.Admitted
 		}
@@ -400,7 +400,7 @@ type recorder struct {
 }
 
 type decision struct {
-	outcome   consumer.Outcome
+	outcome   consumer.Decision
 	windowEnd time.Time
 	assign    consumer.AssignInfo
 	epoch     int // the partition's assignments before this decision's
@@ -470,7 +470,7 @@ func (r *recorder) OnMessage(i consumer.MessageInfo) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k := offsetKey{i.TopicPartition, i.Offset}
-	r.decided[k] = append(r.decided[k], decision{outcome: i.Outcome, windowEnd: i.WindowEnd, assign: r.assigned[i.TopicPartition],
+	r.decided[k] = append(r.decided[k], decision{outcome: i.Decision, windowEnd: i.WindowEnd, assign: r.assigned[i.TopicPartition],
 		epoch: r.epochs[i.TopicPartition]})
 	r.deliveries++
 }

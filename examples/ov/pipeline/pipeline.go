@@ -176,7 +176,7 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 		Kafka:             consCfg,
 		Topics:            handlers,
 		Sink:              snk,
-		Keys:              SinkKey,
+		Series:            SinkKey,
 		RetainKey:         tables.Retain,
 		DeadLetters:       dlqProducer,
 		WindowSize:        cfg.WindowSize,
@@ -324,8 +324,8 @@ func brokerTime(m *kafka.Message) time.Time {
 
 // SinkKey maps a window key to its merged row in delay_aggregates, with the operator column
 // when the key has one.
-func SinkKey(k tables.Key) consumer.SinkKey {
-	sk := consumer.SinkKey{Dimension: k.Dimension, DimensionID: k.ID}
+func SinkKey(k tables.Key) sink.Series {
+	sk := sink.Series{Dimension: k.Dimension, DimensionID: k.ID}
 	if k.Operator != "" {
 		sk.Attrs = map[string]string{tables.OperatorAttr: k.Operator}
 	}

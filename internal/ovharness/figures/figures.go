@@ -55,7 +55,7 @@ func (f *Figures) Snapshot() Snapshot {
 // OnMessage implements consumer.HookMessage.
 func (f *Figures) OnMessage(i consumer.MessageInfo) {
 	f.consumed.Add(1)
-	switch i.Outcome {
+	switch i.Decision {
 	case consumer.Admitted:
 		f.admitted.Add(1)
 	case consumer.Late:

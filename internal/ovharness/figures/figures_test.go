@@ -18,8 +18,8 @@ func TestSnapshot(t *testing.T) {
 	p0 := ledger.TopicPartition{Topic: "pred", Partition: 0}
 	p1 := ledger.TopicPartition{Topic: "pred", Partition: 1}
 	var wg sync.WaitGroup
-	for _, o := range []consumer.Outcome{consumer.Admitted, consumer.Admitted, consumer.Late, consumer.DeadLettered} {
-		wg.Go(func() { f.OnMessage(consumer.MessageInfo{TopicPartition: p0, Outcome: o}) }) // as the workers do
+	for _, o := range []consumer.Decision{consumer.Admitted, consumer.Admitted, consumer.Late, consumer.DeadLettered} {
+		wg.Go(func() { f.OnMessage(consumer.MessageInfo{TopicPartition: p0, Decision: o}) }) // as the workers do
 	}
 	wg.Wait()
 	f.OnDeadLetter(consumer.DeadLetterInfo{TopicPartition: p0})

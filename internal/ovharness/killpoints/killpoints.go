@@ -118,7 +118,7 @@ func (h faultHook) OnWrite(w consumer.WriteInfo) {
 }
 
 func (h faultHook) OnMessage(m consumer.MessageInfo) {
-	if m.Outcome == consumer.DeadLettered {
+	if m.Decision == consumer.DeadLettered {
 		h.fs.hit(DLQSent, fmt.Sprintf(": %s@%d", m.TopicPartition, m.Offset))
 	}
 }

@@ -59,8 +59,8 @@ func TestFaultHookPoints(t *testing.T) {
 		}, 0},
 		{"revoke-committed:1", func(h faultHook) { h.OnCommit(consumer.CommitInfo{Reason: consumer.CommitRevoke}) }, 1},
 		{"dlq-sent:1", func(h faultHook) {
-			h.OnMessage(consumer.MessageInfo{Outcome: consumer.Late})
-			h.OnMessage(consumer.MessageInfo{Outcome: consumer.DeadLettered})
+			h.OnMessage(consumer.MessageInfo{Decision: consumer.Late})
+			h.OnMessage(consumer.MessageInfo{Decision: consumer.DeadLettered})
 		}, 1},
 		{"dlq-reported:1", func(h faultHook) {
 			h.OnDeadLetter(consumer.DeadLetterInfo{Err: errors.New("timed out")})

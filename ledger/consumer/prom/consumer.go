@@ -68,7 +68,7 @@ func (m *consumerMetrics) init(cs []prometheus.Collector) []prometheus.Collector
 func (m *consumerMetrics) OnMessage(i consumer.MessageInfo) {
 	c := m.topics.get(i.Topic)
 	c.consumed.Inc()
-	switch i.Outcome {
+	switch i.Decision {
 	case consumer.Admitted:
 		c.admitted.Inc()
 	case consumer.Late:

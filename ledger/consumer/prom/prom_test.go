@@ -41,8 +41,8 @@ func TestNewRefusesASecondRegistration(t *testing.T) {
 
 // report calls every hook of m once or more, as a consumer, a sink and a producer would.
 func report(m *prom.Metrics) {
-	for _, o := range []consumer.Outcome{consumer.Admitted, consumer.Admitted, consumer.Late, consumer.DeadLettered} {
-		m.OnMessage(consumer.MessageInfo{TopicPartition: p0, Outcome: o})
+	for _, o := range []consumer.Decision{consumer.Admitted, consumer.Admitted, consumer.Late, consumer.DeadLettered} {
+		m.OnMessage(consumer.MessageInfo{TopicPartition: p0, Decision: o})
 	}
 	m.OnDeadLetter(consumer.DeadLetterInfo{TopicPartition: p0})
 	m.OnDeadLetter(consumer.DeadLetterInfo{TopicPartition: p0, Err: errors.New("broker down")})
@@ -151,7 +151,7 @@ func TestConcurrentHooks(t *testing.T) {
 		wg.Go(func() {
 			tp := ledger.TopicPartition{Topic: fmt.Sprintf("t%d", g%3), Partition: int32(g)}
 			for range rounds {
-				m.OnMessage(consumer.MessageInfo{TopicPartition: tp, Outcome: consumer.Admitted})
+				m.OnMessage(consumer.MessageInfo{TopicPartition: tp, Decision: consumer.Admitted})
 				m.OnPartition(consumer.PartitionInfo{TopicPartition: tp, Lag: 1})
 				m.OnWriteClose(sink.WriteCloseInfo{Merged: 1, Attempts: 1})
 				m.OnDelivery(dlqkafka.DeliveryInfo{Source: tp.Topic, Attempts: 1})
@@ -174,7 +174,7 @@ func TestConcurrentHooks(t *testing.T) {
 // been seen.
 func TestOnMessageDoesNotAllocate(t *testing.T) {
 	m, _ := newMetrics(t)
-	info := consumer.MessageInfo{TopicPartition: p0, Outcome: consumer.Late}
+	info := consumer.MessageInfo{TopicPartition: p0, Decision: consumer.Late}
 	m.OnMessage(info)
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { m.OnMessage(info) }))
 }

@@ -150,7 +150,7 @@ func (o observer) OnMessage(mi consumer.MessageInfo) {
 	if !ok {
 		d = Decision{Delivery: Delivery{TopicPartition: mi.TopicPartition, Offset: mi.Offset}}
 	}
-	if mi.Outcome == consumer.DeadLettered {
+	if mi.Decision == consumer.DeadLettered {
 		d.Outcome, d.Class, d.Err = DeadLettered, dlq.ErrorClass(mi.Err), mi.Err
 	}
 	s.cfg.Logger.Debug("credit decided", "delivery", d.String(), "op_id", d.Credit.ID, "outcome", d.Outcome.String(), "class", d.Class)
