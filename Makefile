@@ -43,7 +43,7 @@ FUZZTIME ?= 60s
 FUZZ := \
 	./ledger:FuzzDecodeMetadata ./ledger:FuzzPartition ./watermark:FuzzPartition \
 	./window:FuzzStatsUnmarshal ./sink:FuzzMerge ./sink/fold:FuzzDecode ./dlq:FuzzDecode \
-	./examples/ov/internal/event:FuzzDecode ./examples/ov/internal/feed:FuzzReader \
+	./examples/ov/event:FuzzDecode ./examples/ov/feed:FuzzReader \
 	./examples/credits/internal/credit:FuzzDecode ./examples/credits/internal/credit:FuzzCanonical
 
 fuzz:

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/streamledger/streamledger/dlq/dlqkafka"
+	"github.com/streamledger/streamledger/examples/credits/internal/accounts"
 	"github.com/streamledger/streamledger/examples/credits/internal/credit"
 	"github.com/streamledger/streamledger/examples/credits/internal/service"
 	"github.com/streamledger/streamledger/ledger"
@@ -55,7 +57,6 @@ func workedExampleCommand(ctx context.Context, args []string, stdout, stderr io.
 func workedExample(ctx context.Context, w io.Writer, o exampleOptions) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*waitTimeout)
 	defer cancel()
-	say := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
 
 	b, err := openBroker(o.brokers)
 	if err != nil {
@@ -89,147 +90,122 @@ func workedExample(ctx context.Context, w io.Writer, o exampleOptions) (err erro
 	}
 	defer func() { err = errors.Join(err, dl.Close(context.WithoutCancel(ctx))) }()
 
-	say("The seed's worked example: credit e42 of 10 to account a7, and a crash before the offset commit.")
-	say("  broker:   %s, topic %s, group %s", b, topic, group)
-	say("  database: %s, schema %s", redact(o.database), schema)
+	x := &walkthrough{w: w, b: b, topic: topic, group: group, pool: pool, schema: schema, dl: dl, logger: o.logger,
+		decided: make(chan service.Decision, 16), committed: make(chan []ledger.Commit, 16)}
+	x.say("The seed's worked example: credit e42 of 10 to account a7, and a crash before the offset commit.")
+	x.say("  broker:   %s, topic %s, group %s", b, topic, group)
+	x.say("  database: %s, schema %s", redact(o.database), schema)
+	return x.walk(ctx)
+}
 
-	// decisions and commits of the running consumer reach this goroutine through channels.
-	decided := make(chan service.Decision, 16)
-	committed := make(chan []ledger.Commit, 16)
-	newConsumer := func(crash bool) (*service.Service, error) {
-		var svc *service.Service
-		hooks := service.Hooks{
-			Decided: func(d service.Decision) {
-				decided <- d
-				if crash {
-					// The process dies here: the sink transaction is committed, the offset is not.
-					svc.Abort()
-				}
-			},
-			Committed: func(cs []ledger.Commit) { committed <- cs },
-		}
-		svc, err := service.New(service.Config{
-			Kafka:          b.config(kafka.ConfigMap{"group.id": group, "session.timeout.ms": 6000, "heartbeat.interval.ms": 100}),
-			Topic:          topic,
-			Pool:           pool,
-			Schema:         schema,
-			DeadLetters:    dl,
-			CommitInterval: service.EveryMessage,
-			PollTimeout:    10 * time.Millisecond,
-			PruneInterval:  -1,
-			Logger:         o.logger,
-			Hooks:          hooks,
-		})
-		return svc, err
-	}
-	first, err := newConsumer(true)
+// walkthrough is the worked example's broker, database and consumers, and where it prints.
+type walkthrough struct {
+	w            io.Writer
+	b            *broker
+	topic, group string
+	pool         *pgxpool.Pool
+	schema       string
+	dl           *dlqkafka.Producer
+	logger       *slog.Logger
+	st           *accounts.Store
+	// decisions and commits of the running consumer reach the example through channels.
+	decided   chan service.Decision
+	committed chan []ledger.Commit
+}
+
+func (x *walkthrough) say(format string, args ...any) { fmt.Fprintf(x.w, format+"\n", args...) }
+
+// walk prints the example's six steps, each after it happened.
+func (x *walkthrough) walk(ctx context.Context) error {
+	first, err := x.newConsumer(true)
 	if err != nil {
 		return err
 	}
 	if err := first.Migrate(ctx); err != nil {
 		return err
 	}
-	st := first.Store()
-	state := func() (string, error) {
-		bal, _, err := st.Balance(ctx, "a7")
-		if err != nil {
-			return "", err
-		}
-		markers, err := st.Markers(ctx)
-		if err != nil {
-			return "", err
-		}
-		entries, err := st.Entries(ctx)
-		if err != nil {
-			return "", err
-		}
-		marker := "absent"
-		if _, ok := markers["e42"]; ok {
-			marker = "present"
-		}
-		return fmt.Sprintf("balance a7 = %d, marker e42 %s, entries of e42: %d", bal, marker, len(entries["e42"])), nil
-	}
-	offset := func() (string, error) {
-		off, ok, err := b.committed(ctx, group, topic, 0)
-		switch {
-		case err != nil:
-			return "", err
-		case !ok:
-			return "none", nil
-		}
-		return fmt.Sprint(off), nil
-	}
-	wait := func(what string) (service.Decision, error) {
-		select {
-		case d := <-decided:
-			return d, nil
-		case <-ctx.Done():
-			return service.Decision{}, fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-		}
-	}
-
-	if _, err := st.Open(ctx, "a7", 100); err != nil {
+	x.st = first.Store()
+	if err := x.openAccount(ctx); err != nil {
 		return err
 	}
-	s, err := state()
+	if err := x.crash(ctx, first); err != nil {
+		return err
+	}
+	if err := x.redeliver(ctx); err != nil {
+		return err
+	}
+	x.say("")
+	x.say("The balance stays 110: both writes share one transaction, and the marker is still retained.")
+	x.say(boundary)
+	return nil
+}
+
+// openAccount opens account a7 with balance 100 and produces the credit e42 (steps 1 and 2).
+func (x *walkthrough) openAccount(ctx context.Context) error {
+	if _, err := x.st.Open(ctx, "a7", 100); err != nil {
+		return err
+	}
+	s, err := x.state(ctx)
 	if err != nil {
 		return err
 	}
-	say("")
-	say("1. Account a7 opens with balance 100; no marker for e42 yet.")
-	say("   %s", s)
+	x.say("")
+	x.say("1. Account a7 opens with balance 100; no marker for e42 yet.")
+	x.say("   %s", s)
 
 	e42 := credit.Credit{ID: "e42", Account: "a7", Amount: 10}
-	offs, err := b.produce(ctx, topic, record{key: e42.Account, value: e42.Payload()})
+	offs, err := x.b.produce(ctx, x.topic, record{key: e42.Account, value: e42.Payload()})
 	if err != nil {
 		return err
 	}
-	say("2. The credit %s is produced to partition 0 at offset %d.", e42.Payload(), offs[0])
+	x.say("2. The credit %s is produced to partition 0 at offset %d.", e42.Payload(), offs[0])
+	return nil
+}
 
-	run := func(svc *service.Service) (stop func() error) {
-		runCtx, cancelRun := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- svc.Run(runCtx) }()
-		return func() error {
-			cancelRun()
-			return <-done
-		}
-	}
-	stopFirst := run(first)
-	d, err := wait("consumer 1")
+// crash runs consumer 1, which applies e42 and dies after the sink commit, before the offset
+// commit (steps 3 and 4).
+func (x *walkthrough) crash(ctx context.Context, first *service.Service) error {
+	stopFirst := x.run(ctx, first)
+	d, err := x.wait(ctx, "consumer 1")
 	if err != nil {
 		return err
 	}
-	if s, err = state(); err != nil {
+	s, err := x.state(ctx)
+	if err != nil {
 		return err
 	}
-	say("3. Consumer 1 (group %s) receives offset %d and applies e42: one transaction inserts the marker", group, d.Offset)
-	say("   and adds 10 to the balance, and commits both. Outcome: %s.", d.Outcome)
-	say("   %s", s)
+	x.say("3. Consumer 1 (group %s) receives offset %d and applies e42: one transaction inserts the marker", x.group, d.Offset)
+	x.say("   and adds 10 to the balance, and commits both. Outcome: %s.", d.Outcome)
+	x.say("   %s", s)
 	if err := stopFirst(); !errors.Is(err, service.ErrAborted) {
 		return fmt.Errorf("consumer 1 was to crash, it returned %v", err)
 	}
-	o1, err := offset()
+	o1, err := x.offset(ctx)
 	if err != nil {
 		return err
 	}
-	say("4. Consumer 1 crashes after the sink commit, before the offset commit.")
-	say("   committed offset of group %s on partition 0: %s", group, o1)
+	x.say("4. Consumer 1 crashes after the sink commit, before the offset commit.")
+	x.say("   committed offset of group %s on partition 0: %s", x.group, o1)
+	return nil
+}
 
-	second, err := newConsumer(false)
+// redeliver runs consumer 2, which receives e42 again, finds it duplicate and commits past it
+// (steps 5 and 6).
+func (x *walkthrough) redeliver(ctx context.Context) error {
+	second, err := x.newConsumer(false)
 	if err != nil {
 		return err
 	}
-	stopSecond := run(second)
-	d, err = wait("consumer 2")
+	stopSecond := x.run(ctx, second)
+	d, err := x.wait(ctx, "consumer 2")
 	if err != nil {
 		return err
 	}
-	say("5. Consumer 2 starts in the same group; the broker redelivers offset %d.", d.Offset)
-	say("   The marker insert finds e42 already present: outcome %s, the credit is not repeated.", d.Outcome)
+	x.say("5. Consumer 2 starts in the same group; the broker redelivers offset %d.", d.Offset)
+	x.say("   The marker insert finds e42 already present: outcome %s, the credit is not repeated.", d.Outcome)
 	for done := false; !done; {
 		select {
-		case cs := <-committed:
+		case cs := <-x.committed:
 			for _, c := range cs {
 				done = done || c.Offset > d.Offset
 			}
@@ -240,17 +216,98 @@ func workedExample(ctx context.Context, w io.Writer, o exampleOptions) (err erro
 	if err := stopSecond(); err != nil {
 		return fmt.Errorf("consumer 2: %w", err)
 	}
-	if s, err = state(); err != nil {
-		return err
-	}
-	o2, err := offset()
+	s, err := x.state(ctx)
 	if err != nil {
 		return err
 	}
-	say("6. Consumer 2 commits the offset and stops.")
-	say("   %s; committed offset: %s", s, o2)
-	say("")
-	say("The balance stays 110: both writes share one transaction, and the marker is still retained.")
-	say(boundary)
+	o2, err := x.offset(ctx)
+	if err != nil {
+		return err
+	}
+	x.say("6. Consumer 2 commits the offset and stops.")
+	x.say("   %s; committed offset: %s", s, o2)
 	return nil
+}
+
+// newConsumer returns a consumer of the example's group that reports its decisions and
+// commits; with crash it aborts, as a process dying would, right after its first decision.
+func (x *walkthrough) newConsumer(crash bool) (*service.Service, error) {
+	var svc *service.Service
+	hooks := service.Hooks{
+		Decided: func(d service.Decision) {
+			x.decided <- d
+			if crash {
+				// The process dies here: the sink transaction is committed, the offset is not.
+				svc.Abort()
+			}
+		},
+		Committed: func(cs []ledger.Commit) { x.committed <- cs },
+	}
+	svc, err := service.New(service.Config{
+		Kafka:          x.b.config(kafka.ConfigMap{"group.id": x.group, "session.timeout.ms": 6000, "heartbeat.interval.ms": 100}),
+		Topic:          x.topic,
+		Pool:           x.pool,
+		Schema:         x.schema,
+		DeadLetters:    x.dl,
+		CommitInterval: service.EveryMessage,
+		PollTimeout:    10 * time.Millisecond,
+		PruneInterval:  -1,
+		Logger:         x.logger,
+		Hooks:          hooks,
+	})
+	return svc, err
+}
+
+// run starts svc and returns what stops it and returns its error.
+func (x *walkthrough) run(ctx context.Context, svc *service.Service) (stop func() error) {
+	runCtx, cancelRun := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(runCtx) }()
+	return func() error {
+		cancelRun()
+		return <-done
+	}
+}
+
+// wait returns the next decision of the running consumer, named what in an error.
+func (x *walkthrough) wait(ctx context.Context, what string) (service.Decision, error) {
+	select {
+	case d := <-x.decided:
+		return d, nil
+	case <-ctx.Done():
+		return service.Decision{}, fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+	}
+}
+
+// state describes a7's balance and e42's marker and entries.
+func (x *walkthrough) state(ctx context.Context) (string, error) {
+	bal, _, err := x.st.Balance(ctx, "a7")
+	if err != nil {
+		return "", err
+	}
+	markers, err := x.st.Markers(ctx)
+	if err != nil {
+		return "", err
+	}
+	entries, err := x.st.Entries(ctx)
+	if err != nil {
+		return "", err
+	}
+	marker := "absent"
+	if _, ok := markers["e42"]; ok {
+		marker = "present"
+	}
+	return fmt.Sprintf("balance a7 = %d, marker e42 %s, entries of e42: %d", bal, marker, len(entries["e42"])), nil
+}
+
+// offset is the group's committed offset on partition 0, or "none".
+func (x *walkthrough) offset(ctx context.Context) (string, error) {
+	off, ok, err := x.b.committed(ctx, x.group, x.topic, 0)
+	switch {
+	case err != nil:
+		return "", err
+	case !ok:
+		return "none", nil
+	}
+	return fmt.Sprint(off), nil
 }

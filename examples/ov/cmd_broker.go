@@ -2,16 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"time"
 
 	"github.com/streamledger/streamledger/dlq"
-	"github.com/streamledger/streamledger/examples/ov/internal/broker"
-	"github.com/streamledger/streamledger/examples/ov/internal/feed"
+	"github.com/streamledger/streamledger/examples/ov/feed"
+	"github.com/streamledger/streamledger/internal/ovharness/broker"
 )
 
 func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -47,7 +43,7 @@ func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer b.Close()
 	if *adminAddr != "" {
-		stop, err := serveAdmin(*adminAddr, b, stderr)
+		stop, err := broker.ServeAdmin(*adminAddr, b, stderr)
 		if err != nil {
 			return err
 		}
@@ -62,30 +58,4 @@ func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fmt.Fprintln(stdout, "stop it with Ctrl-C")
 	<-ctx.Done()
 	return nil
-}
-
-// serveAdmin serves the harness's endpoint on a loopback address.
-func serveAdmin(addr string, b *broker.Broker, stderr io.Writer) (func(), error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("admin address %q: %w", addr, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil, fmt.Errorf("admin address %q: expected a loopback address, the endpoint has no authentication", addr)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("admin endpoint: %w", err)
-	}
-	srv := &http.Server{Handler: broker.NewAdmin(b).Handler(), ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintln(stderr, "admin endpoint stopped:", err)
-		}
-	}()
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	}, nil
 }

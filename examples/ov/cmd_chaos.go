@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/streamledger/streamledger/examples/ov/internal/chaos"
+	"github.com/streamledger/streamledger/internal/ovharness/chaos"
 )
 
 func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) error {

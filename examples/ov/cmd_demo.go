@@ -16,13 +16,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/streamledger/streamledger/examples/ov/internal/broker"
-	"github.com/streamledger/streamledger/examples/ov/internal/event"
-	"github.com/streamledger/streamledger/examples/ov/internal/feed"
-	"github.com/streamledger/streamledger/examples/ov/internal/figures"
-	"github.com/streamledger/streamledger/examples/ov/internal/pipeline"
-	"github.com/streamledger/streamledger/examples/ov/internal/produce"
-	"github.com/streamledger/streamledger/examples/ov/internal/tables"
+	"github.com/streamledger/streamledger/examples/ov/event"
+	"github.com/streamledger/streamledger/examples/ov/feed"
+	"github.com/streamledger/streamledger/examples/ov/pipeline"
+	"github.com/streamledger/streamledger/examples/ov/tables"
+	"github.com/streamledger/streamledger/internal/ovharness/broker"
+	"github.com/streamledger/streamledger/internal/ovharness/figures"
+	"github.com/streamledger/streamledger/internal/ovharness/produce"
 	"github.com/streamledger/streamledger/ledger/consumer"
 	"github.com/streamledger/streamledger/ledger/consumer/prom"
 )
@@ -92,57 +92,30 @@ func demo(ctx context.Context, o demoFlags, start time.Time, log *slog.Logger, o
 	fmt.Fprintf(out, "OV demo: %s of the Dutch network (scale %g) from %s CET, played at %gx, %d partitions per topic\n",
 		o.duration, o.scale, start.In(feed.CET()).Format("15:04"), o.speed, o.partitions)
 
-	pool, err := connect(ctx, o.dsn)
+	pool, err := demoSchema(ctx, o.dsn, o.schema)
 	if err != nil {
-		return fmt.Errorf("%w\n(the demo needs Postgres: set DATABASE_URL or --dsn)", err)
+		return err
 	}
 	defer pool.Close()
-	ident := pgx.Identifier{o.schema}.Sanitize()
-	if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+ident+" CASCADE; CREATE SCHEMA "+ident); err != nil {
-		return fmt.Errorf("preparing schema %s: %w", o.schema, err)
-	}
-
 	b, err := broker.Start(broker.Config{Topics: []string{pos, pred}, Partitions: int32(o.partitions)})
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	addr := b.Addr()
 
-	reg := prometheus.NewRegistry()
-	m, err := prom.New(reg)
-	if err != nil {
-		return err
-	}
-	figs := figures.New()
-	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopRun()
 	// The processor runs on the simulated clock, the pacer's: idleness is measured and idle
 	// partitions' watermarks advance in simulated time, so that once the feed ends its last
 	// windows close within seconds, and computed_at and updated_at read as simulated times.
 	pacer := &feed.Pacer{Speed: o.speed}
 	pacer.Anchor(start, time.Now())
-	clock := func() time.Time {
-		t, _ := pacer.SimTime(time.Now())
-		return t
-	}
-	p, err := pipeline.New(ctx, pipeline.Config{
-		Brokers: addr, Group: "ov-demo", Schema: o.schema, Migrate: true, FlushInterval: o.flushInterval,
-		IdleTimeout: demoIdleTimeout(o.speed), ProcessorID: "ov-demo", Kafka: quietKafka(), Logger: log, Hooks: []consumer.Hook{figs},
-		Metrics: m,
-		Clock:   clock,
-	}, pool)
+	figs := figures.New()
+	p, stopMetrics, err := demoPipeline(ctx, o, b.Addr(), pacer, figs, log, pool, out)
 	if err != nil {
 		return err
 	}
-	if o.metricsAddr != "" {
-		stop, bound, err := serveMetrics(o.metricsAddr, reg, p.Health, log)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		fmt.Fprintf(out, "metrics: http://%s/metrics\n", bound)
-	}
+	defer stopMetrics()
+	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRun()
 	runDone := make(chan error, 1)
 	go func() { runDone <- p.Run(runCtx) }()
 
@@ -151,99 +124,20 @@ func demo(ctx context.Context, o demoFlags, start time.Time, log *slog.Logger, o
 	if err != nil {
 		return err
 	}
-	prod, err := produce.New(ctx, addr, []string{pos, pred}, quietKafka())
+	prod, err := produce.New(ctx, b.Addr(), []string{pos, pred}, quietKafka())
 	if err != nil {
 		return err
 	}
 	defer prod.Close(5 * time.Second)
 
 	// The feed plays on its own goroutine; this one draws the progress line.
-	var simNow atomic.Int64
-	var produced atomic.Int64
+	play := &demoPlay{}
 	feedDone := make(chan error, 1)
-	go func() {
-		for {
-			r, ok := gen.Next()
-			if !ok {
-				fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				defer cancel()
-				feedDone <- prod.Flush(fctx)
-				return
-			}
-			if err := pacer.Wait(ctx, r.Timestamp); err != nil {
-				feedDone <- err
-				return
-			}
-			if err := prod.Send(ctx, r); err != nil {
-				feedDone <- err
-				return
-			}
-			produced.Add(1)
-			simNow.Store(r.Timestamp.UnixNano())
-		}
-	}()
-
-	prog := newProgress(out)
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	var lastConsumed int64
-	lastAt := time.Now()
-	line := func() {
-		s := figs.Snapshot()
-		now := time.Now()
-		rate := float64(s.Consumed-lastConsumed) / now.Sub(lastAt).Seconds()
-		lastConsumed, lastAt = s.Consumed, now
-		sim := "--:--:--"
-		if n := simNow.Load(); n != 0 {
-			sim = time.Unix(0, n).In(feed.CET()).Format("15:04:05")
-		}
-		lag := "?"
-		if s.Lag >= 0 && s.Partitions > 0 {
-			lag = count(s.Lag)
-		}
-		prog.show(fmt.Sprintf("sim %s | %s ev/s | lag %s | open windows %s | committed %s | rows %s | late %s | dead-lettered %s",
-			sim, count(int64(rate)), lag, count(int64(s.OpenKeys)), count(s.Committed), count(s.Partials+s.StateRows),
-			count(s.Late), count(s.DeadLettered)))
-	}
-
-	var feedErr, runErr error
-	feedRunning, caughtUp := true, false
-	var caughtSince time.Time
-loop:
-	for {
-		select {
-		case <-ctx.Done():
-			break loop
-		case err := <-runDone:
-			runErr = err
-			if runErr == nil {
-				runErr = errors.New("the processor stopped unexpectedly")
-			}
-			break loop
-		case err := <-feedDone:
-			feedRunning = false
-			if err != nil {
-				feedErr = err
-				break loop
-			}
-		case <-tick.C:
-			line()
-			if !feedRunning {
-				// Done when everything is consumed, written and committed: idle partitions close
-				// their last windows on the simulated clock. A minute at most, in case a partition
-				// cannot finish.
-				s := figs.Snapshot()
-				if !caughtUp && s.Consumed >= produced.Load() && s.Lag == 0 {
-					caughtUp, caughtSince = true, time.Now()
-				}
-				if caughtUp && (s.Pending == 0 || time.Since(caughtSince) > time.Minute) {
-					break loop
-				}
-			}
-		}
-	}
-	line()
-	prog.done()
+	go func() { feedDone <- play.run(ctx, gen, pacer, prod) }()
+	line := newDemoLine(out, figs, play)
+	feedErr, runErr := awaitDemo(ctx, figs, play, runDone, feedDone, line.show)
+	line.show()
+	line.prog.done()
 	if ctx.Err() != nil {
 		fmt.Fprintln(out, "interrupted: shutting down gracefully (Ctrl-C again to abort)")
 		stopAbort := secondSignal(ctx, p.Abort)
@@ -257,9 +151,157 @@ loop:
 		return err
 	}
 	return report(context.WithoutCancel(ctx), out, reportInput{
-		pool: pool, pipe: p, schema: o.schema, dsn: o.dsn, gen: gen, figures: figs.Snapshot(), produced: produced.Load(),
+		pool: pool, pipe: p, schema: o.schema, dsn: o.dsn, gen: gen, figures: figs.Snapshot(), produced: play.produced.Load(),
 		counters: p.Counters(), began: began, start: start,
 	})
+}
+
+// demoSchema connects to Postgres and drops and recreates the demo's schema.
+func demoSchema(ctx context.Context, dsn, schema string) (*pgxpool.Pool, error) {
+	pool, err := connect(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("%w\n(the demo needs Postgres: set DATABASE_URL or --dsn)", err)
+	}
+	ident := pgx.Identifier{schema}.Sanitize()
+	if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+ident+" CASCADE; CREATE SCHEMA "+ident); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("preparing schema %s: %w", schema, err)
+	}
+	return pool, nil
+}
+
+// demoPipeline builds the demo's processor against the broker at addr, on the pacer's clock,
+// with figs among its hooks, and serves its metrics when o asks for them. It returns what
+// stops the metrics endpoint.
+func demoPipeline(ctx context.Context, o demoFlags, addr string, pacer *feed.Pacer, figs *figures.Figures, log *slog.Logger,
+	pool *pgxpool.Pool, out io.Writer) (*pipeline.Pipeline, func(), error) {
+	reg := prometheus.NewRegistry()
+	m, err := prom.New(reg)
+	if err != nil {
+		return nil, nil, err
+	}
+	clock := func() time.Time {
+		t, _ := pacer.SimTime(time.Now())
+		return t
+	}
+	p, err := pipeline.New(ctx, pipeline.Config{
+		Brokers: addr, Group: "ov-demo", Schema: o.schema, Migrate: true, FlushInterval: o.flushInterval,
+		IdleTimeout: demoIdleTimeout(o.speed), ProcessorID: "ov-demo", Kafka: quietKafka(), Logger: log, Hooks: []consumer.Hook{figs},
+		Metrics: m,
+		Clock:   clock,
+	}, pool)
+	if err != nil {
+		return nil, nil, err
+	}
+	if o.metricsAddr == "" {
+		return p, func() {}, nil
+	}
+	stop, bound, err := serveMetrics(o.metricsAddr, reg, p.Health, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	fmt.Fprintf(out, "metrics: http://%s/metrics\n", bound)
+	return p, stop, nil
+}
+
+// demoPlay plays the feed into the broker and tells how far it got.
+type demoPlay struct {
+	produced atomic.Int64 // records sent
+	simNow   atomic.Int64 // the timestamp of the last record sent, Unix nanoseconds; 0 before
+}
+
+// run sends gen's records through prod, each at its timestamp on the pacer's clock, then
+// flushes the producer (30 s at most).
+func (d *demoPlay) run(ctx context.Context, gen *feed.Generator, pacer *feed.Pacer, prod *produce.Producer) error {
+	for {
+		r, ok := gen.Next()
+		if !ok {
+			fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			return prod.Flush(fctx)
+		}
+		if err := pacer.Wait(ctx, r.Timestamp); err != nil {
+			return err
+		}
+		if err := prod.Send(ctx, r); err != nil {
+			return err
+		}
+		d.produced.Add(1)
+		d.simNow.Store(r.Timestamp.UnixNano())
+	}
+}
+
+// demoLine draws the demo's progress line from the figures and the feed's progress.
+type demoLine struct {
+	prog         *progress
+	figs         *figures.Figures
+	play         *demoPlay
+	lastConsumed int64
+	lastAt       time.Time
+}
+
+func newDemoLine(out io.Writer, figs *figures.Figures, play *demoPlay) *demoLine {
+	return &demoLine{prog: newProgress(out), figs: figs, play: play, lastAt: time.Now()}
+}
+
+// show draws the line; the rate is that since the previous line.
+func (l *demoLine) show() {
+	s := l.figs.Snapshot()
+	now := time.Now()
+	rate := float64(s.Consumed-l.lastConsumed) / now.Sub(l.lastAt).Seconds()
+	l.lastConsumed, l.lastAt = s.Consumed, now
+	sim := "--:--:--"
+	if n := l.play.simNow.Load(); n != 0 {
+		sim = time.Unix(0, n).In(feed.CET()).Format("15:04:05")
+	}
+	lag := "?"
+	if s.Lag >= 0 && s.Partitions > 0 {
+		lag = count(s.Lag)
+	}
+	l.prog.show(fmt.Sprintf("sim %s | %s ev/s | lag %s | open windows %s | committed %s | rows %s | late %s | dead-lettered %s",
+		sim, count(int64(rate)), lag, count(int64(s.OpenKeys)), count(s.Committed), count(s.Partials+s.StateRows),
+		count(s.Late), count(s.DeadLettered)))
+}
+
+// awaitDemo calls line every second until the demo is over: everything the feed produced is
+// consumed, written and committed (or a minute has passed since it was consumed, in case a
+// partition cannot finish), the processor stopped, the feed failed, or ctx ended. It returns
+// the feed's error and the processor's (an unexpected stop is one).
+func awaitDemo(ctx context.Context, figs *figures.Figures, play *demoPlay, runDone, feedDone <-chan error, line func()) (feedErr, runErr error) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	feedRunning, caughtUp := true, false
+	var caughtSince time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case err := <-runDone:
+			if err == nil {
+				err = errors.New("the processor stopped unexpectedly")
+			}
+			return nil, err
+		case err := <-feedDone:
+			feedRunning = false
+			if err != nil {
+				return err, nil
+			}
+		case <-tick.C:
+			line()
+			if feedRunning {
+				continue
+			}
+			// Done when everything is consumed, written and committed: idle partitions close
+			// their last windows on the simulated clock.
+			s := figs.Snapshot()
+			if !caughtUp && s.Consumed >= play.produced.Load() && s.Lag == 0 {
+				caughtUp, caughtSince = true, time.Now()
+			}
+			if caughtUp && (s.Pending == 0 || time.Since(caughtSince) > time.Minute) {
+				return nil, nil
+			}
+		}
+	}
 }
 
 type reportInput struct {
@@ -275,36 +317,25 @@ type reportInput struct {
 	start    time.Time
 }
 
+// report prints the demo's report: the counts, the most delayed lines and stations of the last
+// complete window and the whole network's figures in it, and psql queries to look further.
 func report(ctx context.Context, out io.Writer, in reportInput) error {
-	c, s, gs := in.counters, in.figures, in.gen.Stats()
 	cet := feed.CET()
 	fmt.Fprintf(out, "\nDone in %s: simulated %s to %s CET.\n", time.Since(in.began).Round(time.Second),
 		in.start.In(cet).Format("15:04"), in.start.Add(in.gen.Config().Duration).In(cet).Format("15:04"))
+	reportCounts(out, in)
 
-	fmt.Fprintln(out, "\nCounts")
-	fmt.Fprintf(out, "  produced       %12s records (%s positions, %s predictions; %s generated malformed, %s meant late)\n",
-		count(in.produced), count(int64(gs.Positions)), count(int64(gs.Predictions)), count(int64(gs.Malformed)), count(int64(gs.Late)))
-	fmt.Fprintf(out, "  consumed       %12s = admitted %s + late %s + dead-lettered %s  (%s)\n", count(c.Consumed),
-		count(c.Admitted), count(c.Late), count(c.DeadLettered), adds(c.Consumed == c.Admitted+c.Late+c.DeadLettered))
-	fmt.Fprintf(out, "  dead letters   %12s confirmed by the broker on dlq.<topic>\n", count(s.DeadLettersDelivered))
-	fmt.Fprintf(out, "  sink writes    %12s (%s partials, %s state rows); %s offset commits\n", count(c.Writes),
-		count(s.Partials), count(s.StateRows), count(c.Commits))
-	fmt.Fprintf(out, "  committed      %12s offsets in all; %s messages left uncommitted\n", count(s.Committed), count(s.Pending))
-
-	snk := in.pipe.Sink()
-	through, ok, err := snk.CompleteThrough(ctx, feed.DefaultPredictionsTopic)
+	through, ok, err := in.pipe.Sink().CompleteThrough(ctx, feed.DefaultPredictionsTopic)
 	if err != nil {
 		return err
 	}
-	if !ok {
-		fmt.Fprintln(out, "\nNo window is complete yet: play longer (--duration).")
-		return nil
-	}
 	table := pgx.Identifier{in.schema, tables.AggregatesTable}.Sanitize()
 	var wstart, wend time.Time
-	err = in.pool.QueryRow(ctx, `SELECT window_start, window_end FROM `+table+
-		` WHERE dimension = 'network' AND window_end <= $1 ORDER BY window_start DESC LIMIT 1`, through).Scan(&wstart, &wend)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if ok {
+		err = in.pool.QueryRow(ctx, `SELECT window_start, window_end FROM `+table+
+			` WHERE dimension = 'network' AND window_end <= $1 ORDER BY window_start DESC LIMIT 1`, through).Scan(&wstart, &wend)
+	}
+	if !ok || errors.Is(err, pgx.ErrNoRows) {
 		fmt.Fprintln(out, "\nNo window is complete yet: play longer (--duration).")
 		return nil
 	}
@@ -314,32 +345,8 @@ func report(ctx context.Context, out io.Writer, in reportInput) error {
 	fmt.Fprintf(out, "\nLast complete window: %s-%s CET (every partition has closed through %s)\n",
 		wstart.In(cet).Format("15:04"), wend.In(cet).Format("15:04"), through.In(cet).Format("15:04:05"))
 	for _, dim := range []struct{ name, title string }{{tables.DimLine, "Most delayed lines"}, {tables.DimStation, "Most delayed stations"}} {
-		rows, err := in.pool.Query(ctx, `SELECT dimension_id, coalesce(operator, ''), event_count, mean_delay_s, p90_delay_s, max_delay_s
-			FROM `+table+` WHERE window_start = $1 AND dimension = $2 AND event_count >= 3
-			ORDER BY mean_delay_s DESC, dimension_id LIMIT 5`, wstart, dim.name)
-		if err != nil {
+		if err := reportMostDelayed(ctx, out, in.pool, table, wstart, dim.name, dim.title); err != nil {
 			return err
-		}
-		fmt.Fprintf(out, "  %s (at least 3 arrivals):\n", dim.title)
-		fmt.Fprintf(out, "    %-16s %-8s %7s %10s %10s %10s\n", dim.name, "operator", "count", "mean (s)", "P90 (s)", "max (s)")
-		n := 0
-		for rows.Next() {
-			var id, op string
-			var cnt int64
-			var mean, p90, mx float64
-			if err := rows.Scan(&id, &op, &cnt, &mean, &p90, &mx); err != nil {
-				rows.Close()
-				return err
-			}
-			fmt.Fprintf(out, "    %-16s %-8s %7d %10.0f %10.0f %10.0f\n", id, op, cnt, mean, p90, mx)
-			n++
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if n == 0 {
-			fmt.Fprintln(out, "    (none with 3 arrivals)")
 		}
 	}
 	var cnt int64
@@ -350,17 +357,67 @@ func report(ctx context.Context, out io.Writer, in reportInput) error {
 		fmt.Fprintf(out, "  The whole network: %d arrivals, mean delay %.0f s, P90 %.0f s (on time: at most %.0f s late)\n",
 			cnt, mean, p90, event.OnTimeThreshold.Seconds())
 	}
-
-	q := func(sql string) string { return fmt.Sprintf("  psql %q -c %q\n", redactDSN(in.dsn), sql) }
-	ws := wstart.UTC().Format("2006-01-02 15:04:05+00")
-	fmt.Fprintf(out, "\nLook further (tables in schema %s):\n", in.schema)
-	fmt.Fprint(out, q(fmt.Sprintf("SELECT dimension_id, operator, event_count, round(mean_delay_s) AS mean_s, p90_delay_s "+
-		"FROM %s.delay_aggregates WHERE dimension = 'line' AND window_start = '%s' ORDER BY p90_delay_s DESC LIMIT 10", in.schema, ws)))
-	fmt.Fprint(out, q(fmt.Sprintf("SELECT window_start, event_count, round(mean_delay_s) AS mean_s, p90_delay_s, complete "+
-		"FROM %s.delay_aggregates_status WHERE dimension = 'network' ORDER BY window_start", in.schema)))
-	fmt.Fprint(out, q(fmt.Sprintf("SELECT operator, count(*) AS vehicles, max(observed_at) FROM %s.vehicle_latest GROUP BY operator ORDER BY 2 DESC", in.schema)))
-	fmt.Fprint(out, q(fmt.Sprintf("SELECT trip_id, line, stop, delay_s FROM %s.trip_delay_latest ORDER BY delay_s DESC LIMIT 10", in.schema)))
+	reportQueries(out, in.dsn, in.schema, wstart)
 	return nil
+}
+
+// reportCounts prints what was produced, consumed, dead-lettered, written and committed.
+func reportCounts(out io.Writer, in reportInput) {
+	c, s, gs := in.counters, in.figures, in.gen.Stats()
+	fmt.Fprintln(out, "\nCounts")
+	fmt.Fprintf(out, "  produced       %12s records (%s positions, %s predictions; %s generated malformed, %s meant late)\n",
+		count(in.produced), count(int64(gs.Positions)), count(int64(gs.Predictions)), count(int64(gs.Malformed)), count(int64(gs.Late)))
+	fmt.Fprintf(out, "  consumed       %12s = admitted %s + late %s + dead-lettered %s  (%s)\n", count(c.Consumed),
+		count(c.Admitted), count(c.Late), count(c.DeadLettered), adds(c.Consumed == c.Admitted+c.Late+c.DeadLettered))
+	fmt.Fprintf(out, "  dead letters   %12s confirmed by the broker on dlq.<topic>\n", count(s.DeadLettersDelivered))
+	fmt.Fprintf(out, "  sink writes    %12s (%s partials, %s state rows); %s offset commits\n", count(c.Writes),
+		count(s.Partials), count(s.StateRows), count(c.Commits))
+	fmt.Fprintf(out, "  committed      %12s offsets in all; %s messages left uncommitted\n", count(s.Committed), count(s.Pending))
+}
+
+// reportMostDelayed prints the five rows of the dimension with the highest mean delay (at
+// least 3 arrivals) in the window that starts at wstart.
+func reportMostDelayed(ctx context.Context, out io.Writer, pool *pgxpool.Pool, table string, wstart time.Time, dim, title string) error {
+	rows, err := pool.Query(ctx, `SELECT dimension_id, coalesce(operator, ''), event_count, mean_delay_s, p90_delay_s, max_delay_s
+		FROM `+table+` WHERE window_start = $1 AND dimension = $2 AND event_count >= 3
+		ORDER BY mean_delay_s DESC, dimension_id LIMIT 5`, wstart, dim)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	fmt.Fprintf(out, "  %s (at least 3 arrivals):\n", title)
+	fmt.Fprintf(out, "    %-16s %-8s %7s %10s %10s %10s\n", dim, "operator", "count", "mean (s)", "P90 (s)", "max (s)")
+	n := 0
+	for rows.Next() {
+		var id, op string
+		var cnt int64
+		var mean, p90, mx float64
+		if err := rows.Scan(&id, &op, &cnt, &mean, &p90, &mx); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "    %-16s %-8s %7d %10.0f %10.0f %10.0f\n", id, op, cnt, mean, p90, mx)
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if n == 0 {
+		fmt.Fprintln(out, "    (none with 3 arrivals)")
+	}
+	return nil
+}
+
+// reportQueries prints psql commands that look further into the demo's tables.
+func reportQueries(out io.Writer, dsn, schema string, wstart time.Time) {
+	q := func(sql string) string { return fmt.Sprintf("  psql %q -c %q\n", redactDSN(dsn), sql) }
+	ws := wstart.UTC().Format("2006-01-02 15:04:05+00")
+	fmt.Fprintf(out, "\nLook further (tables in schema %s):\n", schema)
+	fmt.Fprint(out, q(fmt.Sprintf("SELECT dimension_id, operator, event_count, round(mean_delay_s) AS mean_s, p90_delay_s "+
+		"FROM %s.delay_aggregates WHERE dimension = 'line' AND window_start = '%s' ORDER BY p90_delay_s DESC LIMIT 10", schema, ws)))
+	fmt.Fprint(out, q(fmt.Sprintf("SELECT window_start, event_count, round(mean_delay_s) AS mean_s, p90_delay_s, complete "+
+		"FROM %s.delay_aggregates_status WHERE dimension = 'network' ORDER BY window_start", schema)))
+	fmt.Fprint(out, q(fmt.Sprintf("SELECT operator, count(*) AS vehicles, max(observed_at) FROM %s.vehicle_latest GROUP BY operator ORDER BY 2 DESC", schema)))
+	fmt.Fprint(out, q(fmt.Sprintf("SELECT trip_id, line, stop, delay_s FROM %s.trip_delay_latest ORDER BY delay_s DESC LIMIT 10", schema)))
 }
 
 func adds(ok bool) string {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
-	"github.com/streamledger/streamledger/examples/ov/internal/feed"
-	"github.com/streamledger/streamledger/examples/ov/internal/produce"
+	"github.com/streamledger/streamledger/examples/ov/feed"
+	"github.com/streamledger/streamledger/internal/ovharness/produce"
 )
 
 func runFeed(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -42,120 +42,161 @@ func runFeed(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	var next func() (feed.Record, error)
-	var stats func() string
-	if *from != "" {
-		file, err := os.Open(*from)
-		if err != nil {
-			return err
-		}
-		defer file.Close()
-		rd := feed.NewReader(file)
-		next = rd.Next
-		stats = func() string { return "" }
-	} else {
-		st, err := parseStart(*start, feed.DefaultStart())
-		if err != nil {
-			return err
-		}
-		g, err := feed.New(feed.Config{Seed: uint64(*seed), Start: st, Duration: *duration, Scale: *scale,
-			PositionsTopic: *posTopic, PredictionsTopic: *predTopic, WindowSize: *windowSize, Lateness: *lateness,
-			MaxDisorder: *maxDisorder, DisorderShare: *disorderShare, LateShare: *lateShare, MalformedShare: *malformedShare})
-		if err != nil {
-			return err
-		}
-		next = func() (feed.Record, error) {
-			r, ok := g.Next()
-			if !ok {
-				return feed.Record{}, io.EOF
-			}
-			return r, nil
-		}
-		stats = func() string {
-			s := g.Stats()
-			return fmt.Sprintf(" (%d positions, %d predictions; %d meant late, %d malformed; %d trips, at most %d vehicles)",
-				s.Positions, s.Predictions, s.Late, s.Malformed, s.Trips, s.PeakVehicles)
-		}
+	src, err := openFeedSource(*from, *start, feed.Config{Seed: uint64(*seed), Duration: *duration, Scale: *scale,
+		PositionsTopic: *posTopic, PredictionsTopic: *predTopic, WindowSize: *windowSize, Lateness: *lateness,
+		MaxDisorder: *maxDisorder, DisorderShare: *disorderShare, LateShare: *lateShare, MalformedShare: *malformedShare})
+	if err != nil {
+		return err
 	}
-
-	var send func(feed.Record) error
-	var finish func() error
+	defer src.close()
+	var dst feedSink
 	if *out != "" {
-		w := io.Writer(stdout)
-		if *out != "-" {
-			file, err := os.Create(*out)
-			if err != nil {
-				return err
-			}
-			defer file.Close()
-			w = file
-		}
-		jw := feed.NewWriter(w)
-		send = jw.Write
-		finish = jw.Flush
+		dst, err = fileSink(*out, stdout)
 	} else {
-		topics := []string{*posTopic, *predTopic}
-		if *createTopics {
-			if err := ensureTopics(ctx, *brokers, nil, topics, *partitions); err != nil {
-				return err
-			}
-		}
-		p, err := produce.New(ctx, *brokers, topics, quietKafka())
-		if err != nil {
-			return err
-		}
-		defer p.Close(10 * time.Second)
-		send = func(r feed.Record) error { return p.Send(ctx, r) }
-		finish = func() error {
-			fctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			if err := p.Flush(fctx); err != nil {
-				return err
-			}
-			delivered, failed := p.Counts()
-			fmt.Fprintf(stderr, "broker confirmed %d records, %d failed\n", delivered, failed)
-			return nil
-		}
+		dst, err = brokerSink(ctx, *brokers, []string{*posTopic, *predTopic}, *createTopics, *partitions, stderr)
 	}
-
-	pacer := &feed.Pacer{Speed: *speed}
-	n := 0
-	lastReport := time.Now()
-	var last time.Time
-	for {
-		r, err := next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		if err := pacer.Wait(ctx, r.Timestamp); err != nil {
-			break // interrupted: deliver what was sent, then stop
-		}
-		if err := send(r); err != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			return err
-		}
-		n++
-		last = r.Timestamp
-		if *out != "-" && time.Since(lastReport) >= 5*time.Second {
-			lastReport = time.Now()
-			fmt.Fprintf(stderr, "%s  %d records\n", last.In(feed.CET()).Format("15:04:05"), n)
-		}
+	if err != nil {
+		return err
 	}
-	if err := finish(); err != nil {
+	defer dst.close()
+	n, last, err := pumpFeed(ctx, &feed.Pacer{Speed: *speed}, src, dst, *out != "-", stderr)
+	if err != nil {
+		return err
+	}
+	if err := dst.finish(); err != nil {
 		return err
 	}
 	if *out != "-" {
-		fmt.Fprintf(stderr, "%d records up to %s%s\n", n, last.In(feed.CET()).Format(time.RFC3339), stats())
+		fmt.Fprintf(stderr, "%d records up to %s%s\n", n, last.In(feed.CET()).Format(time.RFC3339), src.stats())
 	}
 	if ctx.Err() != nil {
 		fmt.Fprintln(stderr, "interrupted")
 	}
 	return nil
+}
+
+// feedSource is where the feed command's records come from: a JSONL file or the simulator.
+type feedSource struct {
+	next  func() (feed.Record, error) // io.EOF after the last record
+	stats func() string               // what the simulator made, for the closing line
+	close func() error
+}
+
+// openFeedSource replays the JSONL file from, or, when from is empty, simulates the feed of cfg
+// from the start given as HH:MM on the default day or in RFC 3339.
+func openFeedSource(from, start string, cfg feed.Config) (feedSource, error) {
+	if from != "" {
+		file, err := os.Open(from)
+		if err != nil {
+			return feedSource{}, err
+		}
+		rd := feed.NewReader(file)
+		return feedSource{next: rd.Next, stats: func() string { return "" }, close: file.Close}, nil
+	}
+	st, err := parseStart(start, feed.DefaultStart())
+	if err != nil {
+		return feedSource{}, err
+	}
+	cfg.Start = st
+	g, err := feed.New(cfg)
+	if err != nil {
+		return feedSource{}, err
+	}
+	next := func() (feed.Record, error) {
+		r, ok := g.Next()
+		if !ok {
+			return feed.Record{}, io.EOF
+		}
+		return r, nil
+	}
+	stats := func() string {
+		s := g.Stats()
+		return fmt.Sprintf(" (%d positions, %d predictions; %d meant late, %d malformed; %d trips, at most %d vehicles)",
+			s.Positions, s.Predictions, s.Late, s.Malformed, s.Trips, s.PeakVehicles)
+	}
+	return feedSource{next: next, stats: stats, close: func() error { return nil }}, nil
+}
+
+// feedSink is where the feed command's records go: a JSONL file or a broker.
+type feedSink struct {
+	send   func(feed.Record) error
+	finish func() error // delivers what was sent: flushes the file, or waits for the broker
+	close  func()
+}
+
+// fileSink writes JSON lines to the file out, or to stdout when out is "-".
+func fileSink(out string, stdout io.Writer) (feedSink, error) {
+	w, closeFile := io.Writer(stdout), func() {}
+	if out != "-" {
+		file, err := os.Create(out)
+		if err != nil {
+			return feedSink{}, err
+		}
+		w, closeFile = file, func() { file.Close() }
+	}
+	jw := feed.NewWriter(w)
+	return feedSink{send: jw.Write, finish: jw.Flush, close: closeFile}, nil
+}
+
+// brokerSink produces to the topics at brokers, creating them (and their dead-letter topics)
+// with the given partitions first when create is set. Its finish waits 30 s at most for the
+// broker's confirmations and reports them on stderr.
+func brokerSink(ctx context.Context, brokers string, topics []string, create bool, partitions int, stderr io.Writer) (feedSink, error) {
+	if create {
+		if err := ensureTopics(ctx, brokers, nil, topics, partitions); err != nil {
+			return feedSink{}, err
+		}
+	}
+	p, err := produce.New(ctx, brokers, topics, quietKafka())
+	if err != nil {
+		return feedSink{}, err
+	}
+	finish := func() error {
+		fctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := p.Flush(fctx); err != nil {
+			return err
+		}
+		delivered, failed := p.Counts()
+		fmt.Fprintf(stderr, "broker confirmed %d records, %d failed\n", delivered, failed)
+		return nil
+	}
+	return feedSink{send: func(r feed.Record) error { return p.Send(ctx, r) }, finish: finish,
+		close: func() { p.Close(10 * time.Second) }}, nil
+}
+
+// pumpFeed sends src's records to dst, each at its timestamp on the pacer's clock, until the
+// source ends or ctx does (what was sent is then still delivered by the caller). With report
+// it prints the progress to stderr every 5 s. It returns the count sent and the last
+// record's timestamp.
+func pumpFeed(ctx context.Context, pacer *feed.Pacer, src feedSource, dst feedSink, report bool, stderr io.Writer) (int, time.Time, error) {
+	n := 0
+	lastReport := time.Now()
+	var last time.Time
+	for {
+		r, err := src.next()
+		if errors.Is(err, io.EOF) {
+			return n, last, nil
+		}
+		if err != nil {
+			return n, last, err
+		}
+		if err := pacer.Wait(ctx, r.Timestamp); err != nil {
+			return n, last, nil // interrupted: deliver what was sent, then stop
+		}
+		if err := dst.send(r); err != nil {
+			if ctx.Err() != nil {
+				return n, last, nil
+			}
+			return n, last, err
+		}
+		n++
+		last = r.Timestamp
+		if report && time.Since(lastReport) >= 5*time.Second {
+			lastReport = time.Now()
+			fmt.Fprintf(stderr, "%s  %d records\n", last.In(feed.CET()).Format("15:04:05"), n)
+		}
+	}
 }
 
 // quietKafka keeps librdkafka's own logging to warnings.

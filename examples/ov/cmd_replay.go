@@ -9,7 +9,7 @@ import (
 
 	"github.com/streamledger/streamledger/dlq"
 	"github.com/streamledger/streamledger/dlq/dlqkafka"
-	"github.com/streamledger/streamledger/examples/ov/internal/feed"
+	"github.com/streamledger/streamledger/examples/ov/feed"
 )
 
 func runReplayDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/streamledger/streamledger/examples/ov/internal/event"
+	"github.com/streamledger/streamledger/examples/ov/event"
 )
 
 // flags is a flag.FlagSet whose flags may take their default from an environment variable.

@@ -17,6 +17,11 @@
 //
 // Run "ov <command> -h" for a command's flags; every flag of run can also be set by the
 // environment variable shown in its help.
+//
+// The pipeline is in the packages beside this command: pipeline (the wiring), tables (the
+// tables and each event's keys and rows), event (the messages and their decoder) and feed (the
+// simulator). The broker, chaos and bench commands drive the example's harness, which lives in
+// the repository's internal/ovharness.
 package main
 
 import (

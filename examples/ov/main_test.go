@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/dlq"
-	"github.com/streamledger/streamledger/examples/ov/internal/feed"
+	"github.com/streamledger/streamledger/examples/ov/feed"
 	"github.com/streamledger/streamledger/internal/kafkatest"
 	"github.com/streamledger/streamledger/internal/pgtest"
 )
