@@ -176,7 +176,7 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 		Kafka:             consCfg,
 		Topics:            handlers,
 		Sink:              snk,
-		Series:            SinkKey,
+		Series:            SeriesOf,
 		RetainKey:         tables.Retain,
 		DeadLetters:       dlqProducer,
 		WindowSize:        cfg.WindowSize,
@@ -322,9 +322,9 @@ func brokerTime(m *kafka.Message) time.Time {
 	return m.Timestamp
 }
 
-// SinkKey maps a window key to its merged row in delay_aggregates, with the operator column
+// SeriesOf maps a window key to its series in delay_aggregates, with the operator column
 // when the key has one.
-func SinkKey(k tables.Key) sink.Series {
+func SeriesOf(k tables.Key) sink.Series {
 	sk := sink.Series{Dimension: k.Dimension, DimensionID: k.ID}
 	if k.Operator != "" {
 		sk.Attrs = map[string]string{tables.OperatorAttr: k.Operator}
