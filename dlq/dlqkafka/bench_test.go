@@ -22,8 +22,8 @@ func BenchmarkSend(b *testing.B) {
 	defer func() { _ = p.Close(context.Background()) }()
 	cause := errors.New("bad")
 	var failed int
-	done := func(d dlqkafka.Delivery) {
-		if d.Err != nil {
+	done := func(err error) {
+		if err != nil {
 			failed++
 		}
 	}

@@ -88,19 +88,18 @@ func TestCloseReportsUnconfirmedAsFailed(t *testing.T) {
 	c.FailProduce("dlq.arrivals", -1, kerr.NotEnoughReplicas)
 
 	var calls atomic.Int32
-	ch := make(chan dlqkafka.Delivery, 2)
-	require.NoError(t, p.Send(context.Background(), source("arrivals", 0, 1), errors.New("bad"), func(d dlqkafka.Delivery) {
+	ch := make(chan error, 2)
+	require.NoError(t, p.Send(context.Background(), source("arrivals", 0, 1), errors.New("bad"), func(err error) {
 		calls.Add(1)
-		ch <- d
+		ch <- err
 	}))
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	require.ErrorIs(t, p.Close(ctx), context.DeadlineExceeded)
-	d := <-ch
-	require.Error(t, d.Err)
+	require.Error(t, <-ch)
 	require.Equal(t, int32(1), calls.Load(), "done is called exactly once")
 
-	require.ErrorIs(t, p.Send(context.Background(), source("arrivals", 0, 2), nil, func(dlqkafka.Delivery) {}), dlqkafka.ErrClosed)
+	require.ErrorIs(t, p.Send(context.Background(), source("arrivals", 0, 2), nil, func(error) {}), dlqkafka.ErrClosed)
 	require.ErrorIs(t, p.Close(context.Background()), dlqkafka.ErrClosed)
 }
 
@@ -113,8 +112,8 @@ func TestOrderWithinPartition(t *testing.T) {
 	const n = 300
 	var ok, failed atomic.Int32
 	for i := range n {
-		require.NoError(t, p.Send(context.Background(), source("arrivals", int32(i%3), int64(i)), errors.New("bad"), func(d dlqkafka.Delivery) {
-			if d.Err == nil {
+		require.NoError(t, p.Send(context.Background(), source("arrivals", int32(i%3), int64(i)), errors.New("bad"), func(err error) {
+			if err == nil {
 				ok.Add(1)
 			} else {
 				failed.Add(1)
@@ -153,9 +152,9 @@ func TestConcurrentSends(t *testing.T) {
 		go func() {
 			for i := range each {
 				off := int64(w*each + i)
-				err := p.Send(context.Background(), source("arrivals", int32(w), off), errors.New("bad"), func(d dlqkafka.Delivery) {
-					if d.Err == nil {
-						delivered[d.Letter.Offset]++
+				err := p.Send(context.Background(), source("arrivals", int32(w), off), errors.New("bad"), func(err error) {
+					if err == nil {
+						delivered[off]++
 					}
 				})
 				if err != nil {

@@ -10,12 +10,13 @@
 // timestamp is its time of failure, from the injectable [Config].Clock.
 //
 // The producer is idempotent (enable.idempotence=true, forced) and the API makes the ledger rule
-// the natural one: [Producer.Send] takes a done function that receives the letter's [Delivery],
-// exactly once, and Delivery.Err is nil only on a positive delivery report. Only then is the
-// source message durable and its offset committable:
+// the natural one: [Producer.Send] takes a done function that receives the letter's outcome
+// exactly once, a nil error only on a positive delivery report. Only then is the source
+// message durable and its offset committable:
 //
-//	err := p.Send(ctx, dlqkafka.RecordFromMessage(msg), cause, func(d dlqkafka.Delivery) {
-//		results <- d // to the consumer loop, which acks the ledger entry only if d.Err == nil
+//	off := msg.TopicPartition.Offset
+//	err := p.Send(ctx, dlqkafka.RecordFromMessage(msg), cause, func(err error) {
+//		results <- result{off, err} // to the consumer loop, which acks the entry only if err == nil
 //	})
 //
 // A failed delivery is produced again, up to [Config].MaxAttempts attempts, then reported with a

@@ -31,17 +31,17 @@ func ExampleProducer_Send() {
 		_ = p.Close(ctx)
 	}()
 
-	deliveries := make(chan dlqkafka.Delivery, 128) // read by the consumer loop
-	var msg *kafka.Message                          // a message that failed to decode
+	delivered := make(chan error, 128) // read by the consumer loop
+	var msg *kafka.Message             // a message that failed to decode
 	cause := errors.New("field delay: expected a number")
-	err = p.Send(context.Background(), dlqkafka.RecordFromMessage(msg), cause, func(d dlqkafka.Delivery) {
-		deliveries <- d
+	err = p.Send(context.Background(), dlqkafka.RecordFromMessage(msg), cause, func(err error) {
+		delivered <- err
 	})
 	if err != nil {
 		log.Fatal(err) // for example a *dlqkafka.TopicError: the offset stays uncommitted
 	}
-	if d := <-deliveries; d.Err == nil {
-		fmt.Println("ack", d.Letter.Record) // ledger.Ack(d.Letter.Offset)
+	if err := <-delivered; err == nil {
+		fmt.Println("ack", msg.TopicPartition) // ledger.Ack(offset)
 	}
 }
 

@@ -37,15 +37,16 @@ type SendInfo struct {
 
 // DeliveryInfo describes the outcome of one dead letter.
 type DeliveryInfo struct {
-	// Source is the source topic of the letter; Topic and Partition locate it in the
-	// dead-letter topic.
+	// Source is the source topic of the letter; Topic, Partition and Offset locate it in the
+	// dead-letter topic, Offset -1 unless it was delivered.
 	Source, Topic string
 	Partition     int32
+	Offset        int64
 	// Attempts is the number of produce attempts; above 1 the earlier ones failed.
 	Attempts int
 	// Latency is the time from Send to the outcome.
 	Latency time.Duration
-	// Err is the [Delivery]'s: nil only on a positive delivery report.
+	// Err is what Send's done receives: nil only on a positive delivery report.
 	Err error
 }
 

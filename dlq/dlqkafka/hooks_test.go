@@ -42,7 +42,7 @@ func TestHooksReportSendsAndDeliveries(t *testing.T) {
 
 	require.NoError(t, send(t, p, source("arrivals", 1, 7), errors.New("bad")).Err)
 	require.Equal(t, 1, fault.Hits())
-	err := p.Send(context.Background(), source("positions", 0, 3), errors.New("bad"), func(dlqkafka.Delivery) {})
+	err := p.Send(context.Background(), source("positions", 0, 3), errors.New("bad"), func(error) {})
 	require.ErrorIs(t, err, dlqkafka.ErrTopicMissing)
 
 	o.mu.Lock()
@@ -53,7 +53,8 @@ func TestHooksReportSendsAndDeliveries(t *testing.T) {
 	assert.ErrorIs(t, o.sends[1].Err, dlqkafka.ErrTopicMissing)
 	require.Len(t, o.deliveries, 1, "a refused Send is never delivered")
 	d := o.deliveries[0]
-	assert.Equal(t, dlqkafka.DeliveryInfo{Source: "arrivals", Topic: "dlq.arrivals", Partition: 1, Attempts: 2, Latency: d.Latency}, d)
+	assert.Equal(t, dlqkafka.DeliveryInfo{Source: "arrivals", Topic: "dlq.arrivals", Partition: 1, Attempts: 2, Offset: d.Offset, Latency: d.Latency}, d)
+	assert.GreaterOrEqual(t, d.Offset, int64(0), "delivered: the letter's offset")
 	assert.Positive(t, d.Latency)
 }
 

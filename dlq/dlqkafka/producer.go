@@ -10,6 +10,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/streamledger/streamledger/dlq"
+	"github.com/streamledger/streamledger/internal/kafkarecord"
 )
 
 // Defaults for the zero values of [Config] and [ReplayConfig].
@@ -81,22 +82,6 @@ type resolved struct {
 	partitions int
 }
 
-// Delivery is the outcome of one dead letter.
-type Delivery struct {
-	// Letter is the dead letter as written (or as attempted).
-	Letter dlq.DeadLetter
-	// Topic, Partition and Offset locate it in the dead-letter topic; Offset is set only on
-	// success.
-	Topic     string
-	Partition int32
-	Offset    int64
-	// Attempts is the number of produce attempts made.
-	Attempts int
-	// Err is nil only when the broker confirmed the letter (a positive delivery report); only
-	// then is the source message durable and its offset safe to commit.
-	Err error
-}
-
 // NewProducer checks cfg and starts an idempotent producer.
 func NewProducer(cfg Config) (*Producer, error) {
 	if cfg.ProcessorID == "" {
@@ -153,8 +138,9 @@ func NewProducer(cfg Config) (*Producer, error) {
 // and produces the letter to the same partition number as rec.
 //
 // Exactly one of these happens: Send returns an error and done is never called, or Send returns
-// nil and done is called exactly once with the letter's [Delivery]. done gets a nil Delivery.Err
-// only on a positive delivery report; a failed delivery is retried up to Config.MaxAttempts
+// nil and done is called exactly once with the letter's outcome. done gets a nil error only on
+// a positive delivery report: only then is the source message durable and its offset safe to
+// commit; a failed delivery is retried up to Config.MaxAttempts
 // times and then reported with its error, never as a success. Every done function of a Producer
 // runs on the producer's delivery goroutine, one at a time; it must not block or call Flush or
 // Close: hand the result to your own goroutine (for example, the consumer loop that acks the
@@ -163,7 +149,7 @@ func NewProducer(cfg Config) (*Producer, error) {
 // ctx bounds the topic lookup and the wait for room in the producer's queue, not the delivery.
 //
 // Each call is reported to the HookSend hooks, and each outcome to the HookDelivery hooks.
-func (p *Producer) Send(ctx context.Context, rec dlq.Record, cause error, done func(Delivery)) error {
+func (p *Producer) Send(ctx context.Context, rec dlq.Record, cause error, done func(error)) error {
 	start := time.Now()
 	err := p.send(ctx, rec, cause, start, done)
 	if len(p.hooks.send) > 0 {
@@ -176,7 +162,7 @@ func (p *Producer) Send(ctx context.Context, rec dlq.Record, cause error, done f
 }
 
 // send is Send without the report; start is when Send was called.
-func (p *Producer) send(ctx context.Context, rec dlq.Record, cause error, start time.Time, done func(Delivery)) error {
+func (p *Producer) send(ctx context.Context, rec dlq.Record, cause error, start time.Time, done func(error)) error {
 	if done == nil {
 		return fmt.Errorf("%w: Send: done is nil, expected a function to receive the delivery", ErrConfig)
 	}
@@ -209,20 +195,19 @@ func (p *Producer) send(ctx context.Context, rec dlq.Record, cause error, start 
 		Timestamp:      letter.FailedAt,
 	}
 	return p.s.send(ctx, msg, func(o outcome) {
-		d := Delivery{Letter: letter, Topic: topic, Partition: rec.Partition, Offset: -1, Attempts: o.attempts}
+		info := DeliveryInfo{Source: rec.Topic, Topic: topic, Partition: rec.Partition, Offset: -1, Attempts: o.attempts}
 		if o.err != nil {
-			d.Err = &DeliveryError{Topic: topic, Partition: rec.Partition, Source: rec, Attempts: o.attempts, Err: o.err}
+			info.Err = &DeliveryError{Topic: topic, Partition: rec.Partition, Source: rec, Attempts: o.attempts, Err: o.err}
 		} else {
-			d.Offset = int64(o.tp.Offset)
+			info.Offset = int64(o.tp.Offset)
 		}
 		if len(p.hooks.delivery) > 0 {
-			info := DeliveryInfo{Source: rec.Topic, Topic: topic, Partition: rec.Partition, Attempts: o.attempts,
-				Latency: time.Since(start), Err: d.Err}
+			info.Latency = time.Since(start)
 			for _, h := range p.hooks.delivery {
 				h.OnDelivery(info)
 			}
 		}
-		done(d)
+		done(info.Err)
 	})
 }
 
@@ -385,19 +370,4 @@ func toKafkaHeaders(hs []dlq.Header) []kafka.Header {
 
 // RecordFromMessage converts a consumed message to a [dlq.Record]. Keys, values and header
 // values are shared, not copied.
-func RecordFromMessage(m *kafka.Message) dlq.Record {
-	r := dlq.Record{Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset), Key: m.Key, Value: m.Value}
-	if m.TopicPartition.Topic != nil {
-		r.Topic = *m.TopicPartition.Topic
-	}
-	if m.TimestampType != kafka.TimestampNotAvailable && !m.Timestamp.IsZero() {
-		r.Timestamp = m.Timestamp.UTC()
-	}
-	if len(m.Headers) > 0 {
-		r.Headers = make([]dlq.Header, len(m.Headers))
-		for i, h := range m.Headers {
-			r.Headers[i] = dlq.Header{Key: h.Key, Value: h.Value}
-		}
-	}
-	return r
-}
+func RecordFromMessage(m *kafka.Message) dlq.Record { return kafkarecord.Of(m) }

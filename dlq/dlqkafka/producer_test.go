@@ -54,23 +54,50 @@ func newProducer(t *testing.T, c *kafkatest.Cluster, cfg dlqkafka.Config) *dlqka
 	if cfg.RetryBackoff == 0 {
 		cfg.RetryBackoff = 10 * time.Millisecond
 	}
+	last := &lastDelivery{}
+	cfg.Hooks = append(cfg.Hooks, last)
 	p, err := dlqkafka.NewProducer(cfg)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	lastDeliveries.Store(p, last)
+	t.Cleanup(func() {
+		_ = p.Close(context.Background())
+		lastDeliveries.Delete(p)
+	})
 	return p
 }
 
-// send dead-letters rec and waits for its delivery.
-func send(t *testing.T, p *dlqkafka.Producer, rec dlq.Record, cause error) dlqkafka.Delivery {
+// lastDeliveries maps each producer of newProducer to its lastDelivery hook.
+var lastDeliveries sync.Map
+
+// lastDelivery records the latest delivery a producer reported to its hooks.
+type lastDelivery struct {
+	mu sync.Mutex
+	d  dlqkafka.DeliveryInfo
+}
+
+func (l *lastDelivery) OnDelivery(d dlqkafka.DeliveryInfo) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.d = d
+}
+
+// send dead-letters rec, waits for its delivery and returns it as the hooks saw it, Err
+// being what done received.
+func send(t *testing.T, p *dlqkafka.Producer, rec dlq.Record, cause error) dlqkafka.DeliveryInfo {
 	t.Helper()
-	ch := make(chan dlqkafka.Delivery, 1)
-	require.NoError(t, p.Send(context.Background(), rec, cause, func(d dlqkafka.Delivery) { ch <- d }))
+	ch := make(chan error, 1)
+	require.NoError(t, p.Send(context.Background(), rec, cause, func(err error) { ch <- err }))
 	select {
-	case d := <-ch:
-		return d
+	case err := <-ch:
+		l, _ := lastDeliveries.Load(p)
+		last := l.(*lastDelivery)
+		last.mu.Lock()
+		defer last.mu.Unlock()
+		require.Equal(t, err, last.d.Err, "done and the hooks see one outcome")
+		return last.d
 	case <-time.After(kafkatest.Timeout):
 		t.Fatalf("no delivery for %s after %s", rec, kafkatest.Timeout)
-		return dlqkafka.Delivery{}
+		return dlqkafka.DeliveryInfo{}
 	}
 }
 
@@ -187,7 +214,7 @@ func TestUnreachableClusterFailsFastAfterOneLookup(t *testing.T) {
 		defer cancel()
 		_ = p.Close(ctx)
 	})
-	done := func(dlqkafka.Delivery) { t.Error("no delivery is expected") }
+	done := func(error) { t.Error("no delivery is expected") }
 	start := time.Now()
 	first := p.Send(context.Background(), source("orders", 0, 1), errors.New("bad"), done)
 	require.Error(t, first)

@@ -21,7 +21,7 @@ func TestMissingTopicIsAnError(t *testing.T) {
 	p := newProducer(t, c, dlqkafka.Config{})
 
 	called := false
-	err := p.Send(context.Background(), source("clicks", 3, 1), errors.New("bad"), func(dlqkafka.Delivery) { called = true })
+	err := p.Send(context.Background(), source("clicks", 3, 1), errors.New("bad"), func(error) { called = true })
 	require.ErrorIs(t, err, dlqkafka.ErrTopicMissing)
 	var te *dlqkafka.TopicError
 	require.ErrorAs(t, err, &te)
@@ -60,7 +60,7 @@ func TestCreatesMissingTopic(t *testing.T) {
 	require.Equal(t, int32(3), got[0].Partition)
 
 	// A source topic that does not exist has no partition count to copy.
-	err := p.Send(context.Background(), source("nowhere", 0, 1), errors.New("bad"), func(dlqkafka.Delivery) {})
+	err := p.Send(context.Background(), source("nowhere", 0, 1), errors.New("bad"), func(error) {})
 	require.ErrorIs(t, err, dlqkafka.ErrTopicMissing)
 	require.ErrorContains(t, err, `"nowhere.dead" does not exist and could not be created`)
 	require.Zero(t, c.Partitions("nowhere.dead"))
@@ -70,7 +70,7 @@ func TestCreatesMissingTopic(t *testing.T) {
 func TestTooFewPartitions(t *testing.T) {
 	c := kafkatest.Start(t, kafkatest.Config{Topics: map[string]int32{"clicks": 3, "dlq.clicks": 1}})
 	p := newProducer(t, c, dlqkafka.Config{CreateTopics: true})
-	err := p.Send(context.Background(), source("clicks", 0, 1), errors.New("bad"), func(dlqkafka.Delivery) {})
+	err := p.Send(context.Background(), source("clicks", 0, 1), errors.New("bad"), func(error) {})
 	require.ErrorIs(t, err, dlqkafka.ErrTooFewPartitions)
 	require.ErrorContains(t, err, `dead-letter topic "dlq.clicks" has 1 partitions, expected at least 3`)
 	require.Equal(t, 1, c.Partitions("dlq.clicks"), "an existing topic is never altered")
@@ -95,15 +95,15 @@ func TestProducerConfigErrors(t *testing.T) {
 
 	// Setting a forced value to what it is forced to is fine.
 	p := newProducer(t, c, dlqkafka.Config{Kafka: c.ConfigMap(kafka.ConfigMap{"enable.idempotence": true}), Topic: func(s string) string { return s }})
-	err := p.Send(context.Background(), source("clicks", 0, 1), errors.New("bad"), func(dlqkafka.Delivery) {})
+	err := p.Send(context.Background(), source("clicks", 0, 1), errors.New("bad"), func(error) {})
 	require.ErrorIs(t, err, dlqkafka.ErrConfig, "a topic mapped to itself")
 	require.ErrorIs(t, p.Send(context.Background(), source("clicks", 0, 1), nil, nil), dlqkafka.ErrConfig, "nil done")
 
 	bad := newProducer(t, c, dlqkafka.Config{Topic: func(s string) string { return "dlq/" + s }})
-	require.ErrorIs(t, bad.Send(context.Background(), source("clicks", 0, 1), nil, func(dlqkafka.Delivery) {}), dlq.ErrInvalid)
-	require.ErrorIs(t, bad.Send(context.Background(), dlq.Record{Topic: "clicks", Offset: -5}, nil, func(dlqkafka.Delivery) {}), dlq.ErrInvalid)
+	require.ErrorIs(t, bad.Send(context.Background(), source("clicks", 0, 1), nil, func(error) {}), dlq.ErrInvalid)
+	require.ErrorIs(t, bad.Send(context.Background(), dlq.Record{Topic: "clicks", Offset: -5}, nil, func(error) {}), dlq.ErrInvalid)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	require.ErrorIs(t, bad.Send(ctx, source("clicks", 0, 1), nil, func(dlqkafka.Delivery) {}), context.Canceled)
+	require.ErrorIs(t, bad.Send(ctx, source("clicks", 0, 1), nil, func(error) {}), context.Canceled)
 }

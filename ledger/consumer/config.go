@@ -13,7 +13,6 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/streamledger/streamledger/dlq"
-	"github.com/streamledger/streamledger/dlq/dlqkafka"
 	"github.com/streamledger/streamledger/internal/kafkaconf"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/watermark"
@@ -48,10 +47,11 @@ const (
 )
 
 // DeadLetterer sends a message that failed to decode to its dead-letter topic.
-// *dlqkafka.Producer implements it. done must be called exactly once when Send returns nil,
-// with a nil Delivery.Err only on a positive delivery report, and may run on any goroutine.
+// *dlqkafka.Producer implements it. When Send returns nil, done must be called exactly once,
+// on any goroutine, with nil only on a positive delivery report: the runtime then acks the
+// message, and sends it again after a backoff on an error.
 type DeadLetterer interface {
-	Send(ctx context.Context, rec dlq.Record, cause error, done func(dlqkafka.Delivery)) error
+	Send(ctx context.Context, rec dlq.Record, cause error, done func(error)) error
 }
 
 // Config configures a [Consumer]. Kafka and Topics are required, and Series with a Sink; every

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/streamledger/streamledger/dlq"
-	"github.com/streamledger/streamledger/dlq/dlqkafka"
 	"github.com/streamledger/streamledger/ledger"
 )
 
@@ -73,8 +72,8 @@ func (p *processor[K]) send(ctx context.Context, pt *part[K], l *letter) {
 	pt.inflight++
 	sctx, cancel := context.WithTimeout(ctx, deadLetterSendTimeout)
 	defer cancel()
-	err := p.s.DeadLetters.Send(sctx, l.rec, l.cause, func(d dlqkafka.Delivery) {
-		p.inbox.put(report{l: l, err: d.Err})
+	err := p.s.DeadLetters.Send(sctx, l.rec, l.cause, func(err error) {
+		p.inbox.put(report{l: l, err: err})
 	})
 	if err != nil {
 		p.inbox.put(report{l: l, err: err})

@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/dlq"
-	"github.com/streamledger/streamledger/dlq/dlqkafka"
 	"github.com/streamledger/streamledger/ledger"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/sinktest"
@@ -253,10 +252,10 @@ type fakeDLQ struct {
 type sentLetter struct {
 	rec   dlq.Record
 	cause error
-	done  func(dlqkafka.Delivery)
+	done  func(error)
 }
 
-func (f *fakeDLQ) Send(_ context.Context, rec dlq.Record, cause error, done func(dlqkafka.Delivery)) error {
+func (f *fakeDLQ) Send(_ context.Context, rec dlq.Record, cause error, done func(error)) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.failSend) > 0 {
@@ -276,7 +275,7 @@ func (f *fakeDLQ) deliver(i int, err error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		l.done(dlqkafka.Delivery{Err: err})
+		l.done(err)
 	}()
 	<-done
 }

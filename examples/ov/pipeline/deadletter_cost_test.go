@@ -39,7 +39,7 @@ type timedLetters struct {
 	total, top time.Duration
 }
 
-func (l *timedLetters) Send(ctx context.Context, rec dlq.Record, cause error, done func(dlqkafka.Delivery)) error {
+func (l *timedLetters) Send(ctx context.Context, rec dlq.Record, cause error, done func(error)) error {
 	t0 := time.Now()
 	if l.delay > 0 {
 		time.Sleep(l.delay)
