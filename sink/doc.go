@@ -25,14 +25,14 @@
 // A merged row ([Aggregate]) is written when its window is complete, once: count, min and
 // max exact, mean = sum / count, and the configured quantile (P90 by default) from
 // window.Merge of every partition's partial of the key in (topic, partition) order
-// ([Merge], [CompareSources]), so the numbers do not depend on the order or concurrency of
-// the writes. The quantile follows the spec's definition ([AggregateSpec.QuantileMethod]):
-// for a key of at most [AggregateSpec.ExactLimit] values in all it equals PostgreSQL's
-// percentile_cont (window.Linear, the default) or percentile_disc (window.NearestRank) of
-// those values; above it, it is a t-digest estimate within the rank error package window
-// states. An implementation decodes partials with [AggregateSpec.Decode] and computes the
-// row with [AggregateSpec.Summarize], so every implementation stores the same numbers. Optional attributes carried by the key (operator in the OV example) take the
-// first value found in that order and otherwise keep the stored one: COALESCE(new, stored).
+// ([AggregateSpec.SummarizePartials], [CompareSources]), so the numbers do not depend on
+// the order or concurrency of the writes. The quantile follows the spec's definition
+// ([AggregateSpec.QuantileMethod]): for a key of at most [AggregateSpec.ExactLimit] values in
+// all it equals SQL's percentile_cont (window.Linear, the default) or percentile_disc
+// (window.NearestRank) of those values; above it, it is a t-digest estimate within the rank
+// error package window states. Optional attributes carried by the key (operator in the OV
+// example) take the first value found in that order and otherwise keep the stored one:
+// COALESCE(new, stored).
 // Until its window is complete a partition's partials are stored, and a later batch of the
 // same window and partition replaces the keys it carries.
 //
@@ -81,6 +81,19 @@
 // [Operation] ID by an effect sink that commits a marker (ID, payload hash) with the effect,
 // in batches with one [Result] per operation; see [Outcome], [ConflictError], [ErrNoEffect]
 // and [ErrHorizon], and postgres.Effects.
+//
+// # Writing a sink
+//
+// A sink implements [Sink] (and [Reader] to serve reads) and runs sinktest.Run. These
+// exported pieces exist for implementations, so that every sink computes the same rows:
+//   - [AggregateSpec.Decode] and [AggregateSpec.Summarize] decode partials and compute a
+//     merged row; [AggregateSpec.SummarizePartials] is both in one call, the reference.
+//   - [CompareKeys] and [CompareSources] give the orders rows and partials are merged in.
+//   - [PrepareLatest] checks and collapses state rows; [DedupKey] is its key identity.
+//   - [CheckHooks], [ReportWriteClose] and [ReportUpsertLatest] check and call the hooks.
+//
+// Package sink/fold plans the close writes (which partials to keep, which rows to write,
+// when a window is folded) and encodes what is stored, independently of the database.
 //
 // [postgres]: https://pkg.go.dev/github.com/streamledger/streamledger/sink/postgres
 package sink

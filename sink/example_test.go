@@ -36,7 +36,7 @@ func ExamplePrepareLatest() {
 
 // Merging the partials of one key, in (topic, partition) order, gives the merged row's
 // numbers by the spec's quantile definition.
-func ExampleMerge() {
+func ExampleAggregateSpec_SummarizePartials() {
 	var parts [][]byte
 	for _, vals := range [][]float64{{60, 90, 300, 60}, {90, 120, 45, 30, 300, 90}} {
 		s := window.NewStats()
@@ -55,7 +55,7 @@ func ExampleMerge() {
 		{Quantile: 0.75}, // window.Linear: PostgreSQL's percentile_cont
 		{Quantile: 0.75, QuantileMethod: window.NearestRank}, // percentile_disc
 	} {
-		sum, err := sink.Merge(spec, parts...)
+		sum, err := spec.SummarizePartials(parts...)
 		if err != nil {
 			panic(err)
 		}

@@ -7,12 +7,13 @@ import (
 	"github.com/streamledger/streamledger/window"
 )
 
-// Merge computes the merged row of one key from its partials, the serialized window.Stats
-// in parts: each decoded with the spec's exact limit, merged with window.Merge in the given
-// order and summarized by [AggregateSpec.Summarize]. Callers pass the parts of one key in
-// (topic, partition) order (see [CompareSources]), so that every writer and every
-// implementation computes identical numbers from the same stored partials.
-func Merge(spec AggregateSpec, parts ...[]byte) (Summary, error) {
+// SummarizePartials computes the merged row of one key from its partials, the serialized
+// window.Stats in parts: each decoded with the spec's exact limit ([AggregateSpec.Decode]),
+// merged with window.Merge in the given order and summarized by [AggregateSpec.Summarize].
+// Callers pass the parts of one key in (topic, partition) order (see [CompareSources]), so
+// that every writer and every implementation computes identical numbers from the same
+// stored partials.
+func (spec AggregateSpec) SummarizePartials(parts ...[]byte) (Summary, error) {
 	if len(parts) == 0 {
 		return Summary{}, fmt.Errorf("%w: merge of no partials", ErrInvalid)
 	}

@@ -37,7 +37,7 @@ func TestMergeSummarizesAllValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := sink.Merge(tt.spec, tt.parts...)
+			got, err := tt.spec.SummarizePartials(tt.parts...)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 		})
@@ -55,9 +55,9 @@ func TestMergeIsDeterministicInDigestMode(t *testing.T) {
 		}
 		enc = append(enc, stats(t, vals...))
 	}
-	a, err := sink.Merge(sink.AggregateSpec{}, enc...)
+	a, err := (sink.AggregateSpec{}).SummarizePartials(enc...)
 	require.NoError(t, err)
-	b, err := sink.Merge(sink.AggregateSpec{}, enc...)
+	b, err := (sink.AggregateSpec{}).SummarizePartials(enc...)
 	require.NoError(t, err)
 	assert.Equal(t, a, b)
 	assert.Equal(t, int64(2100), a.Count)
@@ -82,13 +82,13 @@ func TestMergeExactLimit(t *testing.T) {
 	}
 	slices.Sort(all)
 	exact := window.NearestRank.Exact(all, 0.9)
-	got, err := sink.Merge(sink.AggregateSpec{QuantileMethod: window.NearestRank, ExactLimit: 1000}, enc...)
+	got, err := (sink.AggregateSpec{QuantileMethod: window.NearestRank, ExactLimit: 1000}).SummarizePartials(enc...)
 	require.NoError(t, err)
 	assert.Equal(t, exact, got.Quantile, "600 values within the limit of 1000")
-	est, err := sink.Merge(sink.AggregateSpec{QuantileMethod: window.NearestRank}, enc...)
+	est, err := (sink.AggregateSpec{QuantileMethod: window.NearestRank}).SummarizePartials(enc...)
 	require.NoError(t, err)
 	assert.NotEqual(t, exact, est.Quantile, "600 values past the default limit: an estimate")
-	_, err = sink.Merge(sink.AggregateSpec{ExactLimit: window.MaxExactLimit + 1}, enc...)
+	_, err = (sink.AggregateSpec{ExactLimit: window.MaxExactLimit + 1}).SummarizePartials(enc...)
 	assert.ErrorIs(t, err, sink.ErrInvalid)
 }
 
@@ -111,7 +111,7 @@ func TestSummarizeMatchesMerge(t *testing.T) {
 		}
 		alone, err := spec.Summarize(parts[0])
 		require.NoError(t, err)
-		want, err := sink.Merge(spec, enc[0])
+		want, err := spec.SummarizePartials(enc[0])
 		require.NoError(t, err)
 		assert.Equal(t, want, alone, "%d values", n)
 
@@ -119,7 +119,7 @@ func TestSummarizeMatchesMerge(t *testing.T) {
 		require.NoError(t, err)
 		got, err := spec.Summarize(m)
 		require.NoError(t, err)
-		want, err = sink.Merge(spec, enc...)
+		want, err = spec.SummarizePartials(enc...)
 		require.NoError(t, err)
 		assert.Equal(t, want, got, "%d values", n)
 	}
@@ -128,11 +128,11 @@ func TestSummarizeMatchesMerge(t *testing.T) {
 }
 
 func TestMergeRejects(t *testing.T) {
-	_, err := sink.Merge(sink.AggregateSpec{})
+	_, err := (sink.AggregateSpec{}).SummarizePartials()
 	assert.ErrorIs(t, err, sink.ErrInvalid)
-	_, err = sink.Merge(sink.AggregateSpec{}, []byte("not stats"))
+	_, err = (sink.AggregateSpec{}).SummarizePartials([]byte("not stats"))
 	assert.ErrorIs(t, err, sink.ErrInvalid)
-	_, err = sink.Merge(sink.AggregateSpec{}, stats(t))
+	_, err = (sink.AggregateSpec{}).SummarizePartials(stats(t))
 	assert.ErrorIs(t, err, sink.ErrInvalid, "no values at all")
 }
 
@@ -140,7 +140,7 @@ func FuzzMerge(f *testing.F) {
 	f.Add(stats(f, 1, 2, 3), stats(f, 4))
 	f.Add([]byte{}, []byte{1})
 	f.Fuzz(func(t *testing.T, a, b []byte) {
-		s, err := sink.Merge(sink.AggregateSpec{}, a, b)
+		s, err := (sink.AggregateSpec{}).SummarizePartials(a, b)
 		if err != nil {
 			assert.ErrorIs(t, err, sink.ErrInvalid)
 			return

@@ -19,7 +19,7 @@
 // The call that completes a window computes every key's merged row once: window.Merge of
 // the key's partials in (topic, partition) order, stored and in-memory alike, where a
 // source's in-memory partial of a key replaces its stored one, each decoded with the spec's
-// exact limit. The numbers equal [sink.Merge] with the spec of those partials in that
+// exact limit. The numbers equal [sink.AggregateSpec.SummarizePartials] with the spec of those partials in that
 // order, the quantile by the spec's method. The call's own partials of the window are
 // not stored. Attributes take the first value in that order; the implementation keeps the
 // stored value where none has one (COALESCE).

@@ -76,7 +76,7 @@ func TestPlanStraddle(t *testing.T) {
 	assert.Empty(t, p.Partials, "the completing call stores no partial")
 	assert.Equal(t, []time.Time{t0}, p.Delete)
 	require.Len(t, p.Insert, 2)
-	want, err := sink.Merge(sink.AggregateSpec{}, stats(t, 1, 2), stats(t, 3))
+	want, err := (sink.AggregateSpec{}).SummarizePartials(stats(t, 1, 2), stats(t, 3))
 	require.NoError(t, err)
 	assert.Equal(t, want, p.Insert[0].Summary)
 	require.Len(t, p.Folded, 1)

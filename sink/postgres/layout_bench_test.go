@@ -231,7 +231,7 @@ func benchMergedOnly(b *testing.B, data []ovWindow) {
 		counts := make([]int64, n)
 		means, qs, maxs, mins := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
 		for k, m := range w.merged {
-			sum, err := sink.Merge(sink.AggregateSpec{}, m.Stats)
+			sum, err := (sink.AggregateSpec{}).SummarizePartials(m.Stats)
 			require.NoError(b, err)
 			starts[k], ends[k], dims[k], ids[k], ops[k] = start, start.Add(5*time.Minute), m.Dimension, m.DimensionID, m.Attrs["owner"]
 			counts[k], means[k], qs[k], maxs[k], mins[k] = sum.Count, sum.Mean, sum.Quantile, sum.Max, sum.Min

@@ -75,7 +75,7 @@ func pgPercentiles(t *testing.T, db *pgtest.DB, sets [][]float64, qs []float64) 
 // for random multisets of every size from 1 to the exact limit (and to a raised limit),
 // split into partials and merged, window.Linear equals percentile_cont and
 // window.NearestRank equals percentile_disc, as float64s, through window.Stats and through
-// sink.Merge with the spec's method and limit.
+// AggregateSpec.SummarizePartials with the spec's method and limit.
 func TestQuantilesEqualPostgres(t *testing.T) {
 	db := pgtest.New(t)
 	r := rand.New(rand.NewPCG(16, 2026))
@@ -109,9 +109,9 @@ func TestQuantilesEqualPostgres(t *testing.T) {
 						require.Equal(t, c.want, merged.Quantile(c.m, q), "%s: window.Stats", what)
 						if q > 0 {
 							spec := sink.AggregateSpec{Quantile: q, QuantileMethod: c.m, ExactLimit: limit}
-							sum, err := sink.Merge(spec, parts...)
+							sum, err := spec.SummarizePartials(parts...)
 							require.NoError(t, err)
-							require.Equal(t, c.want, sum.Quantile, "%s: sink.Merge", what)
+							require.Equal(t, c.want, sum.Quantile, "%s: SummarizePartials", what)
 						}
 					}
 				}

@@ -107,7 +107,7 @@ func TestMigrateUpgradesPerKeyLayout(t *testing.T) {
 	}
 	a, ok := merged(w0, "A")
 	require.True(t, ok)
-	want, err := sink.Merge(sink.AggregateSpec{}, sinktest.Stats(t, 1, 2), sinktest.Stats(t, 3))
+	want, err := (sink.AggregateSpec{}).SummarizePartials(sinktest.Stats(t, 1, 2), sinktest.Stats(t, 3))
 	require.NoError(t, err)
 	assert.Equal(t, want, a.Summary, "the complete window's rows are the fold of its partials")
 	assert.Equal(t, map[string]string{"owner": "RET"}, a.Attrs)

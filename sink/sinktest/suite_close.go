@@ -263,7 +263,7 @@ func writeInOrder(t *testing.T, ctx context.Context, s Subject, batches [][]sink
 	}
 }
 
-// checkCanonical asserts that every row is sink.Merge of the scenario's partials of its key
+// checkCanonical asserts that every row is AggregateSpec.SummarizePartials of the scenario's partials of its key
 // in (topic, partition) order, and that every key of the scenario has a row.
 func checkCanonical(t *testing.T, batches [][]sink.CloseBatch, rows []sink.Aggregate) {
 	t.Helper()
@@ -277,7 +277,7 @@ func checkCanonical(t *testing.T, batches [][]sink.CloseBatch, rows []sink.Aggre
 	}
 	require.Len(t, rows, len(want))
 	for _, row := range rows {
-		sum, err := sink.Merge(Aggregates(), want[row.Key]...)
+		sum, err := Aggregates().SummarizePartials(want[row.Key]...)
 		require.NoError(t, err)
 		assert.Equal(t, sum, row.Summary, "%s/%s", row.Dimension, row.DimensionID)
 	}
@@ -366,7 +366,7 @@ func testRefold(t *testing.T, f Factory, _ Features) {
 	require.NoError(t, s.WriteClose(ctx, closeOf(2, end, partial(t, 0, "line", "A", a2...), partial(t, 0, "line", "B", 7))))
 	got, ok := aggregate(t, ctx, s, keyOf(0, "line", "A"))
 	require.True(t, ok)
-	want, err := sink.Merge(Aggregates(), Stats(t, a0...), Stats(t, a1...), Stats(t, a2...))
+	want, err := Aggregates().SummarizePartials(Stats(t, a0...), Stats(t, a1...), Stats(t, a2...))
 	require.NoError(t, err)
 	assert.Equal(t, want, got.Summary, "the new partition is merged into the folded window")
 	got, ok = aggregate(t, ctx, s, keyOf(0, "line", "B"))

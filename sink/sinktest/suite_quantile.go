@@ -15,7 +15,7 @@ import (
 // testQuantileDefinition checks that merged rows follow the spec's quantile method and
 // exact limit on every path: the first fold of a window, and the refold that merges a
 // partition registered later. Within the limit the quantile is the method's exact one;
-// past it, sink.Merge of the partials in order.
+// past it, AggregateSpec.SummarizePartials of the partials in order.
 func testQuantileDefinition(t *testing.T, f Factory, _ Features) {
 	tests := []struct {
 		name   string
@@ -54,12 +54,12 @@ func testQuantileDefinition(t *testing.T, f Factory, _ Features) {
 				pa.Stats = parts[len(parts)-1]
 				require.NoError(t, s.WriteClose(ctx, closeOf(p, end, pa)))
 			}
-			// check compares the row with sink.Merge of stored: the partials of the first
+			// check compares the row with AggregateSpec.SummarizePartials of stored: the partials of the first
 			// fold, then the folded stats and the later partition's partial.
 			check := func(what string, stored ...[]byte) {
 				got, ok := aggregate(t, ctx, s, keyOf(0, "line", "A"))
 				require.True(t, ok, what)
-				want, err := sink.Merge(setup.Aggregates, stored...)
+				want, err := setup.Aggregates.SummarizePartials(stored...)
 				require.NoError(t, err)
 				assert.Equal(t, want, got.Summary, what)
 				sorted := slices.Sorted(slices.Values(all))
