@@ -40,7 +40,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&o.schema, "schema", "", "schema of the tables [credits; the demonstration: a fresh one, dropped at the end]")
 	fs.StringVar(&o.topic, "topic", service.DefaultTopic, "topic of the credits; dead letters go to dlq.<topic>")
 	fs.StringVar(&o.group, "group", "credits", "consumer group")
-	fs.DurationVar(&o.horizon, "horizon", 30*24*time.Hour, "how long markers are kept; 0 keeps them forever")
+	fs.DurationVar(&o.horizon, "horizon", 30*24*time.Hour, "how long markers are kept; negative keeps them forever, 0 means 7 days")
 	fs.DurationVar(&o.retention, "source-retention", 0, "how far back the topic can redeliver; 0 reads its retention.ms from the broker")
 	fs.DurationVar(&o.commitEvery, "commit-interval", service.DefaultCommitInterval, "how often the durable prefix is committed")
 	fs.IntVar(&o.batch, "batch", service.DefaultBatch, "most credits of a partition applied in one transaction; -1: one at a time")

@@ -1,16 +1,9 @@
 package fold
 
 import (
-	"fmt"
 	"sync"
 	"time"
-
-	"github.com/streamledger/streamledger/sink"
 )
-
-// DefaultHorizon is how long a folded row is kept after it was written, when a
-// configuration leaves its horizon zero.
-const DefaultHorizon = 7 * 24 * time.Hour
 
 // Pruning bounds: a writer prunes at most once per PruneEvery of its clock, and at most
 // PruneLimit folded rows per transaction, so that pruning never makes one write long.
@@ -19,28 +12,10 @@ const (
 	PruneLimit = 64
 )
 
-// Horizon resolves a configured horizon: zero means [DefaultHorizon], negative means folded
-// rows are kept forever (returned as 0). A positive retention is how far back the source can
-// redeliver; a horizon shorter than it is refused with an error wrapping [sink.ErrHorizon]
-// that names the fields (field and retentionField).
-func Horizon(h, retention time.Duration, field, retentionField string) (time.Duration, error) {
-	switch {
-	case h == 0:
-		h = DefaultHorizon
-	case h < 0:
-		return 0, nil
-	}
-	if retention > 0 && h < retention {
-		return 0, fmt.Errorf("%w: %s %v is shorter than %s %v: a partition replaying a window whose folded row is gone could not be merged",
-			sink.ErrHorizon, field, h, retentionField, retention)
-	}
-	return h, nil
-}
-
 // Pruner decides when a writer prunes folded rows. The zero value never prunes; it is safe
 // for concurrent use.
 type Pruner struct {
-	// Horizon is the resolved horizon (see [Horizon]); zero keeps folded rows forever.
+	// Horizon is the resolved horizon (see [sink.Horizon]); zero keeps folded rows forever.
 	Horizon time.Duration
 
 	mu   sync.Mutex

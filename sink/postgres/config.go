@@ -61,7 +61,7 @@ type Config struct {
 	// Strategy moves batches of state rows [StrategyDefault].
 	Strategy Strategy
 	// Horizon is how long a folded window is kept after it was folded (by Clock), so that a
-	// partition registered later can still be merged into it [7 days, fold.DefaultHorizon];
+	// partition registered later can still be merged into it [7 days, sink.DefaultHorizon];
 	// negative keeps folded windows forever. Past it a window's merged rows are final.
 	Horizon time.Duration
 	// SourceRetention is how far back the sources can redeliver (the topics'

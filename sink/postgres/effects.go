@@ -40,11 +40,12 @@ type EffectConfig struct {
 	// Table is the marker table [streamledger_markers].
 	Table string
 	// Horizon is how long markers are kept: [Effects.Prune] deletes only markers older than
-	// it. Zero keeps markers forever.
+	// it [7 days, sink.DefaultHorizon]; negative keeps markers forever.
 	Horizon time.Duration
-	// SourceRetention is how far back the source can redeliver (the topic's retention.ms).
-	// When set, a non-zero Horizon shorter than it is refused with [sink.ErrHorizon]: an
-	// operation replayed after its marker was pruned would be applied a second time.
+	// SourceRetention is how far back the source can redeliver (the topic's retention.ms;
+	// negative for a topic that keeps records forever). A Horizon shorter than it is refused
+	// with [sink.ErrHorizon]: an operation replayed after its marker was pruned would be
+	// applied a second time. Zero declares nothing.
 	SourceRetention time.Duration
 	// Retry bounds the retries of transient failures.
 	Retry sink.RetryPolicy
@@ -80,12 +81,11 @@ func NewEffects(pool *pgxpool.Pool, cfg EffectConfig) (*Effects, error) {
 	if cfg.Table == "" {
 		cfg.Table = "streamledger_markers"
 	}
-	if cfg.Horizon < 0 || cfg.SourceRetention < 0 {
-		return nil, fmt.Errorf("%w: negative horizon %v or source retention %v", sink.ErrInvalid, cfg.Horizon, cfg.SourceRetention)
+	horizon, err := sink.Horizon(cfg.Horizon, cfg.SourceRetention, "EffectConfig.Horizon", "EffectConfig.SourceRetention")
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Horizon != 0 && cfg.Horizon < cfg.SourceRetention {
-		return nil, fmt.Errorf("%w: horizon %v, source retention %v", sink.ErrHorizon, cfg.Horizon, cfg.SourceRetention)
-	}
+	cfg.Horizon = horizon
 	cfg.Retry = cfg.Retry.WithDefaults()
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
@@ -191,7 +191,8 @@ func (e *Effects) Apply(ctx context.Context, ops []sink.Operation, effect Effect
 }
 
 // Prune deletes the markers older than the horizon and returns how many it deleted. A
-// marker younger than the horizon is never deleted. With a zero horizon it deletes nothing.
+// marker younger than the horizon is never deleted. When markers are kept forever (a
+// negative [EffectConfig.Horizon]) it deletes nothing.
 func (e *Effects) Prune(ctx context.Context) (int64, error) {
 	if e.cfg.Horizon == 0 {
 		return 0, nil

@@ -676,8 +676,12 @@ func TestEffectRetentionHorizon(t *testing.T) {
 	db := pgtest.New(t)
 	_, err := postgres.NewEffects(db.Pool, postgres.EffectConfig{Horizon: 7 * 24 * time.Hour, SourceRetention: 30 * 24 * time.Hour})
 	require.ErrorIs(t, err, sink.ErrHorizon, "markers must outlive the source's replay horizon")
-	_, err = postgres.NewEffects(db.Pool, postgres.EffectConfig{Horizon: -time.Hour})
-	require.ErrorIs(t, err, sink.ErrInvalid)
+	_, err = postgres.NewEffects(db.Pool, postgres.EffectConfig{SourceRetention: 8 * 24 * time.Hour})
+	require.ErrorIs(t, err, sink.ErrHorizon, "the default horizon (7 days) is shorter than 8 days of retention")
+	_, err = postgres.NewEffects(db.Pool, postgres.EffectConfig{Horizon: 30 * 24 * time.Hour, SourceRetention: -1})
+	require.ErrorIs(t, err, sink.ErrHorizon, "a source that keeps records forever needs markers kept forever")
+	_, err = postgres.NewEffects(db.Pool, postgres.EffectConfig{Horizon: -1, SourceRetention: -1})
+	require.NoError(t, err)
 
 	b := newBank(t, db, map[string]int64{"a": 0})
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -701,8 +705,14 @@ func TestEffectRetentionHorizon(t *testing.T) {
 	assert.Equal(t, []string{"young"}, slices.Sorted(maps.Keys(b.markers(t))), "a marker younger than the horizon is never pruned")
 	assert.Equal(t, sink.Duplicate, applyID("young"), "the retained marker still deduplicates")
 
-	forever := newEffects(t, db.Pool, db, func(c *postgres.EffectConfig) { c.Clock = func() time.Time { return now.Add(1000 * 24 * time.Hour) } })
+	forever := newEffects(t, db.Pool, db, func(c *postgres.EffectConfig) {
+		c.Horizon, c.Clock = -1, func() time.Time { return now.Add(1000 * 24 * time.Hour) }
+	})
 	n, err = forever.Prune(ctx)
 	require.NoError(t, err)
-	assert.Zero(t, n, "a zero horizon keeps markers forever")
+	assert.Zero(t, n, "a negative horizon keeps markers forever")
+	byDefault := newEffects(t, db.Pool, db, func(c *postgres.EffectConfig) { c.Clock = func() time.Time { return now.Add(1000 * 24 * time.Hour) } })
+	n, err = byDefault.Prune(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), n, "the default horizon (7 days) prunes a marker 1000 days old")
 }

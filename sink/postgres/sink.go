@@ -62,7 +62,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Sink, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	horizon, err := fold.Horizon(cfg.Horizon, cfg.SourceRetention, "Config.Horizon", "Config.SourceRetention")
+	horizon, err := sink.Horizon(cfg.Horizon, cfg.SourceRetention, "Config.Horizon", "Config.SourceRetention")
 	if err != nil {
 		return nil, err
 	}

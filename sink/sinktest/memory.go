@@ -20,7 +20,7 @@ type MemoryConfig struct {
 	// Clock stamps computed_at and places the pruning horizon [time.Now].
 	Clock func() time.Time
 	// Horizon is how long a folded window is kept after it was folded (see package fold):
-	// zero means fold.DefaultHorizon, negative keeps folded windows forever.
+	// zero means sink.DefaultHorizon, negative keeps folded windows forever.
 	Horizon time.Duration
 	// SourceRetention is how far back the source can redeliver; a Horizon shorter than it
 	// is refused with [sink.ErrHorizon].
@@ -68,7 +68,7 @@ func NewMemory(cfg MemoryConfig) (*Memory, error) {
 	if err := agg.Validate(); err != nil {
 		return nil, err
 	}
-	horizon, err := fold.Horizon(cfg.Horizon, cfg.SourceRetention, "MemoryConfig.Horizon", "MemoryConfig.SourceRetention")
+	horizon, err := sink.Horizon(cfg.Horizon, cfg.SourceRetention, "MemoryConfig.Horizon", "MemoryConfig.SourceRetention")
 	if err != nil {
 		return nil, err
 	}

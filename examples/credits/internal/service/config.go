@@ -33,7 +33,8 @@ const (
 const EveryMessage time.Duration = -1
 
 // Forever as [Config.SourceRetention] declares a source that keeps records forever
-// (retention.ms = -1): only a zero [Config.Horizon], markers kept forever, is accepted then.
+// (retention.ms = -1); as [Config.Horizon] it keeps markers forever, the only horizon such a
+// source accepts.
 const Forever time.Duration = -1
 
 // Config configures a [Service]. Kafka, Pool and DeadLetters are required; every other zero
@@ -54,14 +55,14 @@ type Config struct {
 	Schema string
 	// Markers names the effect sink's marker table [streamledger_markers].
 	Markers string
-	// Horizon is how long a marker is kept after its credit was applied; zero keeps markers
-	// forever. A credit older than the horizon (by its record timestamp) that finds no marker
+	// Horizon is how long a marker is kept after its credit was applied [7 days,
+	// sink.DefaultHorizon]; negative keeps markers forever. A credit older than the horizon (by its record timestamp) that finds no marker
 	// is refused and dead-lettered ([ClassBeyondHorizon]): its marker may have been pruned.
 	Horizon time.Duration
 	// SourceRetention is how far back the topic can redeliver (its retention.ms, see
-	// [TopicRetention]); [Forever] for a topic that keeps records forever. A non-zero Horizon
-	// shorter than it is refused with an error wrapping [sink.ErrHorizon]. Zero declares
-	// nothing.
+	// [TopicRetention]); [Forever] (any negative value) for a topic that keeps records
+	// forever. A Horizon shorter than it is refused with an error wrapping [sink.ErrHorizon].
+	// Zero declares nothing.
 	SourceRetention time.Duration
 	// Retry bounds the sink's retries of transient database failures.
 	Retry sink.RetryPolicy
@@ -136,14 +137,12 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Markers == "" {
 		cfg.Markers = "streamledger_markers"
 	}
-	if cfg.Horizon < 0 {
-		return bad("Horizon: expected a duration >= 0 (0: forever), found %v", cfg.Horizon)
+	h, err := sink.Horizon(cfg.Horizon, cfg.SourceRetention, "Horizon", "SourceRetention")
+	if err != nil {
+		return Config{}, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if cfg.SourceRetention < 0 && cfg.SourceRetention != Forever {
-		return bad("SourceRetention: expected a duration >= 0 or Forever, found %v", cfg.SourceRetention)
-	}
-	if cfg.SourceRetention == Forever && cfg.Horizon != 0 {
-		return Config{}, fmt.Errorf("%w: horizon %v, source retention forever: keep markers forever (Horizon 0)", sink.ErrHorizon, cfg.Horizon)
+	if cfg.Horizon = h; h == 0 {
+		cfg.Horizon = Forever
 	}
 	if cfg.CommitInterval < 0 && cfg.CommitInterval != EveryMessage {
 		return bad("CommitInterval: expected a positive duration, zero or EveryMessage, found %v", cfg.CommitInterval)

@@ -133,9 +133,11 @@ func TestHorizonShorterThanRetentionRefused(t *testing.T) {
 		{horizon: 12 * time.Hour, retention: 24 * time.Hour, refused: true},
 		{horizon: 24 * time.Hour, retention: 24 * time.Hour},
 		{horizon: 30 * 24 * time.Hour, retention: 7 * 24 * time.Hour},
-		{horizon: 0, retention: 7 * 24 * time.Hour}, // markers kept forever
+		{horizon: 0, retention: 7 * 24 * time.Hour},                // the default, 7 days
+		{horizon: 0, retention: 8 * 24 * time.Hour, refused: true}, // the default is too short
+		{horizon: service.Forever, retention: 8 * 24 * time.Hour},  // markers kept forever
 		{horizon: 365 * 24 * time.Hour, retention: service.Forever, refused: true},
-		{horizon: 0, retention: service.Forever},
+		{horizon: service.Forever, retention: service.Forever},
 	} {
 		cfg := e.config("g")
 		cfg.Horizon, cfg.SourceRetention = tc.horizon, tc.retention

@@ -45,7 +45,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	fx, err := postgres.NewEffects(cfg.Pool, postgres.EffectConfig{
-		Schema: cfg.Schema, Table: cfg.Markers, Horizon: cfg.Horizon, SourceRetention: max(cfg.SourceRetention, 0),
+		Schema: cfg.Schema, Table: cfg.Markers, Horizon: cfg.Horizon, SourceRetention: cfg.SourceRetention,
 		Retry: cfg.Retry, Clock: cfg.Clock, Rand: cfg.Rand,
 	})
 	if err != nil {
