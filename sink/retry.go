@@ -3,32 +3,41 @@ package sink
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 )
 
 // RetryPolicy bounds the retries of a write that failed transiently. Zero fields take the
-// default in brackets. Backoff doubles from InitialBackoff up to MaxBackoff, without jitter,
-// so that runs are reproducible.
+// default in brackets; a negative MaxAttempts means one attempt (no retries), a negative
+// InitialBackoff no wait, and a negative MaxBackoff no longest wait. Backoff doubles from
+// InitialBackoff up to MaxBackoff, without jitter, so that runs are reproducible.
 type RetryPolicy struct {
-	MaxAttempts    int           // attempts in all, the first included [5]; 1 disables retries
+	MaxAttempts    int           // attempts in all, the first included [5]
 	InitialBackoff time.Duration // wait before the second attempt [50ms]
 	MaxBackoff     time.Duration // longest wait [2s]
 }
 
 // WithDefaults returns p with its zero fields set.
 func (p RetryPolicy) WithDefaults() RetryPolicy {
-	if p.MaxAttempts <= 0 {
+	switch {
+	case p.MaxAttempts == 0:
 		p.MaxAttempts = 5
+	case p.MaxAttempts < 0:
+		p.MaxAttempts = 1
 	}
-	if p.InitialBackoff <= 0 {
+	switch {
+	case p.InitialBackoff == 0:
 		p.InitialBackoff = 50 * time.Millisecond
+	case p.InitialBackoff < 0:
+		p.InitialBackoff = 0
 	}
-	if p.MaxBackoff <= 0 {
+	switch {
+	case p.MaxBackoff == 0:
 		p.MaxBackoff = 2 * time.Second
+	case p.MaxBackoff < 0:
+		p.MaxBackoff = math.MaxInt64
 	}
-	if p.MaxBackoff < p.InitialBackoff {
-		p.MaxBackoff = p.InitialBackoff
-	}
+	p.MaxBackoff = max(p.MaxBackoff, p.InitialBackoff)
 	return p
 }
 
@@ -36,8 +45,8 @@ func (p RetryPolicy) WithDefaults() RetryPolicy {
 func (p RetryPolicy) Backoff(n int) time.Duration {
 	p = p.WithDefaults()
 	d := p.InitialBackoff
-	for i := 1; i < n && d < p.MaxBackoff; i++ {
-		d *= 2
+	for i := 1; i < n && d > 0 && d < p.MaxBackoff; i++ {
+		d = min(d, p.MaxBackoff/2) * 2 // never past MaxBackoff, never overflowing
 	}
 	return min(d, p.MaxBackoff)
 }

@@ -87,3 +87,27 @@ func TestRetryPolicyBackoff(t *testing.T) {
 	d := sink.RetryPolicy{}.WithDefaults()
 	assert.Equal(t, sink.RetryPolicy{MaxAttempts: 5, InitialBackoff: 50 * time.Millisecond, MaxBackoff: 2 * time.Second}, d)
 }
+
+func TestRetryPolicyNegativeMeansOff(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    sink.RetryPolicy
+		want []time.Duration // Backoff(1..4)
+		max  int
+	}{
+		{"no retries", sink.RetryPolicy{MaxAttempts: -1}, []time.Duration{50e6, 100e6, 200e6, 400e6}, 1},
+		{"no wait", sink.RetryPolicy{InitialBackoff: -1}, []time.Duration{0, 0, 0, 0}, 5},
+		{"no longest wait", sink.RetryPolicy{InitialBackoff: time.Hour, MaxBackoff: -1},
+			[]time.Duration{time.Hour, 2 * time.Hour, 4 * time.Hour, 8 * time.Hour}, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []time.Duration
+			for n := 1; n <= 4; n++ {
+				got = append(got, tc.p.Backoff(n))
+			}
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, tc.max, tc.p.WithDefaults().MaxAttempts)
+			assert.GreaterOrEqual(t, tc.p.Backoff(100), tc.want[3], "never overflows (2^99 hours is past MaxInt64)")
+		})
+	}
+}

@@ -2,7 +2,6 @@ package watermark
 
 import (
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -15,8 +14,6 @@ const DefaultIdleTimeout = 30 * time.Second
 
 // Errors returned for misuse. They are wrapped with details; test with [errors.Is].
 var (
-	// ErrInvalidConfig reports a [Config] field out of range.
-	ErrInvalidConfig = errors.New("watermark: invalid config")
 	// ErrNotFresh reports a [Partition.Restore] of a partition that has already
 	// observed a message or has already been restored.
 	ErrNotFresh = errors.New("watermark: restore of a partition that is not fresh")
@@ -40,16 +37,16 @@ type ClockFunc func() time.Time
 func (f ClockFunc) Now() time.Time { return f() }
 
 // Config configures a [Partition] or a [Set]. The zero value is ready to use:
-// 120 s lateness, 30 s idle timeout, the system clock. [NewPartition] and
-// [NewSet] validate it; a zero Partition or Set uses the zero Config.
+// 120 s lateness, 30 s idle timeout, the system clock. A zero Partition or Set
+// uses the zero Config.
 type Config struct {
 	// Lateness is the allowed lateness: wm(P) trails the maximum event time
-	// seen in P by this much. Zero means [DefaultLateness]; negative is an error.
-	// (For practically no lateness, use a nanosecond.)
+	// seen in P by this much. Zero means [DefaultLateness]; negative means none:
+	// the watermark is the maximum event time.
 	Lateness time.Duration
 
 	// IdleTimeout is how long a caught-up partition must go without a message
-	// before it is idle. Zero means [DefaultIdleTimeout]; negative is an error.
+	// before it is idle. Zero means [DefaultIdleTimeout]; negative means never.
 	// A partition whose caller never reports it caught up (see
 	// [Partition.SetPosition]) never becomes idle, whatever the timeout.
 	IdleTimeout time.Duration
@@ -59,14 +56,8 @@ type Config struct {
 	Clock Clock
 }
 
-// resolve validates c and fills in defaults.
-func (c Config) resolve() (Config, error) {
-	if c.Lateness < 0 {
-		return Config{}, fmt.Errorf("%w: Lateness must be >= 0, got %v", ErrInvalidConfig, c.Lateness)
-	}
-	if c.IdleTimeout < 0 {
-		return Config{}, fmt.Errorf("%w: IdleTimeout must be >= 0, got %v", ErrInvalidConfig, c.IdleTimeout)
-	}
+// resolve fills in defaults; a negative Lateness or IdleTimeout is kept (none, never).
+func (c Config) resolve() Config {
 	if c.Lateness == 0 {
 		c.Lateness = DefaultLateness
 	}
@@ -76,19 +67,23 @@ func (c Config) resolve() (Config, error) {
 	if c.Clock == nil {
 		c.Clock = ClockFunc(time.Now)
 	}
-	return c, nil
+	return c
 }
 
 // The accessors below apply the defaults, so that a zero Partition or Set
 // behaves as one made from the zero Config.
 
 func (c *Config) lateness() time.Duration {
-	if c.Lateness == 0 {
+	switch {
+	case c.Lateness == 0:
 		return DefaultLateness
+	case c.Lateness < 0:
+		return 0
 	}
 	return c.Lateness
 }
 
+// idleTimeout is negative when partitions never go idle.
 func (c *Config) idleTimeout() time.Duration {
 	if c.IdleTimeout == 0 {
 		return DefaultIdleTimeout
@@ -106,6 +101,9 @@ func (c *Config) now() time.Time {
 // resolved returns c with the defaults filled in, for reading back.
 func (c *Config) resolved() Config {
 	r := Config{Lateness: c.lateness(), IdleTimeout: c.idleTimeout(), Clock: c.Clock}
+	if c.Lateness < 0 {
+		r.Lateness = c.Lateness // none, not the default a zero would read back as
+	}
 	if r.Clock == nil {
 		r.Clock = ClockFunc(time.Now)
 	}

@@ -12,16 +12,14 @@ import (
 )
 
 func TestConfigDefaults(t *testing.T) {
-	p, err := watermark.NewPartition(watermark.Config{})
-	require.NoError(t, err)
+	p := watermark.NewPartition(watermark.Config{})
 	cfg := p.Config()
 	assert.Equal(t, 120*time.Second, cfg.Lateness)
 	assert.Equal(t, watermark.DefaultLateness, cfg.Lateness)
 	assert.Equal(t, watermark.DefaultIdleTimeout, cfg.IdleTimeout)
 	require.NotNil(t, cfg.Clock, "nil Clock must become the system clock")
 
-	s, err := watermark.NewSet[string](watermark.Config{})
-	require.NoError(t, err)
+	s := watermark.NewSet[string](watermark.Config{})
 	assert.Equal(t, watermark.DefaultLateness, s.Config().Lateness)
 	assert.Equal(t, watermark.DefaultIdleTimeout, s.Config().IdleTimeout)
 	require.NotNil(t, s.Config().Clock)
@@ -29,8 +27,7 @@ func TestConfigDefaults(t *testing.T) {
 
 func TestConfigKeepsExplicitValues(t *testing.T) {
 	clock := newFakeClock(t0)
-	p, err := watermark.NewPartition(watermark.Config{Lateness: time.Second, IdleTimeout: time.Minute, Clock: clock})
-	require.NoError(t, err)
+	p := watermark.NewPartition(watermark.Config{Lateness: time.Second, IdleTimeout: time.Minute, Clock: clock})
 	assert.Equal(t, time.Second, p.Config().Lateness)
 	assert.Equal(t, time.Minute, p.Config().IdleTimeout)
 	assert.Same(t, clock, p.Config().Clock)
@@ -39,27 +36,19 @@ func TestConfigKeepsExplicitValues(t *testing.T) {
 	assert.Equal(t, at(9*time.Second), wmOf(t, p), "lateness of 1 s applies")
 }
 
-func TestConfigInvalid(t *testing.T) {
-	tests := []struct {
-		name string
-		cfg  watermark.Config
-		msg  string
-	}{
-		{"negative lateness", watermark.Config{Lateness: -time.Second}, "Lateness must be >= 0, got -1s"},
-		{"negative idle timeout", watermark.Config{IdleTimeout: -1}, "IdleTimeout must be >= 0, got -1ns"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p, err := watermark.NewPartition(tt.cfg)
-			require.ErrorIs(t, err, watermark.ErrInvalidConfig)
-			assert.ErrorContains(t, err, tt.msg)
-			assert.Nil(t, p)
-
-			s, err := watermark.NewSet[int](tt.cfg)
-			require.ErrorIs(t, err, watermark.ErrInvalidConfig)
-			assert.Nil(t, s)
-		})
-	}
+// Negative means off: no lateness (the watermark is the maximum event time), and a
+// partition that never goes idle however long it is quiet.
+func TestConfigNegativeMeansOff(t *testing.T) {
+	clock := newFakeClock(t0)
+	p := watermark.NewPartition(watermark.Config{Lateness: -1, IdleTimeout: -1, Clock: clock})
+	assert.Equal(t, time.Duration(-1), p.Config().Lateness, "reads back as none, not as the default")
+	p.Observe(at(10*time.Second), clock.Now())
+	assert.Equal(t, at(10*time.Second), wmOf(t, p), "no lateness")
+	p.SetCaughtUp(true)
+	clock.Advance(24 * time.Hour)
+	assert.False(t, p.Tick())
+	assert.False(t, p.Idle(), "never idle")
+	assert.Equal(t, at(10*time.Second), wmOf(t, p))
 }
 
 func TestClockFunc(t *testing.T) {

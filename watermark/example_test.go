@@ -16,11 +16,8 @@ func windowEnd(t time.Time) time.Time {
 // The per-event path: decide lateness against wm(P) before the event, then
 // apply it.
 func Example() {
-	p, err := watermark.NewPartition(watermark.Config{}) // 120 s lateness
-	if err != nil {
-		panic(err)
-	}
-	arrival := time.Now() // read once per poll batch, not per event
+	p := watermark.NewPartition(watermark.Config{}) // 120 s lateness
+	arrival := time.Now()                           // read once per poll batch, not per event
 	base := time.Date(2024, 5, 13, 12, 0, 0, 0, time.UTC)
 	for _, minute := range []int{3, 9, 4, 6} {
 		e := base.Add(time.Duration(minute) * time.Minute)
@@ -51,7 +48,7 @@ func ExamplePartition_Restore() {
 		{"nothing", watermark.RestorePoint{}},
 	}
 	for _, c := range cases {
-		p, _ := watermark.NewPartition(watermark.Config{})
+		p := watermark.NewPartition(watermark.Config{})
 		if err := p.Restore(c.from); err != nil {
 			panic(err)
 		}
@@ -73,7 +70,7 @@ func ExamplePartition_Restore() {
 func ExamplePartition_Tick() {
 	now := time.Date(2024, 5, 13, 12, 8, 0, 0, time.UTC) // the wall clock
 	clock := watermark.ClockFunc(func() time.Time { return now })
-	p, _ := watermark.NewPartition(watermark.Config{IdleTimeout: time.Minute, Clock: clock})
+	p := watermark.NewPartition(watermark.Config{IdleTimeout: time.Minute, Clock: clock})
 
 	p.Observe(time.Date(2024, 5, 13, 12, 7, 0, 0, time.UTC), now)
 	if err := p.SetPosition(100, 100); err != nil { // nothing unread
@@ -102,7 +99,7 @@ func ExamplePartition_Tick() {
 func ExampleSet_Min() {
 	now := time.Date(2024, 5, 13, 12, 20, 0, 0, time.UTC)
 	clock := watermark.ClockFunc(func() time.Time { return now })
-	set, _ := watermark.NewSet[int32](watermark.Config{Clock: clock})
+	set := watermark.NewSet[int32](watermark.Config{Clock: clock})
 	base := time.Date(2024, 5, 13, 12, 0, 0, 0, time.UTC)
 
 	for partition, minute := range []int{17, 9, 14} {

@@ -34,8 +34,7 @@ func (c *fakeClock) Advance(d time.Duration) { c.now = c.now.Add(d) }
 // timeout (zero for defaults) on clock.
 func newPartition(t testing.TB, clock watermark.Clock, lateness, idle time.Duration) *watermark.Partition {
 	t.Helper()
-	p, err := watermark.NewPartition(watermark.Config{Lateness: lateness, IdleTimeout: idle, Clock: clock})
-	require.NoError(t, err)
+	p := watermark.NewPartition(watermark.Config{Lateness: lateness, IdleTimeout: idle, Clock: clock})
 	return p
 }
 

@@ -242,8 +242,7 @@ func TestSetPositionInvalid(t *testing.T) {
 // timeout and the advance are measured with time.Now, deterministically.
 func TestIdleAdvanceSystemClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, err := watermark.NewPartition(watermark.Config{})
-		require.NoError(t, err)
+		p := watermark.NewPartition(watermark.Config{})
 		event := at(7 * time.Minute)
 		p.Observe(event, time.Now())
 		require.NoError(t, p.SetPosition(5, 5))

@@ -50,12 +50,8 @@ type Partition struct {
 // NewPartition returns the watermark of a fresh partition: no data, watermark
 // unknown, not caught up. It reads cfg.Clock once, to start measuring quiet
 // time.
-func NewPartition(cfg Config) (*Partition, error) {
-	c, err := cfg.resolve()
-	if err != nil {
-		return nil, err
-	}
-	return newPartition(c), nil
+func NewPartition(cfg Config) *Partition {
+	return newPartition(cfg.resolve())
 }
 
 func newPartition(c Config) *Partition {
@@ -214,7 +210,7 @@ func (p *Partition) tick(now time.Time) bool {
 		p.since = now
 	}
 	quiet := now.Sub(p.since)
-	if !p.idle && quiet < p.cfg.idleTimeout() {
+	if idle := p.cfg.idleTimeout(); !p.idle && (idle < 0 || quiet < idle) {
 		return false
 	}
 	p.idle = true

@@ -145,8 +145,7 @@ func TestPerEventPathDoesNotAllocate(t *testing.T) {
 }
 
 func TestEndOfInputRaisesOnly(t *testing.T) {
-	p, err := watermark.NewPartition(watermark.Config{Lateness: time.Minute})
-	require.NoError(t, err)
+	p := watermark.NewPartition(watermark.Config{Lateness: time.Minute})
 	base := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
 	assert.True(t, p.EndOfInput(base), "from unknown")
 	wm, ok := p.Watermark()

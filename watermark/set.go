@@ -25,12 +25,8 @@ type entry[K comparable] struct {
 }
 
 // NewSet returns an empty set whose partitions all use cfg.
-func NewSet[K comparable](cfg Config) (*Set[K], error) {
-	c, err := cfg.resolve()
-	if err != nil {
-		return nil, err
-	}
-	return &Set[K]{cfg: c, parts: make(map[K]*Partition)}, nil
+func NewSet[K comparable](cfg Config) *Set[K] {
+	return &Set[K]{cfg: cfg.resolve(), parts: make(map[K]*Partition)}
 }
 
 // Config returns the configuration in effect, defaults filled in.

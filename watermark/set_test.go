@@ -17,8 +17,7 @@ type tp struct {
 
 func newSet(t *testing.T, clock watermark.Clock) *watermark.Set[tp] {
 	t.Helper()
-	s, err := watermark.NewSet[tp](watermark.Config{IdleTimeout: idleTimeout, Clock: clock})
-	require.NoError(t, err)
+	s := watermark.NewSet[tp](watermark.Config{IdleTimeout: idleTimeout, Clock: clock})
 	return s
 }
 

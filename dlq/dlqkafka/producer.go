@@ -42,13 +42,14 @@ type Config struct {
 	// TopicConfig is the configuration of created topics (retention.ms...); nil means none.
 	TopicConfig map[string]string
 	// MaxAttempts bounds the produce attempts of one dead letter, the first included; zero means
-	// [DefaultMaxAttempts]. librdkafka retries within an attempt until message.timeout.ms; an
-	// attempt ends with a failed delivery report.
+	// [DefaultMaxAttempts], negative one attempt (no retries). librdkafka retries within an
+	// attempt until message.timeout.ms; an attempt ends with a failed delivery report.
 	MaxAttempts int
-	// RetryBackoff is the wait before the next attempt; zero means [DefaultRetryBackoff].
+	// RetryBackoff is the wait before the next attempt; zero means [DefaultRetryBackoff],
+	// negative none.
 	RetryBackoff time.Duration
 	// MetadataTimeout bounds one lookup or creation of a topic, within Send's context; zero means
-	// [DefaultMetadataTimeout].
+	// [DefaultMetadataTimeout]. It must not be negative: a lookup is always bounded.
 	MetadataTimeout time.Duration
 	// MaxErrorMessage bounds the error message header in bytes (see [dlq.TruncateMessage]); zero
 	// means [DefaultMaxErrorMessage], negative means no bound.
@@ -82,6 +83,24 @@ type resolved struct {
 	partitions int
 }
 
+// attempts resolves MaxAttempts and RetryBackoff: zero means the default, negative no
+// retries and no wait.
+func attempts(n int, backoff time.Duration) (int, time.Duration) {
+	switch {
+	case n == 0:
+		n = DefaultMaxAttempts
+	case n < 0:
+		n = 1
+	}
+	switch {
+	case backoff == 0:
+		backoff = DefaultRetryBackoff
+	case backoff < 0:
+		backoff = 0
+	}
+	return n, backoff
+}
+
 // NewProducer checks cfg and starts an idempotent producer.
 func NewProducer(cfg Config) (*Producer, error) {
 	if cfg.ProcessorID == "" {
@@ -93,9 +112,8 @@ func NewProducer(cfg Config) (*Producer, error) {
 	if cfg.ReplicationFactor < 0 {
 		return nil, fmt.Errorf("%w: ReplicationFactor: expected >= 0, found %d", ErrConfig, cfg.ReplicationFactor)
 	}
-	if cfg.MaxAttempts < 0 || cfg.RetryBackoff < 0 || cfg.MetadataTimeout < 0 {
-		return nil, fmt.Errorf("%w: MaxAttempts, RetryBackoff and MetadataTimeout: expected >= 0, found %d, %s, %s",
-			ErrConfig, cfg.MaxAttempts, cfg.RetryBackoff, cfg.MetadataTimeout)
+	if cfg.MetadataTimeout < 0 {
+		return nil, fmt.Errorf("%w: MetadataTimeout: expected a positive duration or zero for the default, found %s", ErrConfig, cfg.MetadataTimeout)
 	}
 	hs, err := newHooks(cfg.Hooks)
 	if err != nil {
@@ -104,12 +122,7 @@ func NewProducer(cfg Config) (*Producer, error) {
 	if cfg.Topic == nil {
 		cfg.Topic = dlq.DefaultTopic
 	}
-	if cfg.MaxAttempts == 0 {
-		cfg.MaxAttempts = DefaultMaxAttempts
-	}
-	if cfg.RetryBackoff == 0 {
-		cfg.RetryBackoff = DefaultRetryBackoff
-	}
+	cfg.MaxAttempts, cfg.RetryBackoff = attempts(cfg.MaxAttempts, cfg.RetryBackoff)
 	if cfg.MetadataTimeout == 0 {
 		cfg.MetadataTimeout = DefaultMetadataTimeout
 	}

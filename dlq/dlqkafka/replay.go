@@ -50,13 +50,14 @@ type ReplayConfig struct {
 	// KeepTimestamp republishes with the original message's timestamp; false lets the producer
 	// stamp the replay's time.
 	KeepTimestamp bool
-	// MaxAttempts and RetryBackoff bound the produce attempts of one message, as in [Config];
-	// zero means [DefaultMaxAttempts] and [DefaultRetryBackoff]. A message still unconfirmed
-	// after them ends the replay with an error.
+	// MaxAttempts and RetryBackoff bound the produce attempts of one message, as in [Config]:
+	// zero means [DefaultMaxAttempts] and [DefaultRetryBackoff], negative one attempt and no
+	// wait. A message still unconfirmed after them ends the replay with an error.
 	MaxAttempts  int
 	RetryBackoff time.Duration
 	// MetadataTimeout bounds one metadata, offset or commit request; zero means
-	// [DefaultMetadataTimeout].
+	// [DefaultMetadataTimeout]. It must not be negative, nor must the three below: each is
+	// a bound the replay needs.
 	MetadataTimeout time.Duration
 	// CommitInterval is how often confirmed progress is committed while replaying; zero means
 	// [DefaultCommitInterval]. Progress is always committed at the end.
@@ -127,9 +128,17 @@ func (cfg ReplayConfig) withDefaults() (ReplayConfig, error) {
 		return cfg, fmt.Errorf("%w: TargetTopic is the dead-letter topic %q itself, expected another topic", ErrConfig, cfg.Topic)
 	case cfg.TargetPartition != nil && *cfg.TargetPartition < 0:
 		return cfg, fmt.Errorf("%w: TargetPartition: expected >= 0, found %d", ErrConfig, *cfg.TargetPartition)
-	case cfg.MaxAttempts < 0 || cfg.RetryBackoff < 0 || cfg.MetadataTimeout < 0 || cfg.CommitInterval < 0 ||
-		cfg.MaxInFlight < 0 || cfg.ShutdownTimeout < 0:
-		return cfg, fmt.Errorf("%w: MaxAttempts, RetryBackoff, MetadataTimeout, CommitInterval, MaxInFlight and ShutdownTimeout: expected >= 0", ErrConfig)
+	}
+	for _, f := range []struct {
+		name  string
+		value int64
+	}{
+		{"MetadataTimeout", int64(cfg.MetadataTimeout)}, {"CommitInterval", int64(cfg.CommitInterval)},
+		{"MaxInFlight", int64(cfg.MaxInFlight)}, {"ShutdownTimeout", int64(cfg.ShutdownTimeout)},
+	} {
+		if f.value < 0 {
+			return cfg, fmt.Errorf("%w: %s: expected a positive value or zero for the default, found %d", ErrConfig, f.name, f.value)
+		}
 	}
 	if err := dlq.ValidateTopic(cfg.Topic); err != nil {
 		return cfg, fmt.Errorf("%w: Topic: %w", ErrConfig, err)
@@ -145,8 +154,7 @@ func (cfg ReplayConfig) withDefaults() (ReplayConfig, error) {
 	if cfg.Group == "" {
 		cfg.Group = DefaultReplayGroupPrefix + cfg.Topic
 	}
-	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, DefaultMaxAttempts)
-	cfg.RetryBackoff = cmp.Or(cfg.RetryBackoff, DefaultRetryBackoff)
+	cfg.MaxAttempts, cfg.RetryBackoff = attempts(cfg.MaxAttempts, cfg.RetryBackoff)
 	cfg.MetadataTimeout = cmp.Or(cfg.MetadataTimeout, DefaultMetadataTimeout)
 	cfg.CommitInterval = cmp.Or(cfg.CommitInterval, DefaultCommitInterval)
 	cfg.MaxInFlight = cmp.Or(cfg.MaxInFlight, DefaultMaxInFlight)

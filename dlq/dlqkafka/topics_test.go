@@ -83,7 +83,7 @@ func TestProducerConfigErrors(t *testing.T) {
 		"no kafka config":      {ProcessorID: "p"},
 		"idempotence off":      {ProcessorID: "p", Kafka: c.ConfigMap(kafka.ConfigMap{"enable.idempotence": false})},
 		"auto-create on":       {ProcessorID: "p", Kafka: c.ConfigMap(kafka.ConfigMap{"allow.auto.create.topics": true})},
-		"negative attempts":    {ProcessorID: "p", Kafka: c.ConfigMap(), MaxAttempts: -1},
+		"negative timeout":     {ProcessorID: "p", Kafka: c.ConfigMap(), MetadataTimeout: -1},
 		"negative replication": {ProcessorID: "p", Kafka: c.ConfigMap(), ReplicationFactor: -1},
 	} {
 		t.Run(name, func(t *testing.T) {

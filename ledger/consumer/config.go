@@ -138,7 +138,7 @@ type Config[K comparable] struct {
 	// WindowSize is the tumbling window length. Zero means window.DefaultSize (5 minutes).
 	WindowSize time.Duration
 	// Lateness is the allowed lateness: a partition's watermark trails its maximum event time
-	// by this much. Zero means watermark.DefaultLateness (120 s).
+	// by this much. Zero means watermark.DefaultLateness (120 s); negative means none.
 	Lateness time.Duration
 	// IdleTimeout is how long a partition that is caught up must stay quiet before its
 	// watermark follows the wall clock (see the package documentation). Zero means
@@ -351,7 +351,6 @@ func (s *settings[K]) durations() error {
 		def  time.Duration
 	}{
 		{"WindowSize", &s.WindowSize, window.DefaultSize},
-		{"Lateness", &s.Lateness, watermark.DefaultLateness},
 		{"PollTimeout", &s.PollTimeout, DefaultPollTimeout},
 		{"WriteTimeout", &s.WriteTimeout, DefaultWriteTimeout},
 		{"AssignTimeout", &s.AssignTimeout, DefaultAssignTimeout},
@@ -368,6 +367,9 @@ func (s *settings[K]) durations() error {
 	}
 	if s.IdleTimeout == 0 {
 		s.IdleTimeout = watermark.DefaultIdleTimeout
+	}
+	if s.Lateness == 0 {
+		s.Lateness = watermark.DefaultLateness
 	}
 	if s.CommitTimeout == 0 {
 		s.CommitTimeout = DefaultCommitTimeout
@@ -442,11 +444,7 @@ func (s *settings[K]) parts() error {
 	if s.Logger == nil {
 		s.Logger = slog.Default()
 	}
-	idle := s.IdleTimeout
-	if idle < 0 {
-		idle = 0 // partitions are never reported caught up, so never idle
-	}
-	s.wm = watermark.Config{Lateness: s.Lateness, IdleTimeout: idle, Clock: watermark.ClockFunc(s.Clock)}
+	s.wm = watermark.Config{Lateness: s.Lateness, IdleTimeout: s.IdleTimeout, Clock: watermark.ClockFunc(s.Clock)}
 	s.win = window.Config[K]{Size: s.WindowSize, Retain: s.RetainKey}
 	if t, ok := s.Sink.(tables); ok {
 		agg, states := t.Tables()
@@ -458,9 +456,6 @@ func (s *settings[K]) parts() error {
 	}
 	if _, err := window.New[K](s.win); err != nil {
 		return configError("WindowSize: %v", err)
-	}
-	if _, err := watermark.NewPartition(s.wm); err != nil {
-		return configError("Lateness or IdleTimeout: %v", err)
 	}
 	return nil
 }

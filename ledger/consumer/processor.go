@@ -229,10 +229,7 @@ func (c *counters) snapshot() Counters {
 }
 
 func newProcessor[K comparable](s *settings[K], cl client) (*processor[K], error) {
-	marks, err := watermark.NewSet[ledger.TopicPartition](s.wm)
-	if err != nil {
-		return nil, fmt.Errorf("%w: Lateness or IdleTimeout: %w", ErrConfig, err)
-	}
+	marks := watermark.NewSet[ledger.TopicPartition](s.wm)
 	return &processor[K]{
 		s:          s,
 		log:        s.Logger,
