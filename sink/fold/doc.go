@@ -16,13 +16,13 @@
 //
 // # Fold
 //
-// The call that completes a window computes every key's merged row once: window.Merge of
-// the key's partials in (topic, partition) order, stored and in-memory alike, where a
-// source's in-memory partial of a key replaces its stored one, each decoded with the spec's
-// exact limit. The numbers equal [sink.AggregateSpec.SummarizePartials] with the spec of those partials in that
-// order, the quantile by the spec's method. The call's own partials of the window are
-// not stored. Attributes take the first value in that order; the implementation keeps the
-// stored value where none has one (COALESCE).
+// The call that completes a window computes every key's merged row once: window.Merge of the
+// key's partials in (topic, partition) order, stored and in-memory alike, where a source's
+// in-memory partial of a key replaces its stored one, each decoded with the spec's exact limit.
+// The numbers equal [sink.AggregateSpec.SummarizePartials] with the spec of those partials in
+// that order, the quantile by the spec's method. The call's own partials of the window are not
+// stored. Attributes take the first value in that order; the implementation keeps the stored
+// value where none has one (COALESCE).
 //
 // A window that is not complete keeps its partials compactly: one row per (window, source)
 // holding every key's entry in one [Blob]. A later batch of the same window and source
@@ -37,11 +37,12 @@
 // merged rows it touches are rewritten and the folded row with them. A partial from a
 // source already folded into its window is a replay of a final window and is dropped.
 //
-// Folded rows are pruned once they were last written more than the horizon ago, by the
-// writers' clock ([Horizon], [Pruner]): a Kafka record is appended before its window folds,
-// so a horizon at least as long as the source's retention outlives every redelivery of it,
-// also for windows of historical data folded today. A window whose merged rows are stored but whose folded row is gone is final:
-// partials of it from any source are dropped and its merged rows stay as they are. A
-// partition added later, or a replay of a window older than the horizon, therefore changes
-// no stored row; the horizon must cover the sources' retention for replays to be harmless.
+// Folded rows are pruned once they were last written more than the horizon ago, by the writers'
+// clock ([sink.Horizon], [Pruner]): a Kafka record is appended before its window folds, so a horizon
+// at least as long as the source's retention outlives every redelivery of it, also for windows
+// of historical data folded today. A window whose merged rows are stored but whose folded row
+// is gone is final: partials of it from any source are dropped and its merged rows stay as they
+// are. A partition added later, or a replay of a window older than the horizon, therefore
+// changes no stored row; the horizon must cover the sources' retention for replays to be
+// harmless.
 package fold

@@ -60,9 +60,9 @@
 // # Horizon
 //
 // Folded rows are kept for [Config.Horizon] after they were written (7 days unless set;
-// negative keeps them forever), by the writer's clock, not the window's end, so that a
-// replay of historical data keeps its windows: within it a partition registered later is
-// merged into a written window. A close write prunes at most 64 of the oldest expired folded rows, at most
+// negative keeps them forever), by the writer's clock, not the window's end, so that a replay
+// of historical data keeps its windows: within it a partition registered later is merged into a
+// written window. A close write prunes at most 64 of the oldest expired folded rows, at most
 // once a minute per [Sink]; there is no background work. Past the horizon a window's merged
 // rows are final and partials of it are ignored, so [New] refuses a horizon shorter than
 // [Config.SourceRetention] ([sink.ErrHorizon]), as [NewEffects] does for markers.

@@ -150,11 +150,11 @@ func (e *Effects) Statements() []string {
 // takes one more such round.
 //
 // A transient failure (a lost connection, a deadlock, a serialization failure) retries the
-// whole batch, up to the retry policy. A commit whose acknowledgement was lost is recognised
-// by the retry, from the random token its markers carry, and its results are returned. Any other failure, or one that persists, is
-// returned as a [*sink.WriteError]: nothing of the batch may be assumed committed, and no
-// results are returned. An operation without an ID, or a nil effect, is an error wrapping
-// [sink.ErrInvalid], and nothing is written.
+// whole batch, up to the retry policy. A commit whose acknowledgement was lost is recognised by
+// the retry, from the random token its markers carry, and its results are returned. Any other
+// failure, or one that persists, is returned as a [*sink.WriteError]: nothing of the batch may
+// be assumed committed, and no results are returned. An operation without an ID, or a nil
+// effect, is an error wrapping [sink.ErrInvalid], and nothing is written.
 func (e *Effects) Apply(ctx context.Context, ops []sink.Operation, effect Effect) ([]sink.Result, error) {
 	if effect == nil {
 		return nil, fmt.Errorf("%w: nil effect", sink.ErrInvalid)

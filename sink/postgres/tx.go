@@ -10,10 +10,10 @@ import (
 	"github.com/streamledger/streamledger/internal/faults"
 )
 
-// attemptTx runs one attempt of op: fn inside a READ COMMITTED transaction on a connection
-// of pool, with the injected faults (package faults) called at their points. READ COMMITTED is set explicitly because
-// the close path depends on it: each statement after the advisory locks must see what the
-// writer that held them committed, whatever the server's default isolation is.
+// attemptTx runs one attempt of op: fn inside a READ COMMITTED transaction on a connection of
+// pool, with the injected faults (package faults) called at their points. READ COMMITTED is set
+// explicitly because the close path depends on it: each statement after the advisory locks must
+// see what the writer that held them committed, whatever the server's default isolation is.
 func attemptTx(ctx context.Context, pool *pgxpool.Pool, a faults.Attempt, fn func(ctx context.Context, tx pgx.Tx) error) (err error) {
 	if err := faults.At(ctx, faults.BeforeBegin, a); err != nil {
 		return err

@@ -13,18 +13,19 @@
 //		}, sinktest.Features{ConcurrentWriters: true})
 //	}
 //
-// It checks the guarantees of package sink: the same finalized window written twice is one
-// row (10, 144.0, 300.0), not two; registered partitions hold windows back, empty ones and
-// topics that never wrote a partial do not, and only complete windows have merged rows; a
-// partition's rewritten partial replaces its keys before the window completes; merging
-// across partitions; duplicate and reordered batches; merge determinism (rows equal to
-// [sink.AggregateSpec.SummarizePartials] in (topic, partition) order whatever order the partitions wrote in, digests
-// included); a partition registered after its window was written is merged in, a replay of a
-// written window is ignored, and past the horizon a window's rows are final; a call's batches
-// are written together or not at all; concurrent writers against a single writer; progress
-// that never goes back; readiness; attribute COALESCE; the last-write-wins guard (also under
-// concurrent writers); and that invalid input writes nothing. Its tables ([Aggregates],
-// [Latest]) name every column and its clock is fixed ([Now]), so every column is compared.
+// It checks the guarantees of package sink: the same finalized window written twice is one row
+// (10, 144.0, 300.0), not two; registered partitions hold windows back, empty ones and topics
+// that never wrote a partial do not, and only complete windows have merged rows; a partition's
+// rewritten partial replaces its keys before the window completes; merging across partitions;
+// duplicate and reordered batches; merge determinism (rows equal to
+// [sink.AggregateSpec.SummarizePartials] in (topic, partition) order whatever order the
+// partitions wrote in, digests included); a partition registered after its window was written
+// is merged in, a replay of a written window is ignored, and past the horizon a window's rows
+// are final; a call's batches are written together or not at all; concurrent writers against a
+// single writer; progress that never goes back; readiness; attribute COALESCE; the
+// last-write-wins guard (also under concurrent writers); and that invalid input writes nothing.
+// Its tables ([Aggregates], [Latest]) name every column and its clock is fixed ([Now]), so
+// every column is compared.
 //
 // # Memory
 //

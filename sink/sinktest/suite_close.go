@@ -263,8 +263,9 @@ func writeInOrder(t *testing.T, ctx context.Context, s Subject, batches [][]sink
 	}
 }
 
-// checkCanonical asserts that every row is AggregateSpec.SummarizePartials of the scenario's partials of its key
-// in (topic, partition) order, and that every key of the scenario has a row.
+// checkCanonical asserts that every row is AggregateSpec.SummarizePartials of the scenario's
+// partials of its key in (topic, partition) order, and that every key of the scenario has a
+// row.
 func checkCanonical(t *testing.T, batches [][]sink.CloseBatch, rows []sink.Aggregate) {
 	t.Helper()
 	want := map[sink.Key][][]byte{}

@@ -54,8 +54,9 @@ func testQuantileDefinition(t *testing.T, f Factory, _ Features) {
 				pa.Stats = parts[len(parts)-1]
 				require.NoError(t, s.WriteClose(ctx, closeOf(p, end, pa)))
 			}
-			// check compares the row with AggregateSpec.SummarizePartials of stored: the partials of the first
-			// fold, then the folded stats and the later partition's partial.
+			// check compares the row with AggregateSpec.SummarizePartials of stored: the
+			// partials of the first fold, then the folded stats and the later partition's
+			// partial.
 			check := func(what string, stored ...[]byte) {
 				got, ok := aggregate(t, ctx, s, keyOf(0, "line", "A"))
 				require.True(t, ok, what)
