@@ -106,9 +106,3 @@ type StateRow struct {
 	// Values holds the values of the spec's value columns, in order.
 	Values []any
 }
-
-// Progress is the stored closed_through of one source partition.
-type Progress struct {
-	TopicPartition
-	ClosedThrough time.Time
-}

@@ -19,31 +19,35 @@ import (
 	"github.com/streamledger/streamledger/window"
 )
 
-// Defaults for the zero values of [Config].
+// Defaults for the zero values of [Config], and the bound of EffectBatch.
 const (
 	DefaultFlushInterval     = 5 * time.Second
 	DefaultPollTimeout       = 100 * time.Millisecond
 	DefaultWriteTimeout      = 30 * time.Second
 	DefaultAssignTimeout     = 30 * time.Second
 	DefaultDeadLetterBackoff = time.Second
-	MaxDeadLetterBackoff     = 30 * time.Second
 	DefaultShutdownTimeout   = 30 * time.Second
 	DefaultCloseTimeout      = 10 * time.Second
 	DefaultCommitTimeout     = 10 * time.Second
+	DefaultResumeAt          = 0.5
+	DefaultEffectBatch       = 256
+	MaxEffectBatch           = 8192
+	DefaultBufferLimit       = 256 << 20
+)
+
+const (
+	// maxDeadLetterBackoff caps the doubling backoff of a dead letter sent again, unless
+	// DeadLetterBackoff is longer.
+	maxDeadLetterBackoff = 30 * time.Second
 	// defaultSessionTimeout is librdkafka's session.timeout.ms default.
 	defaultSessionTimeout = 45 * time.Second
-	DefaultResumeAt       = 0.5
-	DefaultEffectBatch    = 256
-	MaxEffectBatch        = 8192
-	// DefaultBufferLimit is the BufferLimit of a zero Config.
-	DefaultBufferLimit = 256 << 20
 	// maxPrefetch bounds the client's share of BufferLimit.
 	maxPrefetch = 64 << 20
 	// minBufferLimit is the smallest BufferLimit.
 	minBufferLimit = 64 << 10
-	// DefaultFetchQueueBackoff is the fetch.queue.backoff.ms the consumer gives librdkafka
+	// fetchQueueBackoff is the fetch.queue.backoff.ms the consumer gives librdkafka
 	// when the configuration does not set it; see Config.Kafka.
-	DefaultFetchQueueBackoff = 20 * time.Millisecond
+	fetchQueueBackoff = 20 * time.Millisecond
 )
 
 // DeadLetterer sends a message that failed to decode to its dead-letter topic.
@@ -69,10 +73,10 @@ type Config[K comparable] struct {
 	// watermark: librdkafka issue 3927). A user who set them believes something that is not
 	// true, so New says so. go.events.channel.enable=true is rejected too: the consumer polls.
 	//
-	// Unless it is set, fetch.queue.backoff.ms is DefaultFetchQueueBackoff (20 ms) rather than
-	// librdkafka's 1 s: librdkafka stops fetching a partition whose local queue holds
-	// queued.min.messages, and looks again only after that backoff, so a consumer that drains
-	// the queue in less than a second waits for the rest of it with nothing to decide.
+	// Unless it is set, fetch.queue.backoff.ms is 20 ms rather than librdkafka's 1 s:
+	// librdkafka stops fetching a partition whose local queue holds queued.min.messages, and
+	// looks again only after that backoff, so a consumer that drains the queue in less than a
+	// second waits for the rest of it with nothing to decide.
 	Kafka kafka.ConfigMap
 
 	// Topics maps each source topic to the handler of its messages. Regular expression
@@ -164,9 +168,9 @@ type Config[K comparable] struct {
 	// only.
 	FlushWhenCaughtUp time.Duration
 
-	// WriteTimeout bounds the sink writes of one tick (the state flush and the close batches
-	// of every partition) and of one revocation. What did not succeed in time is retried at the next
-	// tick. Zero means DefaultWriteTimeout (30 s). It must stay well below
+	// WriteTimeout bounds the sink writes of one tick (the state flush and the close batches of
+	// every partition) and of one revocation. What did not succeed in time is retried at the
+	// next tick. Zero means DefaultWriteTimeout (30 s). It must stay well below
 	// max.poll.interval.ms, which New checks when the Kafka configuration sets it.
 	WriteTimeout time.Duration
 	// SyncWrites makes every tick write, then commit, before polling resumes, so that no
@@ -213,8 +217,8 @@ type Config[K comparable] struct {
 	// consumer cannot know from which watermark to decide. Zero means DefaultAssignTimeout.
 	AssignTimeout time.Duration
 	// DeadLetterBackoff is the wait before a dead letter whose delivery failed is sent again;
-	// it doubles on each failure of the same letter, up to MaxDeadLetterBackoff. Zero means
-	// DefaultDeadLetterBackoff (1 s).
+	// it doubles on each failure of the same letter, up to 30 s (or DeadLetterBackoff when
+	// longer). Zero means DefaultDeadLetterBackoff (1 s).
 	DeadLetterBackoff time.Duration
 	// ShutdownTimeout bounds the graceful shutdown after Run's context is cancelled: waiting
 	// for dead-letter delivery reports, the last writes and the last commit. Zero means
@@ -492,7 +496,7 @@ func (s *settings[K]) effectBounds() error {
 // or an error naming a property that contradicts them or a required one that is missing.
 func kafkaConfig(user kafka.ConfigMap) (kafka.ConfigMap, error) {
 	forced := kafka.ConfigMap{"enable.auto.commit": false, "enable.auto.offset.store": false, "go.events.channel.enable": false}
-	defaults := kafka.ConfigMap{"fetch.queue.backoff.ms": int(DefaultFetchQueueBackoff / time.Millisecond)}
+	defaults := kafka.ConfigMap{"fetch.queue.backoff.ms": int(fetchQueueBackoff / time.Millisecond)}
 	out, err := kafkaconf.Apply(user, forced, defaults)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w: the consumer commits only what the ledger says is durable, with the "+

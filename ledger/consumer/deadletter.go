@@ -84,7 +84,7 @@ func (p *processor[K]) send(ctx context.Context, pt *part[K], l *letter) {
 // acked, so its offset and every one after it stay uncommitted until it is delivered.
 func (p *processor[K]) failedLetter(l *letter, err error) {
 	p.counters.dlFail.Add(1)
-	l.backoff = min(max(2*l.backoff, p.s.DeadLetterBackoff), max(MaxDeadLetterBackoff, p.s.DeadLetterBackoff))
+	l.backoff = min(max(2*l.backoff, p.s.DeadLetterBackoff), max(maxDeadLetterBackoff, p.s.DeadLetterBackoff))
 	l.due = p.s.Clock().Add(l.backoff)
 	p.log.Warn("dead letter not delivered; sending it again after a backoff",
 		"partition", l.tp.String(), "offset", l.offset, "attempt", l.attempt, "backoff", l.backoff, "error", err)
