@@ -43,6 +43,7 @@ func (c *Call) Plan(partials []Partials, folded []Folded, final []time.Time) (*P
 		}
 		return w, nil
 	}
+	var attrs []*string // the attribute slots of the entries of the window run, one backing array
 	for bi, b := range c.batches {
 		for i, p := range b.Partials {
 			w, err := get(p.WindowStart, p.WindowEnd)
@@ -50,9 +51,12 @@ func (c *Call) Plan(partials []Partials, folded []Folded, final []time.Time) (*P
 				return nil, err
 			}
 			if i == 0 || !p.WindowStart.Equal(b.Partials[i-1].WindowStart) {
-				w.batch[b.Source] = nil
+				run := runOf(b.Partials[i:])
+				w.batch[b.Source] = make([]Entry, 0, run)
+				attrs = make([]*string, run*len(c.spec.Attributes))
 			}
-			e := c.entry(p)
+			e := c.entry(p, attrs[:len(c.spec.Attributes):len(c.spec.Attributes)])
+			attrs = attrs[len(c.spec.Attributes):]
 			e.decoded = c.decoded[bi][i]
 			w.batch[b.Source] = append(w.batch[b.Source], e)
 		}
@@ -112,10 +116,10 @@ func (c *Call) planWindow(out *Plan, w *pending) error {
 }
 
 // entry converts a prepared partial.
-func (c *Call) entry(p sink.Partial) Entry {
+func (c *Call) entry(p sink.Partial, attrs []*string) Entry {
 	e := Entry{Dimension: p.Dimension, DimensionID: p.DimensionID, Stats: p.Stats}
-	if n := len(c.spec.Attributes); n > 0 {
-		e.Attrs = make([]*string, n)
+	if len(attrs) > 0 {
+		e.Attrs = attrs
 		for j, name := range c.spec.Attributes {
 			if v, ok := p.Attrs[name]; ok {
 				e.Attrs[j] = &v
@@ -348,4 +352,14 @@ func sortedSources[V any](m map[sink.TopicPartition]V) []sink.TopicPartition {
 	}
 	slices.SortFunc(out, sink.CompareSources)
 	return out
+}
+
+// runOf counts the partials at the start of ps that share its window (ps is in key order,
+// so they are the first ones).
+func runOf(ps []sink.Partial) int {
+	n := 1
+	for n < len(ps) && ps[n].WindowStart.Equal(ps[0].WindowStart) {
+		n++
+	}
+	return n
 }

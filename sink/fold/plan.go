@@ -96,10 +96,10 @@ type Call struct {
 }
 
 // NewCall validates the batches of one call: a source appears at most once; times are made
-// UTC, partials collapsed to the last one per key and ordered by key; every partial's stats
-// decode and hold a value, its window ends after it starts and at or before its batch's
-// ClosedThrough, and it carries only attributes the spec declares; the partials of one window
-// start agree on its end. Errors wrap [sink.ErrInvalid]; nothing may be written then. spec
+// UTC, partials collapsed to the last one per key and ordered by key; every partial's window
+// ends after it starts and at or before its batch's ClosedThrough, and it carries only
+// attributes the spec declares; the stats of every partial kept decode and hold a value; the
+// partials of one window start agree on its end. Errors wrap [sink.ErrInvalid]; nothing may be written then. spec
 // must have its defaults applied.
 func NewCall(spec sink.AggregateSpec, batches []sink.CloseBatch) (*Call, error) {
 	c := &Call{spec: spec, batches: make([]sink.CloseBatch, len(batches)), decoded: make([][]*window.Stats, len(batches)),

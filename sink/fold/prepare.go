@@ -25,19 +25,23 @@ func prepare(spec sink.AggregateSpec, b sink.CloseBatch) (sink.CloseBatch, []*wi
 		attrs[a] = true
 	}
 	out := sink.CloseBatch{Source: b.Source, ClosedThrough: b.ClosedThrough.UTC()}
-	index := make(map[sink.Key]int, len(b.Partials))
-	out.Partials = make([]sink.Partial, 0, len(b.Partials))
-	decoded := make([]*window.Stats, 0, len(b.Partials))
-	for i, p := range b.Partials {
-		p.WindowStart = p.WindowStart.UTC()
-		p.WindowEnd = p.WindowEnd.UTC()
-		if !p.WindowEnd.After(p.WindowStart) {
-			return sink.CloseBatch{}, nil, fmt.Errorf("%w: partial %d of %s: window end %s must be after start %s",
-				sink.ErrInvalid, i, b.Source, p.WindowEnd.Format(time.RFC3339Nano), p.WindowStart.Format(time.RFC3339Nano))
+	// Sorting the positions by key, stably, puts the partials of one key next to each other in
+	// the order given: the last of each run is the one kept.
+	order := make([]int, len(b.Partials))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return sink.CompareKeys(b.Partials[i].Key, b.Partials[j].Key) })
+	out.Partials = make([]sink.Partial, 0, len(order))
+	stats := make([]*window.Stats, 0, len(order))
+	for n, i := range order {
+		p := b.Partials[i]
+		p.WindowStart, p.WindowEnd = p.WindowStart.UTC(), p.WindowEnd.UTC()
+		if err := checkPartial(spec, attrs, out.ClosedThrough, b.Source, i, p); err != nil {
+			return sink.CloseBatch{}, nil, err
 		}
-		if p.WindowEnd.After(out.ClosedThrough) {
-			return sink.CloseBatch{}, nil, fmt.Errorf("%w: partial %d of %s ends at %s, after the batch's closed_through %s",
-				sink.ErrInvalid, i, b.Source, p.WindowEnd.Format(time.RFC3339Nano), out.ClosedThrough.Format(time.RFC3339Nano))
+		if n+1 < len(order) && sink.CompareKeys(b.Partials[order[n+1]].Key, b.Partials[i].Key) == 0 {
+			continue // a later partial of the same key replaces it
 		}
 		st, err := spec.Decode(p.Stats)
 		if err != nil {
@@ -47,29 +51,28 @@ func prepare(spec sink.AggregateSpec, b sink.CloseBatch) (sink.CloseBatch, []*wi
 			return sink.CloseBatch{}, nil, fmt.Errorf("%w: partial %d of %s (%s/%s) holds no value; a closed window yields partials only for keys that saw one",
 				sink.ErrInvalid, i, b.Source, p.Dimension, p.DimensionID)
 		}
-		for name := range p.Attrs {
-			if !attrs[name] {
-				return sink.CloseBatch{}, nil, fmt.Errorf("%w: partial %d of %s carries attribute %q; the spec declares %q",
-					sink.ErrInvalid, i, b.Source, name, spec.Attributes)
-			}
-		}
-		if j, ok := index[p.Key]; ok {
-			out.Partials[j], decoded[j] = p, st
-			continue
-		}
-		index[p.Key] = len(out.Partials)
 		out.Partials = append(out.Partials, p)
-		decoded = append(decoded, st)
+		stats = append(stats, st)
 	}
-	order := make([]int, len(out.Partials))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(i, j int) int { return sink.CompareKeys(out.Partials[i].Key, out.Partials[j].Key) })
-	partials, stats := make([]sink.Partial, len(order)), make([]*window.Stats, len(order))
-	for i, j := range order {
-		partials[i], stats[i] = out.Partials[j], decoded[j]
-	}
-	out.Partials = partials
 	return out, stats, nil
+}
+
+// checkPartial checks partial i of source's batch: its window, its end against the batch's
+// closed_through, and its attributes against the spec's (attrs).
+func checkPartial(spec sink.AggregateSpec, attrs map[string]bool, closedThrough time.Time, source sink.TopicPartition, i int, p sink.Partial) error {
+	if !p.WindowEnd.After(p.WindowStart) {
+		return fmt.Errorf("%w: partial %d of %s: window end %s must be after start %s",
+			sink.ErrInvalid, i, source, p.WindowEnd.Format(time.RFC3339Nano), p.WindowStart.Format(time.RFC3339Nano))
+	}
+	if p.WindowEnd.After(closedThrough) {
+		return fmt.Errorf("%w: partial %d of %s ends at %s, after the batch's closed_through %s",
+			sink.ErrInvalid, i, source, p.WindowEnd.Format(time.RFC3339Nano), closedThrough.Format(time.RFC3339Nano))
+	}
+	for name := range p.Attrs {
+		if !attrs[name] {
+			return fmt.Errorf("%w: partial %d of %s carries attribute %q; the spec declares %q",
+				sink.ErrInvalid, i, source, name, spec.Attributes)
+		}
+	}
+	return nil
 }

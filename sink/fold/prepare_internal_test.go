@@ -34,7 +34,7 @@ func TestPrepareCollapsesSortsAndConvertsToUTC(t *testing.T) {
 		Partials: []sink.Partial{
 			{Key: k("b"), WindowEnd: end, Stats: stats(t, 1)},
 			{Key: k("a"), WindowEnd: end, Stats: stats(t, 2)},
-			{Key: k("b"), WindowEnd: end, Stats: stats(t, 3)},
+			{Key: sink.Key{WindowStart: t0, Dimension: "line", DimensionID: "b"}, WindowEnd: end, Stats: stats(t, 3)}, // the same instant in UTC
 		},
 	}
 	out, decoded, err := prepare(sink.AggregateSpec{}, in)

@@ -1,0 +1,66 @@
+package fold_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/fold"
+	"github.com/streamledger/streamledger/window"
+)
+
+// BenchmarkFold measures the client side of the call that completes a window: six
+// partitions' closes of keys keys (each key in every partition, a few values each) prepared,
+// planned and folded into merged rows and the folded row, without storing a partial, as a
+// tick of a caught-up consumer does. ns/row is per merged row.
+func BenchmarkFold(b *testing.B) {
+	const sources = 6
+	for _, keys := range []int{1000, 20000} {
+		b.Run(fmt.Sprintf("keys=%d", keys), func(b *testing.B) {
+			batches := foldBatches(b, sources, keys)
+			registered := make([]fold.Progress, sources)
+			for i := range registered {
+				registered[i] = fold.Progress{Source: batches[i].Source, ClosedThrough: t0}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				c, err := fold.NewCall(spec, batches)
+				if err != nil {
+					b.Fatal(err)
+				}
+				c.SetProgress(registered, []string{"a"})
+				p, err := c.Plan(nil, nil, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(p.Insert) != keys || len(p.Folded) != 1 {
+					b.Fatalf("%d merged rows and %d folded, want %d and 1", len(p.Insert), len(p.Folded), keys)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*keys), "ns/row")
+		})
+	}
+}
+
+// foldBatches returns one close batch per source, each with a partial of every key.
+func foldBatches(b *testing.B, sources, keys int) []sink.CloseBatch {
+	r := rand.New(rand.NewPCG(1, 2))
+	out := make([]sink.CloseBatch, sources)
+	for s := range out {
+		out[s] = sink.CloseBatch{Source: src("a", int32(s)), ClosedThrough: end0, Partials: make([]sink.Partial, keys)}
+		for k := range keys {
+			st := window.NewStats()
+			for range 1 + r.IntN(4) {
+				st.Add(float64(r.IntN(600)))
+			}
+			data, err := st.MarshalBinary()
+			if err != nil {
+				b.Fatal(err)
+			}
+			out[s].Partials[k] = sink.Partial{Key: sink.Key{WindowStart: t0, Dimension: "stop", DimensionID: fmt.Sprintf("s%05d", k)},
+				WindowEnd: end0, Stats: data}
+		}
+	}
+	return out
+}
