@@ -9,6 +9,8 @@ RACE := ./ledger/... ./window/... ./watermark/... ./sink/...
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 export DATABASE_URL
+MYSQL_DSN ?= root@tcp(127.0.0.1:3306)/test
+export MYSQL_DSN
 
 .PHONY: test fmt-check vet test-race test-rest bench lint fuzz demo chaos
 
