@@ -72,3 +72,10 @@ func At(ctx context.Context, p Point, a Attempt) error {
 	}
 	return f(ctx, p, a)
 }
+
+// Armed reports whether ctx carries an injector, so that a sink fetches what only an
+// injector needs (a connection id costs a round trip on some servers) only when one is set.
+func Armed(ctx context.Context) bool {
+	f, _ := ctx.Value(key{}).(Func)
+	return f != nil
+}
