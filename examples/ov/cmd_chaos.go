@@ -22,9 +22,18 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	dsn := f.String("dsn", "DATABASE_URL", DefaultDatabaseURL, "Postgres connection string")
 	workDir := f.String("workdir", "", "", "directory for the processes' logs (default: a temporary one, removed on success)")
 	seed := f.Int("seed", "", 1, "seed of the random fault instants")
+	cluster := f.String("postgres-cluster", "", "", "the Postgres cluster the full run stops and starts, VERSION/NAME as pg_ctlcluster takes it\n"+
+		"(default: the main cluster of the only version in /etc/postgresql); --dsn must point at it")
 	brokerFlags := f.String("broker-flags", "", "", "flags added to every \"ov broker\" (space-separated), e.g. --no-expiry")
-	if err := f.parse(args); err != nil {
+	err := f.parse(args)
+	if err != nil {
 		return err
+	}
+	var pgCluster func(context.Context, string) error
+	if *full || *cluster != "" {
+		if pgCluster, err = chaos.Cluster(*cluster); err != nil {
+			return err
+		}
 	}
 	bin, err := os.Executable()
 	if err != nil {
@@ -45,7 +54,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		names = strings.Split(*scenarios, ",")
 	}
 	results, err := chaos.Run(ctx, chaos.Config{Binary: bin, DSN: *dsn, Size: size, Scenarios: names, WorkDir: dir,
-		Progress: stderr, Seed: uint64(*seed), BrokerFlags: strings.Fields(*brokerFlags)})
+		Progress: stderr, Seed: uint64(*seed), BrokerFlags: strings.Fields(*brokerFlags), PostgresCluster: pgCluster})
 	chaos.WriteTable(stdout, size.Name, results)
 	if err != nil {
 		return err

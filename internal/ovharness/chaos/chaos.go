@@ -169,7 +169,8 @@ type Config struct {
 	// classic-protocol wedge in scenario rapid-kills).
 	BrokerFlags []string
 	// PostgresCluster stops and starts the server when Size.RestartPostgres is set; nil
-	// means pg_ctlcluster on the only cluster in /etc/postgresql.
+	// means pg_ctlcluster on the main cluster of the only version in /etc/postgresql
+	// ([Cluster]).
 	PostgresCluster func(ctx context.Context, action string) error
 }
 
@@ -236,7 +237,11 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 		cfg.Progress = io.Discard
 	}
 	if cfg.PostgresCluster == nil {
-		cfg.PostgresCluster = pgCtlCluster
+		c, err := Cluster("")
+		if err != nil {
+			c = func(context.Context, string) error { return err }
+		}
+		cfg.PostgresCluster = c
 	}
 	names := cfg.Scenarios
 	if len(names) == 0 {

@@ -660,16 +660,27 @@ func waitExit(ctx context.Context, p *proc, d time.Duration) error {
 	return nil
 }
 
-// pgCtlCluster stops or starts the only Postgres cluster of a Debian-style installation.
-func pgCtlCluster(ctx context.Context, action string) error {
-	entries, err := os.ReadDir("/etc/postgresql")
-	if err != nil || len(entries) != 1 {
-		return fmt.Errorf("looking for the one cluster in /etc/postgresql: %v entries, %v", len(entries), err)
+// Cluster returns a PostgresCluster that stops and starts a Debian-style cluster with
+// pg_ctlcluster: version/name, such as "15/chaos"; an empty spec means the "main" cluster of
+// the only version in /etc/postgresql.
+func Cluster(spec string) (func(ctx context.Context, action string) error, error) {
+	version, name, ok := strings.Cut(spec, "/")
+	switch {
+	case spec == "":
+		entries, err := os.ReadDir("/etc/postgresql")
+		if err != nil || len(entries) != 1 {
+			return nil, fmt.Errorf("looking for the one version in /etc/postgresql: %d entries, %v", len(entries), err)
+		}
+		version, name = entries[0].Name(), "main"
+	case !ok || version == "" || name == "":
+		return nil, fmt.Errorf("postgres cluster %q: want VERSION/NAME, such as 15/main", spec)
 	}
-	cmd := exec.CommandContext(ctx, "pg_ctlcluster", "--skip-systemctl-redirect", entries[0].Name(), "main", action)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("pg_ctlcluster %s: %w: %s", action, err, strings.TrimSpace(string(out)))
-	}
-	return nil
+	return func(ctx context.Context, action string) error {
+		cmd := exec.CommandContext(ctx, "pg_ctlcluster", "--skip-systemctl-redirect", version, name, action)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("pg_ctlcluster %s %s %s: %w: %s", version, name, action, err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	}, nil
 }
