@@ -208,9 +208,10 @@ type Config[K comparable] struct {
 	// CommitTimeout bounds the wait for one offset commit: librdkafka waits for the group
 	// coordinator without a bound (a broker restart can hold a commit for many seconds), and
 	// the polling goroutine waits for it. A commit that takes longer is taken as failed (its
-	// offsets are sent again later) and no other commit is sent until it returns. The
-	// shutdown's commit is also bounded by ShutdownTimeout. Zero means DefaultCommitTimeout
-	// (10 s); negative means no bound.
+	// offsets are sent again later) and no other commit is sent until it returns. A stop
+	// (Run's context ending) ends the wait at once, so that the shutdown does not start late;
+	// the shutdown waits for a commit left behind, then sends its own, both within
+	// ShutdownTimeout. Zero means DefaultCommitTimeout (10 s); negative means no bound.
 	CommitTimeout time.Duration
 	// AssignTimeout bounds reading the committed offsets and the sink's progress of newly
 	// assigned partitions. Failing that, Run stops with an error wrapping [ErrAssign]: the

@@ -125,6 +125,7 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 		}
 	}()
 	c.work = work
+	c.p.stopRequested = ctx.Done()
 	c.p.startWorkers(work)
 	defer c.p.stopWorkers()
 	c.p.live.started(time.Now())
@@ -391,6 +392,7 @@ func (c *Consumer[K]) shutdown(kc *kafka.Consumer) error {
 	defer cancel()
 	c.p.barrier()
 	c.p.waitDeadLetters(ctx)
+	c.p.waitCommit(ctx)
 	// The same as a revocation of every partition: state flushed, closes written, the durable
 	// prefix committed (never past it), state dropped; then the client lets go of them.
 	owned := c.p.owned()

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -508,23 +509,42 @@ func TestKafkaFailedWriteHoldsThePartition(t *testing.T) {
 }
 
 // A commit the broker never answers (a coordinator that went away) holds neither the loop
-// nor the shutdown past their bounds: Run returns within ShutdownTimeout and CloseTimeout.
+// nor the shutdown past their bounds: Run returns within ShutdownTimeout and CloseTimeout,
+// whether the stop comes after the commit timed out or while the loop still waits for it
+// (CommitTimeout of an hour).
 func TestKafkaCommitNeverAnswered(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		commitTimeout time.Duration
+	}{
+		{"after the commit timed out", 200 * time.Millisecond},
+		{"while the loop waits for it", time.Hour},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testCommitNeverAnswered(t, tc.commitTimeout) })
+	}
+}
+
+func testCommitNeverAnswered(t *testing.T, commitTimeout time.Duration) {
 	c := kafkatest.Start(t, kafkatest.Config{Topics: map[string]int32{"na": 1}})
 	produceStream(t, c, "na", "s 0:01", "s 0:02")
 	in := start(t, "na", clientConfig(c, "gna", ""), newMemory(t), []string{"na"}, func(cfg *Config[string]) {
-		cfg.CommitTimeout = 200 * time.Millisecond
+		cfg.CommitTimeout = commitTimeout
 		cfg.ShutdownTimeout = time.Second
 		cfg.CloseTimeout = time.Second
 	})
 	eventually(t, "committed", func() bool { return offsetOf(c.Committed(t, "gna", "na"), 0) == 2 })
+	var held atomic.Int32
 	c.ControlKey(int16(kmsg.OffsetCommit), func(kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
+		held.Add(1)
 		return nil, nil, true // never answered
 	})
 	produceStream(t, c, "na", "s 0:03")
 	waitDecided(t, map[ledger.TopicPartition]int64{{Topic: "na", Partition: 0}: 2}, in)
-	eventually(t, "a commit timed out", func() bool { return in.c.Counters().CommitFailures > 0 })
+	eventually(t, "a commit is held", func() bool { return held.Load() > 0 })
+	if commitTimeout < time.Minute {
+		eventually(t, "a commit timed out", func() bool { return in.c.Counters().CommitFailures > 0 })
+	}
 	start := time.Now()
 	in.cancel()
 	select {

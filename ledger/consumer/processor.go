@@ -73,12 +73,15 @@ type processor[K comparable] struct {
 	resends   []*letter
 	lettersAt time.Time // when the loop last handled delivery reports outside a tick
 
-	commitBuf       []ledger.Commit
-	commitDone      chan struct{} // closed when a commit left behind returns; nil when none
-	ticks           uint64        // ticks so far
-	tickedAt        time.Time     // when the last tick began (now), for FlushWhenCaughtUp
-	tickedCount     int64         // dispatched when the last tick began
-	windowsPausedAt uint64        // tick of the last pause for open windows
+	commitBuf  []ledger.Commit
+	commitDone chan struct{} // closed when a commit left behind returns; nil when none
+	// stopRequested is closed when Run's context ends: a commit the loop waits for is then
+	// left behind at once, so that the shutdown starts without waiting CommitTimeout.
+	stopRequested   <-chan struct{}
+	ticks           uint64    // ticks so far
+	tickedAt        time.Time // when the last tick began (now), for FlushWhenCaughtUp
+	tickedCount     int64     // dispatched when the last tick began
+	windowsPausedAt uint64    // tick of the last pause for open windows
 
 	assignedOnce   bool // an assignment came (a bounded run may end)
 	endedSinceTick bool // a partition reached its stop since the last tick

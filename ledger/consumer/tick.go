@@ -232,7 +232,7 @@ func (p *processor[K]) commit(ctx context.Context, reason CommitReason, cs []led
 		}
 	}
 	start := time.Now()
-	res, err := p.commitBounded(ctx, offsets)
+	res, err := p.commitBounded(ctx, reason, offsets)
 	info := CommitInfo{Reason: reason, Commits: cs, Err: err}
 	var ok []ledger.Commit
 	if err != nil {
@@ -339,17 +339,18 @@ func (p *processor[K]) checkAttrs(k K, sk sink.Series) error {
 }
 
 // commitBounded sends offsets with CommitOffsets, waiting at most CommitTimeout and until ctx
-// ends: librdkafka's commit waits for the group coordinator without a bound. A commit left
-// behind is reported failed (nothing is marked committed, which is always safe) and keeps
-// running; until it returns no other commit is sent, so that it cannot land after a later
-// one and move the committed offset back.
-func (p *processor[K]) commitBounded(ctx context.Context, offsets []kafka.TopicPartition) ([]kafka.TopicPartition, error) {
+// ends: librdkafka's commit waits for the group coordinator without a bound. Any commit but
+// the shutdown's own also stops waiting once a stop is requested, so that a shutdown never
+// starts CommitTimeout late. A commit left behind is reported failed (nothing is marked
+// committed, which is always safe) and keeps running; until it returns no other commit is
+// sent, so that it cannot land after a later one and move the committed offset back.
+func (p *processor[K]) commitBounded(ctx context.Context, reason CommitReason, offsets []kafka.TopicPartition) ([]kafka.TopicPartition, error) {
 	var (
 		res  []kafka.TopicPartition
 		err  error
 		done = make(chan struct{})
 	)
-	go func() {
+	go func() { // res and err are read only once done is closed
 		defer close(done)
 		res, err = p.cl.CommitOffsets(offsets)
 	}()
@@ -359,16 +360,35 @@ func (p *processor[K]) commitBounded(ctx context.Context, offsets []kafka.TopicP
 		defer t.Stop()
 		timeout = t.C
 	}
+	var stop <-chan struct{} // nil: never ready
+	if reason != CommitShutdown {
+		stop = p.stopRequested
+	}
+	var cut error
 	select {
 	case <-done:
 		return res, err
 	case <-timeout:
-		err = fmt.Errorf("%w after %v", ErrCommitTimeout, p.s.CommitTimeout)
+		cut = fmt.Errorf("%w after %v", ErrCommitTimeout, p.s.CommitTimeout)
 	case <-ctx.Done():
-		err = fmt.Errorf("%w: %w", ErrCommitTimeout, context.Cause(ctx))
+		cut = fmt.Errorf("%w: %w", ErrCommitTimeout, context.Cause(ctx))
+	case <-stop:
+		cut = fmt.Errorf("%w: the consumer is stopping", ErrCommitTimeout)
 	}
 	p.commitDone = done
-	return nil, err
+	return nil, cut
+}
+
+// waitCommit waits until a commit left behind by commitBounded returns, or ctx ends, so that
+// the shutdown's own commit is not skipped for it.
+func (p *processor[K]) waitCommit(ctx context.Context) {
+	if p.commitDone == nil {
+		return
+	}
+	select {
+	case <-p.commitDone:
+	case <-ctx.Done():
+	}
 }
 
 // commitBusy reports whether a commit left behind by commitBounded is still running.

@@ -315,3 +315,52 @@ func TestCommitTimeout(t *testing.T) {
 	h.tick()
 	assert.Equal(t, int64(3), h.committed(p0), "committed again once the first returned")
 }
+
+// A stop requested while the loop waits for a commit ends the wait at once, however long
+// CommitTimeout is: the commit is left behind as failed, and the shutdown's own commit waits
+// for it, within its deadline, instead of being skipped.
+func TestCommitLeftBehindOnStop(t *testing.T) {
+	stop := make(chan struct{})
+	h := newHarness(t, func(c *Config[string]) { c.CommitTimeout = time.Hour })
+	h.p.stopRequested = stop
+	p0 := tp("t", 0)
+	h.assign(p0, -1, "")
+	h.feed(p0, 0, "s 1", "s 2")
+	hold := make(chan struct{})
+	h.cl.mu.Lock()
+	h.cl.hold = hold
+	h.cl.mu.Unlock()
+	ticked := make(chan struct{})
+	go func() {
+		h.tick()
+		close(ticked)
+	}()
+	require.Eventually(t, func() bool {
+		h.cl.mu.Lock()
+		defer h.cl.mu.Unlock()
+		return len(h.cl.commits) == 1
+	}, time.Second, time.Millisecond, "the tick's commit was sent")
+	close(stop)
+	select {
+	case <-ticked:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the tick still waits for its commit after the stop")
+	}
+	h.chk.mu.Lock()
+	last := h.chk.commits[len(h.chk.commits)-1]
+	h.chk.mu.Unlock()
+	require.ErrorIs(t, last.Err, ErrCommitTimeout)
+	assert.True(t, h.p.commitBusy())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	h.p.waitCommit(ctx)
+	assert.Less(t, time.Since(start), time.Second, "waitCommit is bounded by its context")
+	h.cl.mu.Lock()
+	h.cl.hold = nil
+	h.cl.mu.Unlock()
+	close(hold)
+	h.p.waitCommit(context.Background())
+	assert.False(t, h.p.commitBusy(), "waitCommit returns once the commit left behind did")
+}
