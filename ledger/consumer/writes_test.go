@@ -288,13 +288,7 @@ func TestFlushWritesOnlyTablesWithRows(t *testing.T) {
 // commits again.
 func TestCommitTimeout(t *testing.T) {
 	h := newHarness(t, func(c *Config[string]) { c.CommitTimeout = 20 * time.Millisecond })
-	p0 := tp("t", 0)
-	h.assign(p0, -1, "")
-	h.feed(p0, 0, "s 1", "s 2")
-	hold := make(chan struct{})
-	h.cl.mu.Lock()
-	h.cl.hold = hold
-	h.cl.mu.Unlock()
+	p0, hold := holdCommit(h)
 	start := time.Now()
 	h.tick()
 	assert.Less(t, time.Since(start), time.Second, "the tick did not wait for the commit")
@@ -323,13 +317,7 @@ func TestCommitLeftBehindOnStop(t *testing.T) {
 	stop := make(chan struct{})
 	h := newHarness(t, func(c *Config[string]) { c.CommitTimeout = time.Hour })
 	h.p.stopRequested = stop
-	p0 := tp("t", 0)
-	h.assign(p0, -1, "")
-	h.feed(p0, 0, "s 1", "s 2")
-	hold := make(chan struct{})
-	h.cl.mu.Lock()
-	h.cl.hold = hold
-	h.cl.mu.Unlock()
+	_, hold := holdCommit(h)
 	ticked := make(chan struct{})
 	go func() {
 		h.tick()
@@ -363,4 +351,17 @@ func TestCommitLeftBehindOnStop(t *testing.T) {
 	close(hold)
 	h.p.waitCommit(context.Background())
 	assert.False(t, h.p.commitBusy(), "waitCommit returns once the commit left behind did")
+}
+
+// holdCommit assigns t[0] with two messages decided and makes the client hold every commit
+// until the returned channel is closed.
+func holdCommit(h *harness) (ledger.TopicPartition, chan struct{}) {
+	p0 := tp("t", 0)
+	h.assign(p0, -1, "")
+	h.feed(p0, 0, "s 1", "s 2")
+	hold := make(chan struct{})
+	h.cl.mu.Lock()
+	h.cl.hold = hold
+	h.cl.mu.Unlock()
+	return p0, hold
 }
