@@ -26,6 +26,15 @@ func (c Credit) Op() sink.Operation {
 	return sink.Operation{ID: c.OpID, Payload: fmt.Appendf(nil, "%s:%d", c.Account, c.Amount)}
 }
 
+// Operations returns the operations of batch.
+func Operations(batch []Credit) []sink.Operation {
+	ops := make([]sink.Operation, len(batch))
+	for i, c := range batch {
+		ops[i] = c.Op()
+	}
+	return ops
+}
+
 // Hash returns the payload hash the credit's marker stores.
 func (c Credit) Hash() []byte {
 	h := c.Op().Hash()
@@ -76,8 +85,8 @@ type DB interface {
 	// Terminate makes the server end the session conn (a connection id of
 	// [faults.Attempt]), as a crash of the server side would.
 	Terminate(ctx context.Context, t *testing.T, conn int64)
-	// WaitForLockWaiter waits until a statement on the database's tables waits for a lock.
-	WaitForLockWaiter(ctx context.Context, t *testing.T)
+	// LockWaiters returns how many statements on the database's tables wait for a lock.
+	LockWaiters(ctx context.Context, t *testing.T) int
 }
 
 // Adapter runs the suite on one database.
