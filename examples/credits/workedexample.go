@@ -107,7 +107,7 @@ type walkthrough struct {
 	schema       string
 	dl           *dlqkafka.Producer
 	logger       *slog.Logger
-	st           *accounts.Store
+	st           accounts.Store
 	// decisions and commits of the running consumer reach the example through channels.
 	decided   chan service.Decision
 	committed chan []ledger.Commit

@@ -142,8 +142,11 @@ func (b bank) Terminate(ctx context.Context, t *testing.T, conn int64) {
 	require.NoError(t, err, "kill connection %d", conn)
 }
 
-// LockWaiters counts the statements on the database's tables that wait for a lock.
+// LockWaiters counts the statements on the database's tables that wait for a lock. InnoDB
+// refreshes information_schema.INNODB_TRX only when it was not read for 100 ms, so a caller
+// that polls faster would read the same stale rows forever: it waits that long first.
 func (b bank) LockWaiters(ctx context.Context, t *testing.T) int {
+	time.Sleep(110 * time.Millisecond)
 	var n int
 	require.NoError(t, b.db.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_TRX t "+
 		"JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id WHERE t.trx_state = 'LOCK WAIT' AND p.DB = ?",

@@ -172,7 +172,7 @@ func (e *env) verify(ctx context.Context, rs runSpec, c service.Counters) error 
 	if c != want {
 		return fmt.Errorf("counters %+v, the feed's count %+v", c, want)
 	}
-	st, err := accounts.New(e.pool, accounts.Config{Schema: rs.schema})
+	st, err := accounts.NewPostgres(e.pool, accounts.Config{Schema: rs.schema})
 	if err != nil {
 		return err
 	}
