@@ -109,7 +109,7 @@ func (e *Effects) Migrate(ctx context.Context) error {
 // Statements returns the SQL statements the effect sink generates; a statement over a list
 // of markers is shown for one marker.
 func (e *Effects) Statements() []string {
-	out := []string{e.insertSQL(1), e.lookupSQL(1), e.mineSQL(), e.forgetSQL(1), e.pruneSQL()}
+	out := []string{e.insertSQL(1), e.lookupSQL(1), e.mineSQL(), e.forgetSQL(), e.pruneSQL()}
 	for _, m := range e.migrations() {
 		for _, step := range m.steps {
 			out = append(out, step...)
@@ -136,12 +136,12 @@ func (e *Effects) Statements() []string {
 //
 // The markers are inserted with multi-row INSERT ... ON DUPLICATE KEY UPDATE statements that
 // change nothing on a duplicate but lock it, in a fixed order of IDs so that concurrent
-// batches wait on each other's markers in one order; the markers are then read back with
-// SELECT ... FOR UPDATE, and those that carry this call's random token are the ones it
-// inserted (MySQL has no RETURNING on INSERT). Effect runs once on the accepted operations;
-// the markers of rejected operations are deleted in the same transaction. An ID that occurs
-// again after a rejection takes one more such round. Lists of markers are cut into
-// statements of at most 4096 rows, within MySQL's 65,535 placeholders.
+// batches wait on each other's markers in one order; the markers are then read back, and
+// those that carry this call's random token are the ones it inserted (MySQL has no RETURNING
+// on INSERT). Effect runs once on the accepted operations; the markers of rejected operations
+// are deleted in the same transaction, one by one by primary key. An ID that occurs again
+// after a rejection takes one more such round. Lists of markers are cut into statements of at
+// most 4096 rows, within MySQL's 65,535 placeholders.
 //
 // A transient failure (a lost connection, a deadlock, a lock wait timeout) retries the whole
 // batch, up to the retry policy. A commit whose acknowledgement was lost is recognised by the

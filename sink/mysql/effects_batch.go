@@ -194,14 +194,10 @@ func (e *Effects) runEffect(ctx context.Context, tx *sql.Tx, b *effectbatch.Batc
 
 // forget deletes the markers this call inserted for ids: the effect rejected them.
 func (e *Effects) forget(ctx context.Context, tx *sql.Tx, b *effectbatch.Batch, ids []string) error {
-	args := make([]any, len(ids))
-	for k, id := range ids {
-		args[k] = id
-	}
-	return chunks(args, func(part []any) error {
-		if _, err := tx.ExecContext(ctx, e.forgetSQL(len(part)), append(slices.Clip(part), b.Token)...); err != nil {
+	for _, id := range ids {
+		if _, err := tx.ExecContext(ctx, e.forgetSQL(), id, b.Token); err != nil {
 			return fmt.Errorf("delete rejected markers: %w", err)
 		}
-		return nil
-	})
+	}
+	return nil
 }

@@ -60,8 +60,8 @@ func TestEffectIDs(t *testing.T) {
 		outcomesOf(res), "applied again")
 }
 
-// Batches longer than one statement's markers: every list of markers (insert, read, removal
-// of the rejected) is cut into statements, and the results are those of one statement.
+// Batches longer than one statement's markers: every list of markers (insert, read) is cut
+// into statements, and the results are those of one statement.
 func TestEffectChunks(t *testing.T) {
 	ctx := effecttest.Ctx(t)
 	defer mysink.SetMarkerChunk(3)()

@@ -45,9 +45,14 @@ func (e *Effects) insertSQL(n int) string {
 		" ON DUPLICATE KEY UPDATE `op_id` = `op_id`"
 }
 
-// lookupSQL reads n markers, with the token that tells this call's own.
+// lookupSQL reads n markers, with the token that tells this call's own. It is a plain read,
+// not a locking one: the insert before it locked every one of the markers (those it inserted
+// and the duplicates, whose writers committed), so at READ COMMITTED it sees them as
+// committed or as this transaction's own. A locking read could scan past the markers asked
+// for (on a small table the optimizer scans it whole) and wait for the uncommitted markers of
+// concurrent batches, which deadlocks two batches with disjoint IDs.
 func (e *Effects) lookupSQL(n int) string {
-	return "SELECT `op_id`, `payload_hash`, `token` FROM " + e.table + " WHERE `op_id` IN (" + list(n) + ") FOR UPDATE"
+	return "SELECT `op_id`, `payload_hash`, `token` FROM " + e.table + " WHERE `op_id` IN (" + list(n) + ")"
 }
 
 // mineSQL finds one marker by ID and token.
@@ -55,9 +60,11 @@ func (e *Effects) mineSQL() string {
 	return "SELECT 1 FROM " + e.table + " WHERE `op_id` = ? AND `token` = ?"
 }
 
-// forgetSQL deletes n markers of this call (by ID and token).
-func (e *Effects) forgetSQL(n int) string {
-	return "DELETE FROM " + e.table + " WHERE `op_id` IN (" + list(n) + ") AND `token` = ?"
+// forgetSQL deletes one marker of this call, by ID and token: a point lookup on the primary
+// key, so that it locks no other marker (a DELETE over a list may scan the table and wait
+// for the uncommitted markers of concurrent batches).
+func (e *Effects) forgetSQL() string {
+	return "DELETE FROM " + e.table + " WHERE `op_id` = ? AND `token` = ?"
 }
 
 // pruneSQL deletes at most a given number of markers created before a time.

@@ -144,7 +144,9 @@ func (s *MySQL) lock(ctx context.Context, tx *sql.Tx, cs []credit.Credit) (map[s
 	for len(accts) > 0 {
 		part := accts[:min(len(accts), mysqlChunk)]
 		accts = accts[len(part):]
-		rows, err := tx.QueryContext(ctx, "SELECT account_id FROM accounts WHERE account_id IN ("+
+		// FORCE INDEX: a locking read that scanned the table (as the optimizer may on a small
+		// one) would wait for every account another batch locked, not only for these.
+		rows, err := tx.QueryContext(ctx, "SELECT account_id FROM accounts FORCE INDEX (PRIMARY) WHERE account_id IN ("+
 			strings.TrimSuffix(strings.Repeat("?, ", len(part)), ", ")+") ORDER BY account_id FOR UPDATE", part...)
 		if err != nil {
 			return nil, fmt.Errorf("accounts: lock accounts: %w", err)
