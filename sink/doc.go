@@ -80,7 +80,7 @@
 // Effects that are not naturally idempotent (a balance credit) are applied once per
 // [Operation] ID by an effect sink that commits a marker (ID, payload hash) with the effect,
 // in batches with one [Result] per operation; see [Outcome], [ConflictError], [ErrNoEffect]
-// and [ErrHorizon], and postgres.Effects.
+// and [ErrHorizon], and postgres.Effects and mysql.Effects.
 //
 // # Writing a sink
 //

@@ -20,7 +20,8 @@ Usage:
   credits bench [flags]            1 M credits through the consumer at several batch sizes,
                                    checked against an independent count
 
-Postgres is read from -database or DATABASE_URL (default %s).
+The database is read from -database or DATABASE_URL (default %s): a Postgres URL,
+or mysql://user:password@host:port/database for MySQL or MariaDB.
 Run "credits <command> -h" for a command's flags.
 `
 

@@ -99,7 +99,7 @@ func TestRunAgainstABroker(t *testing.T) {
 	case <-time.After(kafkatest.Timeout):
 		t.Fatal("run did not stop")
 	}
-	st, err := accounts.New(db.Pool, accounts.Config{Schema: db.Schema})
+	st, err := accounts.NewPostgres(db.Pool, accounts.Config{Schema: db.Schema})
 	require.NoError(t, err)
 	bal, ok, err := st.Balance(context.Background(), "acc")
 	require.NoError(t, err)

@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/streamledger/streamledger/dlq"
 	"github.com/streamledger/streamledger/dlq/dlqkafka"
+	"github.com/streamledger/streamledger/examples/credits/internal/database"
 	"github.com/streamledger/streamledger/examples/credits/internal/service"
 	"github.com/streamledger/streamledger/ledger"
 )
@@ -36,8 +36,8 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.SetOutput(stderr)
 	var o runOptions
 	fs.StringVar(&o.brokers, "brokers", "", "Kafka bootstrap servers; empty runs a demonstration feed on an in-process broker")
-	fs.StringVar(&o.database, "database", databaseURL(), "Postgres URL; DATABASE_URL sets the default")
-	fs.StringVar(&o.schema, "schema", "", "schema of the tables [credits; the demonstration: a fresh one, dropped at the end]")
+	fs.StringVar(&o.database, "database", databaseURL(), "Postgres URL, or mysql://user:password@host:port/database for MySQL; DATABASE_URL sets the default")
+	fs.StringVar(&o.schema, "schema", "", "schema of the tables, on MySQL a database of the server [credits; the demonstration: a fresh one, dropped at the end]")
 	fs.StringVar(&o.topic, "topic", service.DefaultTopic, "topic of the credits; dead letters go to dlq.<topic>")
 	fs.StringVar(&o.group, "group", "credits", "consumer group")
 	fs.DurationVar(&o.horizon, "horizon", 30*24*time.Hour, "how long markers are kept; negative keeps them forever, 0 means 7 days")
@@ -83,16 +83,16 @@ func serve(ctx context.Context, o runOptions, hooks *service.Hooks, ready ...fun
 		return err
 	}
 	defer b.close()
-	pool, err := openPool(ctx, o.database)
+	db, err := database.Open(ctx, o.database, 0)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	return serveOn(ctx, b, pool, o, hooks, ready...)
+	defer db.Close()
+	return serveOn(ctx, b, db, o, hooks, ready...)
 }
 
-// serveOn is serve on a broker and a pool the caller opened.
-func serveOn(ctx context.Context, b *broker, pool *pgxpool.Pool, o runOptions, hooks *service.Hooks, ready ...func(context.Context, *service.Service) error) (err error) {
+// serveOn is serve on a broker and a database the caller opened.
+func serveOn(ctx context.Context, b *broker, db *database.DB, o runOptions, hooks *service.Hooks, ready ...func(context.Context, *service.Service) error) (err error) {
 	retention := o.retention
 	if retention == 0 {
 		tctx, cancel := context.WithTimeout(ctx, waitTimeout)
@@ -114,8 +114,6 @@ func serveOn(ctx context.Context, b *broker, pool *pgxpool.Pool, o runOptions, h
 	cfg := service.Config{
 		Kafka:           b.config(kafka.ConfigMap{"group.id": o.group}),
 		Topic:           o.topic,
-		Pool:            pool,
-		Schema:          o.schema,
 		Horizon:         o.horizon,
 		SourceRetention: retention,
 		DeadLetters:     dl,
@@ -126,6 +124,9 @@ func serveOn(ctx context.Context, b *broker, pool *pgxpool.Pool, o runOptions, h
 	}
 	if hooks != nil {
 		cfg.Hooks = *hooks
+	}
+	if err := db.Configure(ctx, &cfg, o.schema); err != nil {
+		return err
 	}
 	svc, err := service.New(cfg)
 	if err != nil {
@@ -209,14 +210,14 @@ func demo(ctx context.Context, w io.Writer, o runOptions) (err error) {
 	if len(o.accounts) == 0 {
 		o.accounts = []account{{"a1", 100}, {"a2", 100}}
 	}
-	pool, err := openPool(ctx, o.database)
+	db, err := database.Open(ctx, o.database, 0)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer db.Close()
 	if o.schema == "" {
 		o.schema = freshSchema("credits_demo")
-		defer func() { err = errors.Join(err, dropSchema(context.WithoutCancel(ctx), pool, o.schema)) }()
+		defer func() { err = errors.Join(err, db.Drop(context.WithoutCancel(ctx), o.schema)) }()
 	}
 	fmt.Fprintf(w, "broker %s, topic %s; database %s, schema %s\n", b, o.topic, redact(o.database), o.schema)
 
@@ -247,7 +248,7 @@ func demo(ctx context.Context, w io.Writer, o runOptions) (err error) {
 		_, err := b.produce(ctx, o.topic, recs...)
 		return err
 	}
-	if err := serveOn(runCtx, b, pool, o, hooks, produce); err != nil {
+	if err := serveOn(runCtx, b, db, o, hooks, produce); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/streamledger/streamledger/dlq/dlqkafka"
 	"github.com/streamledger/streamledger/examples/credits/internal/accounts"
 	"github.com/streamledger/streamledger/examples/credits/internal/credit"
+	"github.com/streamledger/streamledger/examples/credits/internal/database"
 	"github.com/streamledger/streamledger/examples/credits/internal/service"
 	"github.com/streamledger/streamledger/ledger"
 )
@@ -34,7 +34,7 @@ func workedExampleCommand(ctx context.Context, args []string, stdout, stderr io.
 	fs.SetOutput(stderr)
 	var o exampleOptions
 	fs.StringVar(&o.brokers, "brokers", "", "Kafka bootstrap servers; empty runs an in-process broker")
-	fs.StringVar(&o.database, "database", databaseURL(), "Postgres URL; DATABASE_URL sets the default")
+	fs.StringVar(&o.database, "database", databaseURL(), "Postgres URL, or mysql://user:password@host:port/database for MySQL; DATABASE_URL sets the default")
 	fs.StringVar(&o.schema, "schema", "", "schema for the example's tables; empty: a fresh one, dropped at the end")
 	fs.BoolVar(&o.keep, "keep", false, "keep the schema at the end, to look at the tables")
 	verbose := fs.Bool("v", false, "log what the consumers do to stderr")
@@ -72,16 +72,16 @@ func workedExample(ctx context.Context, w io.Writer, o exampleOptions) (err erro
 	if err := b.createTopic(ctx, topic, 1); err != nil {
 		return err
 	}
-	pool, err := openPool(ctx, o.database)
+	db, err := database.Open(ctx, o.database, 0)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer db.Close()
 	schema := o.schema
 	if schema == "" {
 		schema = freshSchema("credits_example")
 		if !o.keep {
-			defer func() { err = errors.Join(err, dropSchema(context.WithoutCancel(ctx), pool, schema)) }()
+			defer func() { err = errors.Join(err, db.Drop(context.WithoutCancel(ctx), schema)) }()
 		}
 	}
 	dl, err := dlqkafka.NewProducer(dlqkafka.Config{Kafka: b.config(nil), ProcessorID: "credits-worked-example", CreateTopics: true})
@@ -90,7 +90,7 @@ func workedExample(ctx context.Context, w io.Writer, o exampleOptions) (err erro
 	}
 	defer func() { err = errors.Join(err, dl.Close(context.WithoutCancel(ctx))) }()
 
-	x := &walkthrough{w: w, b: b, topic: topic, group: group, pool: pool, schema: schema, dl: dl, logger: o.logger,
+	x := &walkthrough{w: w, b: b, topic: topic, group: group, db: db, schema: schema, dl: dl, logger: o.logger,
 		decided: make(chan service.Decision, 16), committed: make(chan []ledger.Commit, 16)}
 	x.say("The seed's worked example: credit e42 of 10 to account a7, and a crash before the offset commit.")
 	x.say("  broker:   %s, topic %s, group %s", b, topic, group)
@@ -103,11 +103,11 @@ type walkthrough struct {
 	w            io.Writer
 	b            *broker
 	topic, group string
-	pool         *pgxpool.Pool
+	db           *database.DB
 	schema       string
 	dl           *dlqkafka.Producer
 	logger       *slog.Logger
-	st           *accounts.Store
+	st           accounts.Store
 	// decisions and commits of the running consumer reach the example through channels.
 	decided   chan service.Decision
 	committed chan []ledger.Commit
@@ -243,18 +243,20 @@ func (x *walkthrough) newConsumer(crash bool) (*service.Service, error) {
 		},
 		Committed: func(cs []ledger.Commit) { x.committed <- cs },
 	}
-	svc, err := service.New(service.Config{
+	cfg := service.Config{
 		Kafka:          x.b.config(kafka.ConfigMap{"group.id": x.group, "session.timeout.ms": 6000, "heartbeat.interval.ms": 100}),
 		Topic:          x.topic,
-		Pool:           x.pool,
-		Schema:         x.schema,
 		DeadLetters:    x.dl,
 		CommitInterval: service.EveryMessage,
 		PollTimeout:    10 * time.Millisecond,
 		PruneInterval:  -1,
 		Logger:         x.logger,
 		Hooks:          hooks,
-	})
+	}
+	if err := x.db.Configure(context.Background(), &cfg, x.schema); err != nil {
+		return nil, err
+	}
+	svc, err := service.New(cfg)
 	return svc, err
 }
 

@@ -13,4 +13,10 @@
 // Migrate creates and upgrades the tables. MySQL's DDL commits implicitly, so a migration is
 // serialized by a named server lock (GET_LOCK) instead of a transaction, and every step is
 // safe to run again.
+//
+// Effects is the effect sink: a marker (operation ID, payload hash) committed with each
+// operation's effect, as postgres.Effects does, on a marker table keyed by a VARBINARY(255)
+// ID. Its statements are multi-row; with the driver's default of server-side prepared
+// statements each costs a prepare and a close besides its execution, which
+// interpolateParams=true in the DSN saves.
 package mysql

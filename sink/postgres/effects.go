@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/streamledger/streamledger/internal/effectbatch"
 	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/sink"
 )
@@ -156,38 +156,25 @@ func (e *Effects) Statements() []string {
 // be assumed committed, and no results are returned. An operation without an ID, or a nil
 // effect, is an error wrapping [sink.ErrInvalid], and nothing is written.
 func (e *Effects) Apply(ctx context.Context, ops []sink.Operation, effect Effect) ([]sink.Result, error) {
-	if effect == nil {
-		return nil, fmt.Errorf("%w: nil effect", sink.ErrInvalid)
-	}
-	for i, op := range ops {
-		if op.ID == "" {
-			return nil, fmt.Errorf("%w: operation %d of the batch has no ID", sink.ErrInvalid, i)
-		}
+	if err := effectbatch.Check(ops, effect != nil); err != nil {
+		return nil, err
 	}
 	if len(ops) == 0 {
 		return nil, nil
 	}
-	b := newEffectBatch(ops, effect)
-	if _, err := io.ReadFull(e.cfg.Rand, b.token); err != nil {
-		return nil, fmt.Errorf("sink: token for a batch of %d operations: %w", len(ops), err)
+	b, err := effectbatch.New(ops, e.cfg.Rand, nil)
+	if err != nil {
+		return nil, err
 	}
-	err := e.cfg.Retry.Do(ctx, opApplyEffects, transient, func(ctx context.Context, n int) error {
-		for {
-			err := attemptTx(ctx, e.pool, faults.Attempt{Op: opApplyEffects, N: n}, func(ctx context.Context, tx pgx.Tx) error {
-				return e.attempt(ctx, tx, b, n)
-			})
-			var isolate *isolateError
-			if errors.As(err, &isolate) && !b.isolate {
-				b.isolate = true // not a retry: the same attempt, one effect at a time
-				continue
-			}
-			return err
-		}
+	err = b.Do(ctx, e.cfg.Retry, opApplyEffects, transient, func(ctx context.Context, n int) error {
+		return attemptTx(ctx, e.pool, faults.Attempt{Op: opApplyEffects, N: n}, func(ctx context.Context, tx pgx.Tx) error {
+			return e.attempt(ctx, tx, b, effect, n)
+		})
 	})
 	if err != nil {
 		return nil, err
 	}
-	return b.res, nil
+	return b.Res, nil
 }
 
 // Prune deletes the markers older than the horizon and returns how many it deleted. A

@@ -2,6 +2,7 @@ package accounts_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"maps"
 	"math"
@@ -15,50 +16,37 @@ import (
 	"github.com/streamledger/streamledger/dlq"
 	"github.com/streamledger/streamledger/examples/credits/internal/accounts"
 	"github.com/streamledger/streamledger/examples/credits/internal/credit"
-	"github.com/streamledger/streamledger/internal/pgtest"
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/sink/postgres"
 )
 
 var t0 = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 
-func setup(t *testing.T) (*accounts.Store, *postgres.Effects) {
+func setup(t *testing.T, b backend) accounts.Store {
 	t.Helper()
-	db := pgtest.New(t)
-	ctx := context.Background()
-	clock := func() time.Time { return t0 }
-	st, err := accounts.New(db.Pool, accounts.Config{Schema: db.Schema, Clock: clock})
-	require.NoError(t, err)
-	require.NoError(t, st.Migrate(ctx))
-	require.NoError(t, st.Migrate(ctx), "Migrate is idempotent")
-	fx, err := postgres.NewEffects(db.Pool, postgres.EffectConfig{Schema: db.Schema, Clock: clock})
-	require.NoError(t, err)
-	require.NoError(t, fx.Migrate(ctx))
-	return st, fx
+	st, _ := b.open(t, accounts.Config{Clock: func() time.Time { return t0 }})
+	return st
 }
 
 // applyBatch applies cs in one batch and returns each credit's result.
-func applyBatch(t *testing.T, st *accounts.Store, fx *postgres.Effects, cs ...credit.Credit) []sink.Result {
+func applyBatch(t *testing.T, st accounts.Store, cs ...credit.Credit) []sink.Result {
 	t.Helper()
-	ops := make([]sink.Operation, len(cs))
-	for i, c := range cs {
-		ops[i] = c.Operation()
-	}
-	res, err := fx.Apply(context.Background(), ops, st.Effect(cs, nil))
+	res, err := st.Apply(context.Background(), cs, nil)
 	require.NoError(t, err)
 	return res
 }
 
 // apply applies c alone and returns its outcome, or its conflict or refusal as an error.
-func apply(t *testing.T, st *accounts.Store, fx *postgres.Effects, c credit.Credit) (sink.Outcome, error) {
-	r := applyBatch(t, st, fx, c)[0]
+func apply(t *testing.T, st accounts.Store, c credit.Credit) (sink.Outcome, error) {
+	r := applyBatch(t, st, c)[0]
 	return r.Outcome, r.Err
 }
 
 // Every outcome of the credit effect inside the effect sink, compared per operation id:
 // marker, entries and balance.
-func TestCreditEffect(t *testing.T) {
-	st, fx := setup(t)
+func TestCreditEffect(t *testing.T) { eachBackend(t, testCreditEffect) }
+
+func testCreditEffect(t *testing.T, b backend) {
+	st := setup(t, b)
 	ctx := context.Background()
 	for acct, bal := range map[string]int64{"a7": 100, "full": math.MaxInt64 - 5} {
 		created, err := st.Open(ctx, acct, bal)
@@ -70,22 +58,22 @@ func TestCreditEffect(t *testing.T) {
 	assert.False(t, created, "an existing account is left as it is")
 
 	e42 := credit.Credit{ID: "e42", Account: "a7", Amount: 10}
-	out, err := apply(t, st, fx, e42)
+	out, err := apply(t, st, e42)
 	require.NoError(t, err)
 	assert.Equal(t, sink.Applied, out)
 
-	out, err = apply(t, st, fx, e42)
+	out, err = apply(t, st, e42)
 	require.NoError(t, err)
 	assert.Equal(t, sink.Duplicate, out, "the same credit again")
 
-	_, err = apply(t, st, fx, credit.Credit{ID: "e42", Account: "a7", Amount: 20})
+	_, err = apply(t, st, credit.Credit{ID: "e42", Account: "a7", Amount: 20})
 	var conflict *sink.ConflictError
 	require.ErrorAs(t, err, &conflict, "another credit under e42")
 
-	_, err = apply(t, st, fx, credit.Credit{ID: "u1", Account: "nobody", Amount: 10})
+	_, err = apply(t, st, credit.Credit{ID: "u1", Account: "nobody", Amount: 10})
 	require.ErrorIs(t, err, sink.ErrNoEffect, "unknown account")
 
-	out, err = apply(t, st, fx, credit.Credit{ID: "o1", Account: "full", Amount: 10})
+	out, err = apply(t, st, credit.Credit{ID: "o1", Account: "full", Amount: 10})
 	assert.Equal(t, sink.Rejected, out, "bigint overflow")
 	err = accounts.Refused(credit.Credit{ID: "o1", Account: "full", Amount: 10}, err)
 	var rejected *accounts.RejectedError
@@ -115,8 +103,10 @@ func TestCreditEffect(t *testing.T) {
 // A batch through the set-based effect: entries in batch order, one UPDATE per account, an
 // unknown account and a refusal of check rejected alone, and a balance overflow rejected
 // alone while the rest of the batch applies.
-func TestCreditsBatch(t *testing.T) {
-	st, fx := setup(t)
+func TestCreditsBatch(t *testing.T) { eachBackend(t, testCreditsBatch) }
+
+func testCreditsBatch(t *testing.T, b backend) {
+	st := setup(t, b)
 	ctx := context.Background()
 	for acct, bal := range map[string]int64{"a": 0, "b": 100, "full": math.MaxInt64 - 5} {
 		_, err := st.Open(ctx, acct, bal)
@@ -132,17 +122,13 @@ func TestCreditsBatch(t *testing.T) {
 		{ID: "h1", Account: "a", Amount: 6},
 		{ID: "c5", Account: "a", Amount: 7},
 	}
-	ops := make([]sink.Operation, len(cs))
-	for i, c := range cs {
-		ops[i] = c.Operation()
-	}
 	tooOld := errors.New("refused by check")
-	res, err := fx.Apply(ctx, ops, st.Effect(cs, func(i int) error {
+	res, err := st.Apply(ctx, cs, func(i int) error {
 		if cs[i].ID == "h1" {
 			return tooOld
 		}
 		return nil
-	}))
+	})
 	require.NoError(t, err)
 	outcomes := make([]sink.Outcome, len(res))
 	for i, r := range res {
@@ -168,6 +154,10 @@ func TestCreditsBatch(t *testing.T) {
 }
 
 func TestNewRejectsNilPool(t *testing.T) {
-	_, err := accounts.New(nil, accounts.Config{})
+	_, err := accounts.NewPostgres(nil, accounts.Config{})
 	require.ErrorContains(t, err, "nil pool")
+	_, err = accounts.NewMySQL(nil, accounts.Config{})
+	require.ErrorContains(t, err, "nil db")
+	_, err = accounts.NewMySQL(&sql.DB{}, accounts.Config{Schema: "credits"})
+	require.ErrorContains(t, err, "Schema")
 }

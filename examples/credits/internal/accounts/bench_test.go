@@ -7,45 +7,29 @@ import (
 
 	"github.com/streamledger/streamledger/examples/credits/internal/accounts"
 	"github.com/streamledger/streamledger/examples/credits/internal/credit"
-	"github.com/streamledger/streamledger/internal/pgtest"
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/sink/postgres"
 )
 
 // benchAccounts is how many accounts the benchmark's credits spread over.
 const benchAccounts = 10_000
 
-// BenchmarkApply measures batches of credits through the effect sink against the real server,
-// one transaction per batch, at batch sizes 1, 10, 100 and 1000 side by side: credits whose
-// markers are new (new), and the same batch again, every credit finding its marker
-// (duplicate). credits/s is the rate of one connection applying batches one after another.
+// BenchmarkApply measures batches of credits through the effect sink against the real servers,
+// Postgres and MySQL, one transaction per batch, at batch sizes 1, 10, 100 and 1000 side by
+// side: credits whose markers are new (new), and the same batch again, every credit finding
+// its marker (duplicate). credits/s is the rate of one connection applying batches one after
+// another.
 func BenchmarkApply(b *testing.B) {
-	db := pgtest.New(b)
+	for _, be := range backends {
+		b.Run(be.name, func(b *testing.B) { benchmarkApply(b, be) })
+	}
+}
+
+func benchmarkApply(b *testing.B, be backend) {
 	ctx := context.Background()
-	st, err := accounts.New(db.Pool, accounts.Config{Schema: db.Schema})
-	if err != nil {
-		b.Fatal(err)
-	}
-	fx, err := postgres.NewEffects(db.Pool, postgres.EffectConfig{Schema: db.Schema})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := st.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
-	if err := fx.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := db.Pool.Exec(ctx, fmt.Sprintf(`INSERT INTO %q.accounts (account_id, balance) `+
-		`SELECT 'a' || g, 0 FROM generate_series(0, %d) g`, db.Schema, benchAccounts-1)); err != nil {
-		b.Fatal(err)
-	}
+	st, seed := be.open(b, accounts.Config{})
+	seed(benchAccounts)
 	apply := func(b *testing.B, cs []credit.Credit, want sink.Outcome) {
-		ops := make([]sink.Operation, len(cs))
-		for i, c := range cs {
-			ops[i] = c.Operation()
-		}
-		res, err := fx.Apply(ctx, ops, st.Effect(cs, nil))
+		res, err := st.Apply(ctx, cs, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

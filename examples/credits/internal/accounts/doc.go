@@ -1,9 +1,13 @@
-// Package accounts holds the credits example's business tables in Postgres and the effect
-// the effect sink applies for each credit.
+// Package accounts holds the credits example's business tables and the effect the effect
+// sink applies for each credit, behind one interface ([Store]) on two databases: [Postgres]
+// (sink/postgres Effects) and [MySQL] (sink/mysql Effects, MySQL 8 or MariaDB). Both keep the
+// same tables, give the same results and are held to the same tests.
 //
 // # Tables
 //
-// In the configured schema, created by [Store.Migrate]:
+// On Postgres in the configured schema, on MySQL in the connection's database (with
+// VARBINARY(255) ids, BIGINT AUTO_INCREMENT entry ids and DATETIME(6) times in UTC), created by
+// [Store.Migrate]:
 //
 //	accounts        (account_id text PRIMARY KEY, balance bigint NOT NULL)
 //	account_entries (entry_id bigserial PRIMARY KEY, op_id text NOT NULL,
@@ -21,8 +25,8 @@
 //
 // # The effect
 //
-// [Store.Effect] is the effect of a batch of credits, run by the effect sink inside the
-// markers' transaction on the credits whose markers it accepted ([Store.Credits]), as two
+// [Postgres.Effect] is the effect of a batch of credits, run by the effect sink inside the
+// markers' transaction on the credits whose markers it accepted ([Postgres.Credits]), as two
 // statements sent together:
 //
 //	SELECT 1 FROM accounts WHERE account_id = ANY($accounts) ORDER BY account_id FOR UPDATE
@@ -46,6 +50,13 @@
 // would; a sum that overflows bigint fails the statement, and the sink then applies each
 // credit alone: the one that overflows is refused ([Refused] makes it a [*RejectedError]:
 // rolled back, no marker, and a dead letter rather than an outage).
+//
+// [MySQL.Effect] does the same in three statements, as MySQL has neither RETURNING nor
+// data-modifying WITH: SELECT account_id ... ORDER BY account_id FOR UPDATE locks the accounts
+// and tells which exist; one multi-row INSERT ... ON DUPLICATE KEY UPDATE balance = balance +
+// VALUES(balance) credits each existing account once with its sum; one multi-row INSERT writes
+// the entries in batch order. An overflow fails with error 1690 (SQLSTATE 22003), and the
+// sink applies each credit alone as on Postgres.
 //
 // # Inspection
 //

@@ -11,19 +11,20 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/streamledger/streamledger/dlq"
 	"github.com/streamledger/streamledger/dlq/dlqkafka"
+	"github.com/streamledger/streamledger/examples/credits/internal/database"
 	"github.com/streamledger/streamledger/examples/credits/internal/service"
 )
 
 // Config configures a benchmark. Zero fields take the defaults in brackets.
 type Config struct {
 	Feed FeedConfig
-	// DSN reaches the Postgres server; every run works in a schema of its own, dropped after.
+	// DSN reaches the database: a Postgres URL, or mysql://... for MySQL (package
+	// internal/database). Every run works in a schema of its own (on MySQL a database),
+	// dropped after.
 	DSN string
 	// Batches are the batch sizes measured, one run each [16, 64, 256, 1024].
 	Batches []int
@@ -86,7 +87,7 @@ type RunResult struct {
 type env struct {
 	cfg     Config
 	brokers string
-	pool    *pgxpool.Pool
+	db      *database.DB
 	dl      *dlqkafka.Producer
 }
 
@@ -110,10 +111,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	defer cluster.Close()
 	e := &env{cfg: cfg, brokers: cluster.ListenAddrs()[0]}
-	if e.pool, err = pgxpool.New(ctx, cfg.DSN+poolSize(cfg.DSN, cfg.Workers+4)); err != nil {
-		return res, fmt.Errorf("bench: postgres: %w", err)
+	if e.db, err = database.Open(ctx, cfg.DSN, cfg.Workers+4); err != nil {
+		return res, fmt.Errorf("bench: %w", err)
 	}
-	defer e.pool.Close()
+	defer e.db.Close()
 	if e.dl, err = dlqkafka.NewProducer(dlqkafka.Config{Kafka: quiet(e.brokers), ProcessorID: "credits-bench"}); err != nil {
 		return res, err
 	}
@@ -197,25 +198,13 @@ func (e *env) paced(ctx context.Context, best RunResult) (RunResult, error) {
 
 // drop drops a run's schema.
 func (e *env) drop(ctx context.Context, schema string) error {
-	_, err := e.pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
-	return err
+	return e.db.Drop(ctx, schema)
 }
 
 func freshSchema() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return "credits_bench_" + hex.EncodeToString(b[:])
-}
-
-// poolSize returns the DSN suffix that sizes the pool for n connections.
-func poolSize(dsn string, n int) string {
-	sep := "?"
-	for _, c := range dsn {
-		if c == '?' {
-			sep = "&"
-		}
-	}
-	return fmt.Sprintf("%spool_max_conns=%d", sep, n)
 }
 
 var errNotDone = errors.New("bench: the service stopped before committing every record")

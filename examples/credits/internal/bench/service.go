@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/streamledger/streamledger/examples/credits/internal/accounts"
 	"github.com/streamledger/streamledger/examples/credits/internal/service"
 )
@@ -75,11 +73,9 @@ func (e *env) run(ctx context.Context, rs runSpec) (RunResult, error) {
 func (e *env) service(rs runSpec, hooks service.Hooks) (*service.Service, error) {
 	km := quiet(e.brokers)
 	km["group.id"] = rs.group
-	return service.New(service.Config{
+	cfg := service.Config{
 		Kafka:          km,
 		Topic:          rs.topic,
-		Pool:           e.pool,
-		Schema:         rs.schema,
 		DeadLetters:    e.dl,
 		Batch:          rs.batch,
 		Workers:        e.cfg.Workers,
@@ -87,7 +83,11 @@ func (e *env) service(rs runSpec, hooks service.Hooks) (*service.Service, error)
 		PruneInterval:  -1,
 		Logger:         e.cfg.Logger,
 		Hooks:          hooks,
-	})
+	}
+	if err := e.db.Configure(context.Background(), &cfg, rs.schema); err != nil {
+		return nil, err
+	}
+	return service.New(cfg)
 }
 
 // prepare creates the run's tables and opens every account with balance 0.
@@ -95,12 +95,7 @@ func (e *env) prepare(ctx context.Context, svc *service.Service, schema string) 
 	if err := svc.Migrate(ctx); err != nil {
 		return err
 	}
-	_, err := e.pool.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (account_id, balance) SELECT 'a' || lpad(g::text, 5, '0'), 0 FROM generate_series(0, %d) g`,
-		pgx.Identifier{schema, "accounts"}.Sanitize(), e.cfg.Feed.Accounts-1))
-	if err != nil {
-		return fmt.Errorf("bench: opening accounts: %w", err)
-	}
-	return nil
+	return e.db.OpenAccounts(ctx, schema, e.cfg.Feed.Accounts, Account)
 }
 
 // produce writes the whole feed of fc to topic and returns its count.
@@ -172,7 +167,7 @@ func (e *env) verify(ctx context.Context, rs runSpec, c service.Counters) error 
 	if c != want {
 		return fmt.Errorf("counters %+v, the feed's count %+v", c, want)
 	}
-	st, err := accounts.New(e.pool, accounts.Config{Schema: rs.schema})
+	st, err := e.db.Store(ctx, rs.schema)
 	if err != nil {
 		return err
 	}
@@ -188,34 +183,33 @@ func (e *env) verify(ctx context.Context, rs runSpec, c service.Counters) error 
 			return fmt.Errorf("account %s: balance %d, the feed's count %d", Account(i), got, b)
 		}
 	}
-	return e.verifyMarkers(ctx, rs.schema, exp)
+	return verifyMarkers(ctx, st, exp)
 }
 
 // verifyMarkers compares the markers and entries with the applied credits of the count.
-func (e *env) verifyMarkers(ctx context.Context, schema string, exp Expected) error {
-	rows, err := e.pool.Query(ctx, "SELECT op_id FROM "+pgx.Identifier{schema, "streamledger_markers"}.Sanitize())
+func verifyMarkers(ctx context.Context, st accounts.Store, exp Expected) error {
+	markers, err := st.Markers(ctx)
 	if err != nil {
 		return err
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return err
+	if len(markers) != len(exp.Markers) {
+		return fmt.Errorf("%d markers, the feed's count %d", len(markers), len(exp.Markers))
 	}
-	if len(ids) != len(exp.Markers) {
-		return fmt.Errorf("%d markers, the feed's count %d", len(ids), len(exp.Markers))
-	}
-	for _, id := range ids {
+	for id := range markers {
 		if !exp.Markers[id] {
 			return fmt.Errorf("marker %s of a credit the count did not apply", id)
 		}
 	}
-	var n, distinct int64
-	err = e.pool.QueryRow(ctx, "SELECT count(*), count(DISTINCT op_id) FROM "+pgx.Identifier{schema, "account_entries"}.Sanitize()).Scan(&n, &distinct)
+	entries, err := st.Entries(ctx)
 	if err != nil {
 		return err
 	}
-	if n != exp.Applied || distinct != exp.Applied {
-		return fmt.Errorf("%d entries of %d ids, the feed's count %d", n, distinct, exp.Applied)
+	var n int64
+	for _, es := range entries {
+		n += int64(len(es))
+	}
+	if n != exp.Applied || int64(len(entries)) != exp.Applied {
+		return fmt.Errorf("%d entries of %d ids, the feed's count %d", n, len(entries), exp.Applied)
 	}
 	return nil
 }

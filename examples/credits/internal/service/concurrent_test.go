@@ -24,7 +24,13 @@ import (
 // marker — the case a read-before-write check gets wrong and the marker's primary key
 // arbitrates.
 func TestConcurrentDuplicateDelivery(t *testing.T) {
-	e := newEnv(t, 2)
+	for _, db := range databases {
+		t.Run(db, func(t *testing.T) { concurrentDuplicateDelivery(t, db) })
+	}
+}
+
+func concurrentDuplicateDelivery(t *testing.T, db string) {
+	e := newEnvOn(t, db, 2)
 	opening := map[string]int64{}
 	for i := range 6 {
 		opening[fmt.Sprintf("a%d", i)] = 1000
@@ -64,8 +70,7 @@ func TestConcurrentDuplicateDelivery(t *testing.T) {
 			}
 			deadline := time.Now().Add(kafkatest.Timeout)
 			for time.Now().Before(deadline) {
-				var n int
-				err := e.db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, int32(a.Conn)).Scan(&n)
+				n, err := e.db.blockedOn(ctx, a.Conn)
 				if err != nil {
 					return err
 				}

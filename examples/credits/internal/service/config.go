@@ -1,6 +1,7 @@
 package service
 
 import (
+	"database/sql"
 	"fmt"
 	"io"
 	"log/slog"
@@ -37,7 +38,7 @@ const EveryMessage time.Duration = -1
 // source accepts.
 const Forever time.Duration = -1
 
-// Config configures a [Service]. Kafka, Pool and DeadLetters are required; every other zero
+// Config configures a [Service]. Kafka, Pool or MySQL, and DeadLetters are required; every other zero
 // value takes the documented default, in brackets, or the consumer runtime's
 // (package ledger/consumer).
 type Config struct {
@@ -49,9 +50,12 @@ type Config struct {
 	// Topic carries the credits [DefaultTopic].
 	Topic string
 
-	// Pool reaches the database holding the accounts and the markers.
+	// Pool reaches the Postgres database holding the accounts and the markers.
 	Pool *pgxpool.Pool
-	// Schema holds the tables [public].
+	// MySQL reaches the MySQL or MariaDB database holding them, instead of Pool: the
+	// tables are in its connections' database.
+	MySQL *sql.DB
+	// Schema holds the tables on Postgres [public]; empty on MySQL.
 	Schema string
 	// Markers names the effect sink's marker table [streamledger_markers].
 	Markers string
@@ -125,13 +129,16 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Topic == "" {
 		cfg.Topic = DefaultTopic
 	}
-	if cfg.Pool == nil {
-		return bad("Pool is required")
+	if (cfg.Pool == nil) == (cfg.MySQL == nil) {
+		return bad("one of Pool (Postgres) and MySQL is required")
+	}
+	if cfg.MySQL != nil && cfg.Schema != "" {
+		return bad("Schema %q: on MySQL the tables are in the connection's database", cfg.Schema)
 	}
 	if cfg.DeadLetters == nil {
 		return bad("DeadLetters is required")
 	}
-	if cfg.Schema == "" {
+	if cfg.Schema == "" && cfg.Pool != nil {
 		cfg.Schema = "public"
 	}
 	if cfg.Markers == "" {

@@ -37,7 +37,7 @@ func (p crashPoint) String() string {
 }
 
 // The crash-point table, point by point, with the real client, the in-process broker and
-// Postgres. Four credits c1..c4, each to its own account, on one partition; the first consumer
+// each database (Postgres, MySQL). Four credits c1..c4, each to its own account, on one partition; the first consumer
 // crashes at the point in the batch that holds c3; a fresh consumer of the same group then
 // resumes. Two modes: one credit at a time (each its own transaction, a commit after each:
 // the table per operation) and in batches (the credits at hand in one transaction: the points
@@ -45,11 +45,13 @@ func (p crashPoint) String() string {
 // its expected effect (marker, entry, balance), and the offsets the broker holds and the
 // decisions of the second consumer show what was redelivered and how it was decided.
 func TestCrashPoints(t *testing.T) {
-	for _, mode := range []string{"one at a time", "in a batch"} {
-		for _, point := range []crashPoint{beforeTx, beforeCommit, afterCommit, beforeOffset, afterBoth} {
-			t.Run(mode+"/"+point.String(), func(t *testing.T) {
-				crashAt(t, mode == "one at a time", point)
-			})
+	for _, db := range databases {
+		for _, mode := range []string{"one at a time", "in a batch"} {
+			for _, point := range []crashPoint{beforeTx, beforeCommit, afterCommit, beforeOffset, afterBoth} {
+				t.Run(db+"/"+mode+"/"+point.String(), func(t *testing.T) {
+					crashAt(t, db, mode == "one at a time", point)
+				})
+			}
 		}
 	}
 }
@@ -84,10 +86,7 @@ func armCrash(t *testing.T, e *env, cfg *service.Config, point crashPoint, crash
 			// its session ends, and the server rolls the transaction back.
 			crash()
 			// On a worker: report, never FailNow.
-			var killed bool
-			err := e.db.Pool.QueryRow(context.Background(), `SELECT pg_terminate_backend($1)`, int32(a.Conn)).Scan(&killed)
-			assert.NoError(t, err)
-			assert.True(t, killed, "the transaction's backend %d terminated", a.Conn)
+			assert.NoError(t, e.db.kill(context.Background(), a.Conn), "the transaction's session %d ended", a.Conn)
 			return errCrash
 		case point == afterCommit && p == faults.AfterCommit:
 			crash()
@@ -109,8 +108,8 @@ func armCrash(t *testing.T, e *env, cfg *service.Config, point crashPoint, crash
 	}
 }
 
-func crashAt(t *testing.T, oneAtATime bool, point crashPoint) {
-	e := newEnv(t, 1)
+func crashAt(t *testing.T, db string, oneAtATime bool, point crashPoint) {
+	e := newEnvOn(t, db, 1)
 	opening := map[string]int64{"a1": 100, "a2": 100, "a3": 100, "a4": 100}
 	e.open(opening)
 	e.produce(0, crashOps...)
@@ -215,7 +214,13 @@ func expectAll(applied ...bool) map[string]expect {
 // The seed's worked example in the table's third row, with the numbers of the seed: balance
 // 100, credit e42 of 10, crash before the offset commit, balance stays 110.
 func TestWorkedExampleE42(t *testing.T) {
-	e := newEnv(t, 1)
+	for _, db := range databases {
+		t.Run(db, func(t *testing.T) { workedExampleE42(t, db) })
+	}
+}
+
+func workedExampleE42(t *testing.T, db string) {
+	e := newEnvOn(t, db, 1)
 	opening := map[string]int64{"a7": 100}
 	e.open(opening)
 	e42 := credit.Credit{ID: "e42", Account: "a7", Amount: 10}
@@ -247,7 +252,13 @@ func TestWorkedExampleE42(t *testing.T) {
 // retried whole by the effect sink, which recognises its own commit if it landed: every
 // credit is applied once, the consumer goes on, and nothing is redelivered.
 func TestBatchRetriedWholeAfterConnectionLoss(t *testing.T) {
-	e := newEnv(t, 1)
+	for _, db := range databases {
+		t.Run(db, func(t *testing.T) { batchRetriedWholeAfterConnectionLoss(t, db) })
+	}
+}
+
+func batchRetriedWholeAfterConnectionLoss(t *testing.T, db string) {
+	e := newEnvOn(t, db, 1)
 	opening := map[string]int64{"a1": 100, "a2": 100, "a3": 100, "a4": 100}
 	e.open(opening)
 	e.produce(0, crashOps...)
@@ -256,10 +267,7 @@ func TestBatchRetriedWholeAfterConnectionLoss(t *testing.T) {
 	var killed atomic.Bool
 	cfg.SinkFaults = func(ctx context.Context, p faults.Point, a faults.Attempt) error {
 		if p == faults.BeforeCommit && killed.CompareAndSwap(false, true) {
-			var ok bool
-			err := e.db.Pool.QueryRow(context.Background(), `SELECT pg_terminate_backend($1)`, int32(a.Conn)).Scan(&ok)
-			assert.NoError(t, err)
-			assert.True(t, ok)
+			assert.NoError(t, e.db.kill(context.Background(), a.Conn))
 		}
 		return nil
 	}

@@ -1,9 +1,10 @@
 // Package service is the consumer of the credits example: it reads credits from a Kafka topic
-// and applies each exactly once to a Postgres balance, within the database transaction and
-// while operation markers are retained.
+// and applies each exactly once to a balance in Postgres or MySQL ([Config.Pool] or
+// [Config.MySQL]), within the database transaction and while operation markers are retained.
 //
 // It is a thin layer over the consumer runtime ([consumer.Consumer], package ledger/consumer)
-// with batched effects and the effect sink ([postgres.Effects]): the runtime owns the loop,
+// with batched effects and the effect sink ([postgres.Effects], or mysql.Effects on MySQL,
+// through accounts.Store): the runtime owns the loop,
 // the workers, the ledger, the offset commits, rebalances, dead letters and shutdown; this
 // package owns what is about credits: decoding, the effect and what counts as a refusal, the
 // accounts tables, the marker horizon and its pruning.
@@ -15,7 +16,7 @@
 // partition's credits, in offset order, to the service in batches of at most [Config.Batch],
 // several partitions at once ([Config.Workers]), and the service applies a batch with
 // [postgres.Effects.Apply]: in ONE transaction, insert every credit's marker (op_id, payload
-// hash) with ON CONFLICT DO NOTHING, credit the accounts of the credits whose marker was
+// hash) with ON CONFLICT DO NOTHING (ON DUPLICATE KEY UPDATE on MySQL), credit the accounts of the credits whose marker was
 // accepted and write their entries, and remove the markers of the credits that credited no
 // account. Per credit:
 //

@@ -33,11 +33,10 @@ func handle(m *kafka.Message) (consumer.Event[noKey], error) {
 func (s *Service) applyBatch(ctx context.Context, batch []consumer.Effect) error {
 	ds := make([]Delivery, len(batch))
 	cs := make([]credit.Credit, len(batch))
-	ops := make([]sink.Operation, len(batch))
 	for i, e := range batch {
 		ds[i] = delivery(e.Message)
 		ds[i].Credit = e.Value.(credit.Credit)
-		cs[i], ops[i] = ds[i].Credit, ds[i].Credit.Operation()
+		cs[i] = ds[i].Credit
 	}
 	if h := s.cfg.Hooks.BeforeApply; h != nil {
 		h(ds)
@@ -45,7 +44,7 @@ func (s *Service) applyBatch(ctx context.Context, batch []consumer.Effect) error
 	if err := ctx.Err(); err != nil {
 		return err // aborted by the hook: no transaction
 	}
-	res, err := s.effects.Apply(ctx, ops, s.store.Effect(cs, func(i int) error { return s.checkHorizon(ds[i]) }))
+	res, err := s.store.Apply(ctx, cs, func(i int) error { return s.checkHorizon(ds[i]) })
 	if err != nil {
 		s.cfg.Logger.Error("cannot apply a batch of credits; stopping", "from", ds[0].String(), "credits", len(ds), "error", err)
 		return fmt.Errorf("service: %d credits from %s: %w", len(ds), ds[0], err)

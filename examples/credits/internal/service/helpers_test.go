@@ -20,7 +20,6 @@ import (
 	"github.com/streamledger/streamledger/examples/credits/internal/credit"
 	"github.com/streamledger/streamledger/examples/credits/internal/service"
 	"github.com/streamledger/streamledger/internal/kafkatest"
-	"github.com/streamledger/streamledger/internal/pgtest"
 	"github.com/streamledger/streamledger/ledger"
 )
 
@@ -30,14 +29,21 @@ const topic = "credits"
 type env struct {
 	t     *testing.T
 	kc    *kafkatest.Cluster
-	db    *pgtest.DB
+	db    database
 	dl    *dlqkafka.Producer
-	store *accounts.Store
+	store accounts.Store
 }
 
+// newEnv returns an environment on Postgres.
 func newEnv(t *testing.T, partitions int32) *env {
 	t.Helper()
-	db := pgtest.New(t)
+	return newEnvOn(t, "postgres", partitions)
+}
+
+// newEnvOn returns an environment on the database named (see databases).
+func newEnvOn(t *testing.T, database string, partitions int32) *env {
+	t.Helper()
+	db := openDatabase(t, database)
 	kc := kafkatest.Start(t, kafkatest.Config{Topics: map[string]int32{topic: partitions, dlq.DefaultTopic(topic): partitions}})
 	dl, err := dlqkafka.NewProducer(dlqkafka.Config{
 		Kafka: kc.ConfigMap(kafka.ConfigMap{"linger.ms": 0}), ProcessorID: "credits-test", RetryBackoff: 20 * time.Millisecond,
@@ -59,7 +65,7 @@ func newEnv(t *testing.T, partitions int32) *env {
 // config is the configuration of a test consumer of group: fast group protocol, a commit
 // after every message, no background pruning.
 func (e *env) config(group string) service.Config {
-	return service.Config{
+	cfg := service.Config{
 		Kafka: e.kc.ConfigMap(kafka.ConfigMap{
 			"group.id":              group,
 			"session.timeout.ms":    6000,
@@ -67,8 +73,6 @@ func (e *env) config(group string) service.Config {
 			"fetch.wait.max.ms":     20,
 		}),
 		Topic:             topic,
-		Pool:              e.db.Pool,
-		Schema:            e.db.Schema,
 		DeadLetters:       e.dl,
 		CommitInterval:    service.EveryMessage,
 		PollTimeout:       10 * time.Millisecond,
@@ -76,6 +80,8 @@ func (e *env) config(group string) service.Config {
 		DeadLetterBackoff: 20 * time.Millisecond,
 		ShutdownTimeout:   kafkatest.Timeout,
 	}
+	e.db.configure(&cfg)
+	return cfg
 }
 
 // open opens accounts with their balances.

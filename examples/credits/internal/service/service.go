@@ -12,7 +12,6 @@ import (
 	"github.com/streamledger/streamledger/examples/credits/internal/accounts"
 	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/ledger/consumer"
-	"github.com/streamledger/streamledger/sink/postgres"
 )
 
 // noKey is the window key type of a consumer that has no windows.
@@ -22,8 +21,7 @@ type noKey struct{}
 // [New]; [Service.Run] runs one consumer, once.
 type Service struct {
 	cfg          Config
-	store        *accounts.Store
-	effects      *postgres.Effects
+	store        accounts.Store
 	c            *consumer.Consumer[noKey]
 	everyMessage bool // a tick after every decision and delivery report
 
@@ -44,18 +42,11 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	fx, err := postgres.NewEffects(cfg.Pool, postgres.EffectConfig{
-		Schema: cfg.Schema, Table: cfg.Markers, Horizon: cfg.Horizon, SourceRetention: cfg.SourceRetention,
-		Retry: cfg.Retry, Clock: cfg.Clock, Rand: cfg.Rand,
-	})
+	st, err := newStore(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("service: effect sink: %w", err)
+		return nil, fmt.Errorf("service: %w", err)
 	}
-	st, err := accounts.New(cfg.Pool, accounts.Config{Schema: cfg.Schema, Markers: cfg.Markers, Clock: cfg.Clock})
-	if err != nil {
-		return nil, err
-	}
-	s := &Service{cfg: cfg, store: st, effects: fx}
+	s := &Service{cfg: cfg, store: st}
 	rc := consumer.Config[noKey]{
 		Kafka:             cfg.Kafka,
 		Topics:            map[string]consumer.Handler[noKey]{cfg.Topic: handle},
@@ -82,19 +73,26 @@ func New(cfg Config) (*Service, error) {
 	return s, nil
 }
 
-// Migrate creates the accounts, entries and marker tables if they do not exist.
-func (s *Service) Migrate(ctx context.Context) error {
-	if err := s.store.Migrate(ctx); err != nil {
-		return err
+// newStore returns the accounts store on the database cfg names.
+func newStore(cfg Config) (accounts.Store, error) {
+	ac := accounts.Config{
+		Schema: cfg.Schema, Markers: cfg.Markers, Clock: cfg.Clock,
+		Horizon: cfg.Horizon, SourceRetention: cfg.SourceRetention, Retry: cfg.Retry, Rand: cfg.Rand,
 	}
-	return s.effects.Migrate(ctx)
+	if cfg.MySQL != nil {
+		return accounts.NewMySQL(cfg.MySQL, ac)
+	}
+	return accounts.NewPostgres(cfg.Pool, ac)
 }
 
+// Migrate creates the accounts, entries and marker tables if they do not exist.
+func (s *Service) Migrate(ctx context.Context) error { return s.store.Migrate(ctx) }
+
 // Store returns the accounts store the service credits.
-func (s *Service) Store() *accounts.Store { return s.store }
+func (s *Service) Store() accounts.Store { return s.store }
 
 // Prune deletes the markers older than the horizon and returns how many it deleted.
-func (s *Service) Prune(ctx context.Context) (int64, error) { return s.effects.Prune(ctx) }
+func (s *Service) Prune(ctx context.Context) (int64, error) { return s.store.Prune(ctx) }
 
 // Counters returns the running totals; safe from any goroutine.
 func (s *Service) Counters() Counters {
@@ -165,7 +163,7 @@ func every(ctx context.Context, d time.Duration, f func()) {
 
 // prune deletes the markers past the horizon, for the pruning loop.
 func (s *Service) prune(ctx context.Context) {
-	n, err := s.effects.Prune(ctx)
+	n, err := s.store.Prune(ctx)
 	if err != nil {
 		s.cfg.Logger.Warn("pruning markers failed", "error", err)
 		return

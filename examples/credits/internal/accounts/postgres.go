@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/streamledger/streamledger/examples/credits/internal/credit"
@@ -15,47 +14,38 @@ import (
 	"github.com/streamledger/streamledger/sink/postgres"
 )
 
-// ClassRejected is the dead-letter class of a [*RejectedError].
-const ClassRejected = "credit.rejected"
-
-// Config names the tables of a [Store]. Zero fields take the defaults in brackets.
-type Config struct {
-	// Schema holds the tables [public].
-	Schema string
-	// Markers is the effect sink's marker table, read by [Store.Markers] only
-	// [streamledger_markers].
-	Markers string
-	// Clock stamps applied_at [time.Now].
-	Clock func() time.Time
-}
-
-// Store is the business side of the example: accounts, their entries, and the credit effect.
-// It is safe for concurrent use.
-type Store struct {
-	pool  *pgxpool.Pool
-	clock func() time.Time
+// Postgres is the [Store] on Postgres, with postgres.Effects as its effect sink. It is safe
+// for concurrent use.
+type Postgres struct {
+	pool    *pgxpool.Pool
+	effects *postgres.Effects
+	clock   func() time.Time
 
 	schema, accounts, entries, markers string
 
 	lock, credit string
 }
 
-// New returns a Store on pool. It does not touch the database; see [Store.Migrate].
-func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
+// NewPostgres returns the Store on pool. It does not touch the database; see
+// [Postgres.Migrate].
+func NewPostgres(pool *pgxpool.Pool, cfg Config) (*Postgres, error) {
 	if pool == nil {
 		return nil, errors.New("accounts: nil pool")
 	}
 	if cfg.Schema == "" {
 		cfg.Schema = "public"
 	}
-	if cfg.Markers == "" {
-		cfg.Markers = "streamledger_markers"
+	cfg = cfg.withDefaults()
+	fx, err := postgres.NewEffects(pool, postgres.EffectConfig{
+		Schema: cfg.Schema, Table: cfg.Markers, Horizon: cfg.Horizon, SourceRetention: cfg.SourceRetention,
+		Retry: cfg.Retry, Clock: cfg.Clock, Rand: cfg.Rand,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("accounts: effect sink: %w", err)
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = time.Now
-	}
-	s := &Store{
+	s := &Postgres{
 		pool:     pool,
+		effects:  fx,
 		clock:    cfg.Clock,
 		schema:   cfg.Schema,
 		accounts: pgx.Identifier{cfg.Schema, "accounts"}.Sanitize(),
@@ -72,9 +62,24 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// Migrate creates the schema and the tables if they do not exist. Concurrent calls are
-// serialized by an advisory lock.
-func (s *Store) Migrate(ctx context.Context) error {
+// Migrate creates the schema, the tables and the marker table if they do not exist.
+// Concurrent calls are serialized by an advisory lock.
+func (s *Postgres) Migrate(ctx context.Context) error {
+	if err := s.migrateTables(ctx); err != nil {
+		return err
+	}
+	return s.effects.Migrate(ctx)
+}
+
+// Apply applies cs through the effect sink in one transaction with [Postgres.Effect].
+func (s *Postgres) Apply(ctx context.Context, cs []credit.Credit, check func(i int) error) ([]sink.Result, error) {
+	return s.effects.Apply(ctx, operations(cs), s.Effect(cs, check))
+}
+
+// Prune deletes the markers older than the horizon.
+func (s *Postgres) Prune(ctx context.Context) (int64, error) { return s.effects.Prune(ctx) }
+
+func (s *Postgres) migrateTables(ctx context.Context) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, "credits-example:"+s.schema); err != nil {
 			return fmt.Errorf("accounts: migrate: lock: %w", err)
@@ -96,7 +101,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 
 // Open creates account with an opening balance. An account that exists is left as it is;
 // created reports which happened.
-func (s *Store) Open(ctx context.Context, account string, balance int64) (created bool, err error) {
+func (s *Postgres) Open(ctx context.Context, account string, balance int64) (created bool, err error) {
 	tag, err := s.pool.Exec(ctx, `INSERT INTO `+s.accounts+` (account_id, balance) VALUES ($1, $2) ON CONFLICT (account_id) DO NOTHING`, account, balance)
 	if err != nil {
 		return false, fmt.Errorf("accounts: open %q: %w", account, err)
@@ -115,7 +120,7 @@ func (s *Store) Open(ctx context.Context, account string, balance int64) (create
 // alone.
 //
 // [postgres.Effects.Apply]: https://pkg.go.dev/github.com/streamledger/streamledger/sink/postgres#Effects.Apply
-func (s *Store) Credits(ctx context.Context, tx pgx.Tx, cs []credit.Credit) ([]bool, error) {
+func (s *Postgres) Credits(ctx context.Context, tx pgx.Tx, cs []credit.Credit) ([]bool, error) {
 	ids, accts, amounts := make([]string, len(cs)), make([]string, len(cs)), make([]int64, len(cs))
 	pos := make(map[string]int, len(cs))
 	for i, c := range cs {
@@ -150,71 +155,20 @@ func (s *Store) Credits(ctx context.Context, tx pgx.Tx, cs []credit.Credit) ([]b
 	return written, nil
 }
 
-// Effect returns the effect of the batch cs for [postgres.Effects.Apply]: [Store.Credits] of
+// Effect returns the effect of the batch cs for [postgres.Effects.Apply]: [Postgres.Credits] of
 // the accepted credits, each refused with [sink.ErrNoEffect] when its account does not exist.
 // check, if not nil, runs first on each accepted credit (by its position in cs) and refuses
 // those it returns an error for, which then write nothing.
 //
 // [postgres.Effects.Apply]: https://pkg.go.dev/github.com/streamledger/streamledger/sink/postgres#Effects.Apply
-func (s *Store) Effect(cs []credit.Credit, check func(i int) error) postgres.Effect {
+func (s *Postgres) Effect(cs []credit.Credit, check func(i int) error) postgres.Effect {
 	return func(ctx context.Context, tx pgx.Tx, ops []int) ([]error, error) {
-		errs := make([]error, len(ops))
-		batch := make([]credit.Credit, 0, len(ops))
-		at := make([]int, 0, len(ops)) // position in ops of each credit of batch
-		for k, i := range ops {
-			if check != nil {
-				if errs[k] = check(i); errs[k] != nil {
-					continue
-				}
-			}
-			batch = append(batch, cs[i])
-			at = append(at, k)
-		}
-		if len(batch) == 0 {
-			return errs, nil
-		}
-		written, err := s.Credits(ctx, tx, batch)
-		if err != nil {
-			return nil, err
-		}
-		for j, ok := range written {
-			if !ok {
-				c := batch[j]
-				errs[at[j]] = fmt.Errorf("%w: credit %q: account %q does not exist", sink.ErrNoEffect, c.ID, c.Account)
-			}
-		}
-		return errs, nil
+		return effect(cs, ops, check, func(batch []credit.Credit) ([]bool, error) { return s.Credits(ctx, tx, batch) })
 	}
 }
-
-// Refused returns the [*RejectedError] of c when err is a data error of the database (SQLSTATE
-// class 22, such as a balance overflowing bigint, or 23, a constraint), and nil otherwise.
-func Refused(c credit.Credit, err error) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && len(pgErr.Code) == 5 && (pgErr.Code[:2] == "22" || pgErr.Code[:2] == "23") {
-		return &RejectedError{ID: c.ID, Account: c.Account, Err: err}
-	}
-	return nil
-}
-
-// RejectedError is a credit the database refused as data: the transaction was rolled back and
-// no marker stored. It belongs in the dead-letter topic.
-type RejectedError struct {
-	ID, Account string
-	Err         error // the *pgconn.PgError
-}
-
-func (e *RejectedError) Error() string {
-	return fmt.Sprintf("accounts: credit %q to %q refused by the database: %v", e.ID, e.Account, e.Err)
-}
-
-func (e *RejectedError) Unwrap() error { return e.Err }
-
-// ErrorClass returns [ClassRejected].
-func (e *RejectedError) ErrorClass() string { return ClassRejected }
 
 // Balance returns the balance of account; ok is false when it does not exist.
-func (s *Store) Balance(ctx context.Context, account string) (balance int64, ok bool, err error) {
+func (s *Postgres) Balance(ctx context.Context, account string) (balance int64, ok bool, err error) {
 	err = s.pool.QueryRow(ctx, `SELECT balance FROM `+s.accounts+` WHERE account_id = $1`, account).Scan(&balance)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, false, nil
@@ -226,7 +180,7 @@ func (s *Store) Balance(ctx context.Context, account string) (balance int64, ok 
 }
 
 // Balances returns every account's balance.
-func (s *Store) Balances(ctx context.Context) (map[string]int64, error) {
+func (s *Postgres) Balances(ctx context.Context) (map[string]int64, error) {
 	rows, err := s.pool.Query(ctx, `SELECT account_id, balance FROM `+s.accounts)
 	if err != nil {
 		return nil, fmt.Errorf("accounts: balances: %w", err)
@@ -246,16 +200,8 @@ func (s *Store) Balances(ctx context.Context) (map[string]int64, error) {
 	return out, nil
 }
 
-// Entry is one applied credit.
-type Entry struct {
-	OpID      string
-	Account   string
-	Amount    int64
-	AppliedAt time.Time
-}
-
 // Entries returns the entries of every operation id, in the order they were written.
-func (s *Store) Entries(ctx context.Context) (map[string][]Entry, error) {
+func (s *Postgres) Entries(ctx context.Context) (map[string][]Entry, error) {
 	rows, err := s.pool.Query(ctx, `SELECT op_id, account_id, amount, applied_at FROM `+s.entries+` ORDER BY entry_id`)
 	if err != nil {
 		return nil, fmt.Errorf("accounts: entries: %w", err)
@@ -274,7 +220,7 @@ func (s *Store) Entries(ctx context.Context) (map[string][]Entry, error) {
 }
 
 // EntriesOf returns the operation ids of account's entries, in the order they were written.
-func (s *Store) EntriesOf(ctx context.Context, account string) ([]string, error) {
+func (s *Postgres) EntriesOf(ctx context.Context, account string) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT op_id FROM `+s.entries+` WHERE account_id = $1 ORDER BY entry_id`, account)
 	if err != nil {
 		return nil, fmt.Errorf("accounts: entries of %q: %w", account, err)
@@ -288,7 +234,7 @@ func (s *Store) EntriesOf(ctx context.Context, account string) ([]string, error)
 
 // Markers returns the operation ids of the effect sink's markers with their creation times.
 // The table is the sink's; the store only reads it.
-func (s *Store) Markers(ctx context.Context) (map[string]time.Time, error) {
+func (s *Postgres) Markers(ctx context.Context) (map[string]time.Time, error) {
 	rows, err := s.pool.Query(ctx, `SELECT op_id, created_at FROM `+s.markers)
 	if err != nil {
 		return nil, fmt.Errorf("accounts: markers: %w", err)
