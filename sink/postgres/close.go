@@ -70,7 +70,7 @@ func (s *Sink) writeClose(ctx context.Context, batches []sink.CloseBatch) (plan 
 	}
 	err = s.cfg.Retry.Do(ctx, opWriteClose, transient, func(ctx context.Context, n int) error {
 		attempts = n
-		now := s.cfg.Clock().UTC()
+		now := sink.AtPrecision(s.cfg.Clock())
 		cutoff, prune := s.pruner.Due(now)
 		err := attemptTx(ctx, s.pool, faults.Attempt{Op: opWriteClose, N: n}, func(ctx context.Context, tx pgx.Tx) error {
 			if err := s.readProgressOf(ctx, tx, c, cutoff, prune); err != nil {

@@ -63,7 +63,7 @@ func (s *Sink) upsertLatest(ctx context.Context, groups [][]sink.StateRow) (atte
 	err = s.cfg.Retry.Do(ctx, opUpsertLatest, transient, func(ctx context.Context, n int) error {
 		attempts = n
 		return attemptTx(ctx, s.pool, faults.Attempt{Op: opUpsertLatest, N: n}, func(ctx context.Context, tx pgx.Tx) error {
-			now := s.cfg.Clock().UTC()
+			now := sink.AtPrecision(s.cfg.Clock())
 			for _, g := range groups {
 				st := s.states[g[0].Table]
 				if s.cfg.Strategy == StrategyUnnest {

@@ -52,15 +52,15 @@ func Aggregates() sink.AggregateSpec {
 func Vehicles() sink.StateSpec {
 	return sink.StateSpec{
 		Table:      VehiclesTable,
-		Key:        []sink.Column{{Name: "vehicle_id", Type: "text"}},
-		ObservedAt: sink.Column{Name: "observed_at", Type: "timestamptz"},
+		Key:        []sink.Column{{Name: "vehicle_id", Type: sink.Text}},
+		ObservedAt: sink.Column{Name: "observed_at", Type: sink.Timestamp},
 		Values: []sink.Column{
-			{Name: "trip_id", Type: "text"},
-			{Name: "route_id", Type: "text"},
-			{Name: "operator", Type: "text"},
-			{Name: "lat", Type: "double precision"},
-			{Name: "lon", Type: "double precision"},
-			{Name: "bearing", Type: "double precision"},
+			{Name: "trip_id", Type: sink.Text},
+			{Name: "route_id", Type: sink.Text},
+			{Name: "operator", Type: sink.Text},
+			{Name: "lat", Type: sink.Float64},
+			{Name: "lon", Type: sink.Float64},
+			{Name: "bearing", Type: sink.Float64},
 		},
 		UpdatedAt: "updated_at",
 	}
@@ -70,13 +70,13 @@ func Vehicles() sink.StateSpec {
 func Trips() sink.StateSpec {
 	return sink.StateSpec{
 		Table:      TripsTable,
-		Key:        []sink.Column{{Name: "trip_id", Type: "text"}},
-		ObservedAt: sink.Column{Name: "observed_at", Type: "timestamptz"},
+		Key:        []sink.Column{{Name: "trip_id", Type: sink.Text}},
+		ObservedAt: sink.Column{Name: "observed_at", Type: sink.Timestamp},
 		Values: []sink.Column{
-			{Name: "line", Type: "text"},
-			{Name: "operator", Type: "text"},
-			{Name: "stop", Type: "text"},
-			{Name: "delay_s", Type: "integer"},
+			{Name: "line", Type: sink.Text},
+			{Name: "operator", Type: sink.Text},
+			{Name: "stop", Type: sink.Text},
+			{Name: "delay_s", Type: sink.Int32},
 		},
 		UpdatedAt: "updated_at",
 	}
