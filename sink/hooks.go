@@ -99,3 +99,21 @@ func ReportUpsertLatest(hooks []Hook, info UpsertLatestInfo) {
 		}
 	}
 }
+
+// ReportUpsertLatestCall reports one UpsertLatest call to the hooks that implement
+// [HookUpsertLatest]: info once per table written, with the rows of its group in groups
+// (what [PrepareLatest] returned for rows), or once for the first row's table when the call
+// failed or wrote nothing.
+func ReportUpsertLatestCall(hooks []Hook, rows []StateRow, groups [][]StateRow, info UpsertLatestInfo) {
+	if info.Err != nil || len(groups) == 0 {
+		if len(rows) > 0 {
+			info.Table = rows[0].Table
+		}
+		ReportUpsertLatest(hooks, info)
+		return
+	}
+	for _, g := range groups {
+		info.Table, info.Rows = g[0].Table, len(g)
+		ReportUpsertLatest(hooks, info)
+	}
+}

@@ -26,25 +26,9 @@ func (s *Sink) UpsertLatest(ctx context.Context, rows []sink.StateRow) error {
 		attempts, err = s.upsertLatest(ctx, groups)
 	}
 	if len(s.cfg.Hooks) > 0 {
-		reportLatest(s.cfg.Hooks, rows, groups, sink.UpsertLatestInfo{Attempts: attempts, Duration: time.Since(start), Err: err})
+		sink.ReportUpsertLatestCall(s.cfg.Hooks, rows, groups, sink.UpsertLatestInfo{Attempts: attempts, Duration: time.Since(start), Err: err})
 	}
 	return err
-}
-
-// reportLatest reports an UpsertLatest call to hooks: info for each table written, or for
-// the first row's table when the rows were refused.
-func reportLatest(hooks []sink.Hook, rows []sink.StateRow, groups [][]sink.StateRow, info sink.UpsertLatestInfo) {
-	if info.Err != nil || len(groups) == 0 {
-		if len(rows) > 0 {
-			info.Table = rows[0].Table
-		}
-		sink.ReportUpsertLatest(hooks, info)
-		return
-	}
-	for _, g := range groups {
-		info.Table, info.Rows = g[0].Table, len(g)
-		sink.ReportUpsertLatest(hooks, info)
-	}
 }
 
 func (s *Sink) stateSpec(table string) (sink.StateSpec, bool) {
