@@ -100,20 +100,33 @@ func ReportUpsertLatest(hooks []Hook, info UpsertLatestInfo) {
 	}
 }
 
-// ReportUpsertLatestCall reports one UpsertLatest call to the hooks that implement
-// [HookUpsertLatest]: info once per table written, with the rows of its group in groups
-// (what [PrepareLatest] returned for rows), or once for the first row's table when the call
-// failed or wrote nothing.
-func ReportUpsertLatestCall(hooks []Hook, rows []StateRow, groups [][]StateRow, info UpsertLatestInfo) {
-	if info.Err != nil || len(groups) == 0 {
+// UpsertLatestCall is the frame of an implementation's [StateWriter.UpsertLatest]: it
+// prepares rows with [PrepareLatest] against spec, calls write with the groups unless there
+// are none, and reports the call to the hooks that implement [HookUpsertLatest]: once per
+// table written, or once for the first row's table when the call failed or wrote nothing.
+// write returns the attempts it made.
+func UpsertLatestCall(hooks []Hook, rows []StateRow, spec func(table string) (StateSpec, bool),
+	write func(groups [][]StateRow) (attempts int, err error)) error {
+	start := time.Now()
+	groups, err := PrepareLatest(rows, spec)
+	attempts := 0
+	if err == nil && len(groups) > 0 {
+		attempts, err = write(groups)
+	}
+	if len(hooks) == 0 {
+		return err
+	}
+	info := UpsertLatestInfo{Attempts: attempts, Duration: time.Since(start), Err: err}
+	if err != nil || len(groups) == 0 {
 		if len(rows) > 0 {
 			info.Table = rows[0].Table
 		}
 		ReportUpsertLatest(hooks, info)
-		return
+		return err
 	}
 	for _, g := range groups {
 		info.Table, info.Rows = g[0].Table, len(g)
 		ReportUpsertLatest(hooks, info)
 	}
+	return nil
 }

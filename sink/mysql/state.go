@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"time"
 
 	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/sink"
@@ -19,16 +18,9 @@ import (
 // Each call is reported to the [Config.Hooks] that implement sink.HookUpsertLatest, once per
 // table.
 func (s *Sink) UpsertLatest(ctx context.Context, rows []sink.StateRow) error {
-	start := time.Now()
-	groups, err := sink.PrepareLatest(rows, s.stateSpec)
-	attempts := 0
-	if err == nil && len(groups) > 0 {
-		attempts, err = s.upsertLatest(ctx, groups)
-	}
-	if len(s.cfg.Hooks) > 0 {
-		sink.ReportUpsertLatestCall(s.cfg.Hooks, rows, groups, sink.UpsertLatestInfo{Attempts: attempts, Duration: time.Since(start), Err: err})
-	}
-	return err
+	return sink.UpsertLatestCall(s.cfg.Hooks, rows, s.stateSpec, func(groups [][]sink.StateRow) (int, error) {
+		return s.upsertLatest(ctx, groups)
+	})
 }
 
 func (s *Sink) stateSpec(table string) (sink.StateSpec, bool) {

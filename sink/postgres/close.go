@@ -41,24 +41,7 @@ const (
 // Each call with at least one batch is reported to the [Config.Hooks] that implement
 // sink.HookWriteClose, with what its transaction wrote.
 func (s *Sink) WriteClose(ctx context.Context, batches ...sink.CloseBatch) error {
-	if len(batches) == 0 {
-		return nil
-	}
-	start := time.Now()
-	info := sink.WriteCloseInfo{Batches: len(batches)}
-	for _, b := range batches {
-		info.Partials += len(b.Partials)
-	}
-	plan, attempts, err := s.writeClose(ctx, batches)
-	info.Attempts, info.Err = attempts, err
-	if len(s.cfg.Hooks) > 0 {
-		if info.Err == nil && plan != nil {
-			plan.Report(&info)
-		}
-		info.Duration = time.Since(start)
-		sink.ReportWriteClose(s.cfg.Hooks, info)
-	}
-	return info.Err
+	return fold.WriteCloseCall(s.cfg.Hooks, batches, func() (*fold.Plan, int, error) { return s.writeClose(ctx, batches) })
 }
 
 // writeClose is WriteClose without the report; it returns the plan of the last attempt and

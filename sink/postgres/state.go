@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -14,21 +13,13 @@ import (
 
 // UpsertLatest writes rows into the state tables they name, declared in [Config.States], in
 // one transaction: each table's rows collapsed to the newest row per key, sent in one order
-// every writer uses (so that concurrent writers lock rows in the same order; see
-// package lockorder),
-// and guarded by WHERE EXCLUDED.observed_at >= stored observed_at. Each call is reported to
+// every writer uses (so that concurrent writers lock rows in the same order; see package
+// lockorder), and guarded by WHERE EXCLUDED.observed_at >= stored observed_at. Each call is reported to
 // the [Config.Hooks] that implement sink.HookUpsertLatest, once per table.
 func (s *Sink) UpsertLatest(ctx context.Context, rows []sink.StateRow) error {
-	start := time.Now()
-	groups, err := sink.PrepareLatest(rows, s.stateSpec)
-	attempts := 0
-	if err == nil && len(groups) > 0 {
-		attempts, err = s.upsertLatest(ctx, groups)
-	}
-	if len(s.cfg.Hooks) > 0 {
-		sink.ReportUpsertLatestCall(s.cfg.Hooks, rows, groups, sink.UpsertLatestInfo{Attempts: attempts, Duration: time.Since(start), Err: err})
-	}
-	return err
+	return sink.UpsertLatestCall(s.cfg.Hooks, rows, s.stateSpec, func(groups [][]sink.StateRow) (int, error) {
+		return s.upsertLatest(ctx, groups)
+	})
 }
 
 func (s *Sink) stateSpec(table string) (sink.StateSpec, bool) {
