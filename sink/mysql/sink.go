@@ -136,7 +136,7 @@ func (s *Sink) buildReadSQL() {
 // newStateTable builds the upsert of a state table: a stored row's columns are replaced only
 // when the new row's observed_at is not older. MySQL assigns left to right and each
 // assignment sees the columns assigned before it, so observed_at, which every condition
-// reads, is assigned last.
+// reads, is assigned last: every condition compares with the stored row's time.
 func newStateTable(spec sink.StateSpec) *stateTable {
 	obs := quote(spec.ObservedAt.Name)
 	newer := fmt.Sprintf("VALUES(%s) >= %s", obs, obs)
