@@ -2,7 +2,6 @@ package mysql_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -23,24 +22,7 @@ func BenchmarkUpsertLatest(b *testing.B) {
 	b.Run("multirow", func(b *testing.B) {
 		ctx := testCtx(b)
 		s, _ := newSink(b, func(c *mysql.Config) { c.Clock = time.Now })
-		ids := make([]string, fleet)
-		for i := range ids {
-			ids[i] = fmt.Sprintf("veh-%05d", i)
-		}
-		rows := make([]sink.StateRow, latestRows)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			b.StopTimer()
-			at := sinktest.Start().Add(time.Duration(i) * time.Second)
-			for k := range rows {
-				rows[k] = sink.StateRow{Table: sinktest.StateTable, Key: []any{ids[(i*latestRows+k*7)%fleet]}, ObservedAt: at,
-					Values: []any{fmt.Sprintf("trip-%d", k%300), float64(k % 600), int64(k % 40)}}
-			}
-			b.StartTimer()
-			require.NoError(b, s.UpsertLatest(ctx, rows))
-		}
-		b.ReportMetric(float64(latestRows*b.N)/b.Elapsed().Seconds(), "rows/s")
+		sinktest.UpsertFleet(ctx, b, s, latestRows, fleet)
 	})
 }
 
@@ -53,34 +35,16 @@ func BenchmarkUpsertLatest(b *testing.B) {
 func BenchmarkCloseLayout(b *testing.B) {
 	for _, tc := range sinktest.LayoutCases {
 		data := []sinktest.Workload{sinktest.NewWorkload(b, 1, tc.Partitions), sinktest.NewWorkload(b, 2, tc.Partitions)}
-		b.Run("fold/"+tc.Name, func(b *testing.B) { benchFold(b, data, tc.Partitions, tc.Calls, tc.OwnCalls) })
+		b.Run("fold/"+tc.Name, func(b *testing.B) { benchFold(b, data, tc.Calls, tc.OwnCalls) })
 	}
 	data := []sinktest.Workload{sinktest.NewWorkload(b, 1, 6), sinktest.NewWorkload(b, 2, 6)}
 	b.Run("merged-only", func(b *testing.B) { benchMergedOnly(b, data) })
 }
 
-func benchFold(b *testing.B, data []sinktest.Workload, partitions, calls int, ownCalls bool) {
+func benchFold(b *testing.B, data []sinktest.Workload, calls int, ownCalls bool) {
 	ctx := testCtx(b)
 	s, db := newSink(b, func(c *mysql.Config) { c.Clock = time.Now })
-	tps := make([]sink.CloseBatch, partitions)
-	for p := range tps {
-		tps[p] = sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: int32(p)}}
-	}
-	require.NoError(b, s.WriteClose(ctx, tps...))
-	rows := 0
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		w := data[i%len(data)]
-		start := sinktest.Start().Add(time.Duration(i) * 5 * time.Minute)
-		batches := w.Calls(start, calls, ownCalls)
-		rows += len(w.Merged)
-		b.StartTimer()
-		for _, call := range batches {
-			require.NoError(b, s.WriteClose(ctx, call...))
-		}
-	}
-	b.StopTimer()
+	rows := sinktest.WriteWindows(ctx, b, s, data, calls, ownCalls)
 	reportLayout(b, ctx, db, rows, b.Elapsed())
 }
 

@@ -66,40 +66,22 @@ func walNow(b *testing.B, ctx context.Context, db *pgtest.DB) string {
 func BenchmarkCloseLayout(b *testing.B) {
 	for _, tc := range sinktest.LayoutCases {
 		data := []sinktest.Workload{sinktest.NewWorkload(b, 1, tc.Partitions), sinktest.NewWorkload(b, 2, tc.Partitions)}
-		b.Run("fold/"+tc.Name, func(b *testing.B) { benchFold(b, data, tc.Partitions, tc.Calls, tc.OwnCalls) })
+		b.Run("fold/"+tc.Name, func(b *testing.B) { benchFold(b, data, tc.Calls, tc.OwnCalls) })
 	}
 	data := []sinktest.Workload{sinktest.NewWorkload(b, 1, 6), sinktest.NewWorkload(b, 2, 6)}
 	b.Run("merged-only", func(b *testing.B) { benchMergedOnly(b, data) })
 }
 
 // benchFold closes each window over calls WriteClose calls (see sinktest.Workload.Calls).
-func benchFold(b *testing.B, data []sinktest.Workload, partitions, calls int, ownCalls bool) {
+func benchFold(b *testing.B, data []sinktest.Workload, calls int, ownCalls bool) {
 	ctx := testCtx(b)
 	db := pgtest.New(b)
 	newSinkOn(b, db, nil) // migrates
 	pool := db.NewPool(b, nil)
 	s, err := postgres.New(pool, postgres.Config{Schema: db.Schema, Aggregates: sinktest.Aggregates(), Clock: time.Now})
 	require.NoError(b, err)
-	tps := make([]sink.CloseBatch, partitions)
-	for p := range tps {
-		tps[p] = sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: int32(p)}}
-	}
-	require.NoError(b, s.WriteClose(ctx, tps...))
 	wal := walNow(b, ctx, db)
-	rows := 0
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		w := data[i%len(data)]
-		start := sinktest.Start().Add(time.Duration(i) * 5 * time.Minute)
-		batches := w.Calls(start, calls, ownCalls)
-		rows += len(w.Merged)
-		b.StartTimer()
-		for _, call := range batches {
-			require.NoError(b, s.WriteClose(ctx, call...))
-		}
-	}
-	b.StopTimer()
+	rows := sinktest.WriteWindows(ctx, b, s, data, calls, ownCalls)
 	elapsed := b.Elapsed()
 	pool.Close()
 	reportLayout(b, ctx, db, wal, rows, elapsed, sinktest.AggregatesTable)

@@ -1,6 +1,7 @@
 package sinktest
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -122,4 +123,62 @@ var LayoutCases = []struct {
 	{"consumers=2", 6, 2, true},
 	{"consumers=3", 6, 3, true},
 	{"consumers=3/partitions=12", 12, 3, true},
+}
+
+// WriteWindows is the timed loop of a close benchmark: it registers the workload's
+// partitions, then closes b.N windows, window i from data[i % len(data)] in calls WriteClose
+// calls ([Workload.Calls]), the timer running only around the calls. It returns the merged
+// rows the windows hold.
+func WriteWindows(ctx context.Context, b *testing.B, w sink.WindowWriter, data []Workload, calls int, ownCalls bool) int {
+	b.Helper()
+	tps := make([]sink.CloseBatch, len(data[0].Partials))
+	for p := range tps {
+		tps[p] = sink.CloseBatch{Source: sink.TopicPartition{Topic: Topic, Partition: int32(p)}}
+	}
+	if err := w.WriteClose(ctx, tps...); err != nil {
+		b.Fatal(err)
+	}
+	rows := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		load := data[i%len(data)]
+		batches := load.Calls(Start().Add(time.Duration(i)*windowSize), calls, ownCalls)
+		rows += len(load.Merged)
+		b.StartTimer()
+		for _, call := range batches {
+			if err := w.WriteClose(ctx, call...); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.StopTimer()
+	return rows
+}
+
+// UpsertFleet is the timed loop of a state benchmark: b.N batches of rows last-write-wins
+// rows of the [Latest] table over a fleet of fleet vehicles (inserts first, then mostly
+// updates), the timer running only around the calls. It reports rows/s.
+func UpsertFleet(ctx context.Context, b *testing.B, w sink.StateWriter, rows, fleet int) {
+	b.Helper()
+	ids := make([]string, fleet)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("veh-%05d", i)
+	}
+	batch := make([]sink.StateRow, rows)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		at := Start().Add(time.Duration(i) * time.Second)
+		for k := range batch {
+			batch[k] = sink.StateRow{Table: StateTable, Key: []any{ids[(i*rows+k*7)%fleet]}, ObservedAt: at,
+				Values: []any{fmt.Sprintf("trip-%d", k%300), float64(k % 600), int64(k % 40)}}
+		}
+		b.StartTimer()
+		if err := w.UpsertLatest(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(rows*b.N)/b.Elapsed().Seconds(), "rows/s")
 }
