@@ -5,6 +5,7 @@ import (
 
 	"github.com/streamledger/streamledger/examples/ov/event"
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/mysql"
 	"github.com/streamledger/streamledger/sink/postgres"
 	"github.com/streamledger/streamledger/window"
 )
@@ -165,4 +166,13 @@ func (b *TripRowBuf) Row(p event.Prediction) sink.StateRow {
 	b.key = [1]any{p.TripID}
 	b.vals = [4]any{p.Line, p.Operator, p.Stop, p.DelayS}
 	return sink.StateRow{Table: TripsTable, Key: b.key[:], ObservedAt: p.ObservedAt, Values: b.vals[:]}
+}
+
+// MySQL returns the sink configuration for the OV tables in the database of the sink's
+// *sql.DB.
+func MySQL() mysql.Config {
+	return mysql.Config{
+		Aggregates: Aggregates(),
+		States:     []sink.StateSpec{Vehicles(), Trips()},
+	}
 }
