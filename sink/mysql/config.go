@@ -14,7 +14,8 @@ import (
 type Config struct {
 	// Aggregates describes the merged table (see [sink.AggregateSpec] for its defaults).
 	// The folded windows and the contributing topics are kept beside it, in
-	// <Aggregates.Table>_folded and <Aggregates.Table>_topics.
+	// <Aggregates.Table>_folded and <Aggregates.Table>_topics, and the readiness view is
+	// <Aggregates.Table>_status.
 	Aggregates sink.AggregateSpec
 	// PartialsTable stores the partials of windows that are not complete, one compact row
 	// per (window_start, topic, partition) [<Aggregates.Table>_partials].
@@ -80,6 +81,7 @@ func (c Config) withDefaults() Config {
 // Names of the tables beside the merged one (see the package documentation).
 func (c Config) foldedTable() string { return c.Aggregates.Table + "_folded" }
 func (c Config) topicsTable() string { return c.Aggregates.Table + "_topics" }
+func (c Config) statusView() string  { return c.Aggregates.Table + "_status" }
 
 func (c Config) validate() error {
 	if err := c.Aggregates.Validate(); err != nil {
@@ -95,7 +97,7 @@ func (c Config) validate() error {
 	for _, t := range []struct{ name, role string }{
 		{c.Aggregates.Table, "Config.Aggregates.Table"}, {c.PartialsTable, "Config.PartialsTable"},
 		{c.foldedTable(), "folded"}, {c.topicsTable(), "topics"}, {c.ProgressTable, "Config.ProgressTable"},
-		{c.LocksTable, "Config.LocksTable"}, {migrationsTable, "migrations"},
+		{c.statusView(), "readiness view"}, {c.LocksTable, "Config.LocksTable"}, {migrationsTable, "migrations"},
 	} {
 		if err := checkName(t.role, t.name); err != nil {
 			return fmt.Errorf("%w: %w", sink.ErrInvalid, err)

@@ -75,3 +75,28 @@ func TestUntypedStateTable(t *testing.T) {
 	want.Values = []any{"n", int32(3), 1.5, true, at.Add(1000), []byte{0, 1}}
 	assert.Equal(t, want, got, "values in their columns' Go types, times at sink.Precision")
 }
+
+// The readiness view holds the merged rows with complete as the sink reads it.
+func TestReadinessView(t *testing.T) {
+	ctx := testCtx(t)
+	s, db := newSink(t, nil)
+	b := closeBatch(t, 0, 1, 2)
+	require.NoError(t, s.WriteClose(ctx, b))
+	complete := func() (bool, string) {
+		var c bool
+		var through string
+		require.NoError(t, db.DB.QueryRowContext(ctx, "SELECT `complete`, `complete_through` FROM `aggregates_status`").Scan(&c, &through))
+		return c, through
+	}
+	c, through := complete()
+	assert.True(t, c)
+	assert.Equal(t, "2026-03-02 07:05:00.000000", through)
+	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: 1}}))
+	var n int
+	require.NoError(t, db.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM `aggregates_status` WHERE `complete` = FALSE AND `complete_through` IS NULL").Scan(&n))
+	assert.Equal(t, 1, n, "a registered partition that closed nothing makes the row incomplete")
+	got, ok, err := s.Aggregate(ctx, b.Partials[0].Key)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.False(t, got.Complete)
+}

@@ -133,7 +133,37 @@ func (s *Sink) Migrate(ctx context.Context) error {
 		s.cfg.Aggregates.Table); err != nil {
 		return fmt.Errorf("mysql: migrate: lock row: %w", err)
 	}
-	return s.addAttributes(ctx)
+	if err := s.addAttributes(ctx); err != nil {
+		return err
+	}
+	if _, err := s.db.ExecContext(ctx, s.viewDDL()); err != nil {
+		return fmt.Errorf("mysql: migrate: view %s: %w", quote(s.cfg.statusView()), err)
+	}
+	return nil
+}
+
+// viewDDL creates or replaces the readiness view, for dashboards: the merged table plus
+// complete_through, the minimum closed_through over the partitions that hold windows back
+// (registered partitions of the contributing topics, but those marked empty that have closed
+// nothing; NULL when one of them has closed nothing, the largest DATETIME when there is
+// none), and complete = window_end <= complete_through. The sink's own reads compute the
+// same from the tables in one statement.
+func (s *Sink) viewDDL() string {
+	a := s.cfg.Aggregates
+	c := a.Columns
+	cols := []string{c.WindowStart, c.WindowEnd, c.Dimension, c.DimensionID, c.Count, c.Mean, c.Quantile, c.Max, c.Min, c.ComputedAt}
+	cols = append(cols, a.Attributes...)
+	sel := make([]string, len(cols))
+	for i, col := range cols {
+		sel[i] = "a." + quote(col)
+	}
+	return fmt.Sprintf("CREATE OR REPLACE VIEW %s AS SELECT %s, r.`complete_through`, "+
+		"COALESCE(a.%s <= r.`complete_through`, FALSE) AS `complete` FROM %s AS a CROSS JOIN "+
+		"(SELECT CASE WHEN SUM(pr.`closed_through` IS NULL) > 0 THEN NULL WHEN COUNT(*) = 0 THEN CAST('9999-12-31 23:59:59.999999' AS DATETIME(6)) "+
+		"ELSE MIN(pr.`closed_through`) END AS `complete_through` FROM %s AS pr JOIN %s AS t ON t.`topic` = pr.`topic` "+
+		"WHERE NOT (pr.`empty` AND pr.`closed_through` IS NULL)) AS r",
+		quote(s.cfg.statusView()), strings.Join(sel, ", "), quote(c.WindowEnd), quote(a.Table),
+		quote(s.cfg.ProgressTable), quote(s.cfg.topicsTable()))
 }
 
 // addAttributes adds the attribute columns the merged table lacks (ADD COLUMN IF NOT EXISTS
@@ -180,5 +210,5 @@ func (s *Sink) migrationStatements() []string {
 			out = append(out, st...)
 		}
 	}
-	return out
+	return append(out, s.viewDDL())
 }

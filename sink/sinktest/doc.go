@@ -30,7 +30,7 @@
 //
 // # Memory
 //
-// [Memory] has the same semantics as the Postgres implementation (both plan their close
+// [Memory] has the same semantics as the SQL implementations (all of them plan their close
 // writes with package fold, and it passes the same suite), records every successful write
 // ([Memory.Closes], [Memory.Upserts]) and fails the next calls on request
 // ([Memory.FailNext]) without writing anything, so that a processor's tests can check that

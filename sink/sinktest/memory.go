@@ -33,8 +33,8 @@ type Upsert struct {
 	Rows  []sink.StateRow
 }
 
-// Memory is an in-memory [sink.Sink] and [sink.Reader] with the same semantics as the
-// Postgres implementation (both plan their close writes with package fold), for the unit
+// Memory is an in-memory [sink.Sink] and [sink.Reader] with the same semantics as the SQL
+// implementations (all plan their close writes with package fold), for the unit
 // tests of packages that write through a sink. It records every successful write and can be
 // told to fail the next ones. It is safe for concurrent use.
 type Memory struct {
