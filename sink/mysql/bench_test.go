@@ -82,7 +82,7 @@ func benchMergedOnly(b *testing.B, data []sinktest.Workload) {
 
 // reportLayout reports merged rows per second and table bytes per merged row.
 func reportLayout(b *testing.B, ctx context.Context, db *mytest.DB, rows int, elapsed time.Duration) {
-	tables, err := db.DB.QueryContext(ctx, "SELECT `TABLE_NAME` FROM information_schema.`TABLES` WHERE `TABLE_SCHEMA` = DATABASE()")
+	tables, err := db.DB.QueryContext(ctx, "SELECT `TABLE_NAME` FROM information_schema.`TABLES` WHERE `TABLE_SCHEMA` = DATABASE() AND `TABLE_TYPE` = 'BASE TABLE'")
 	require.NoError(b, err)
 	var names []string
 	for tables.Next() {
@@ -97,7 +97,7 @@ func reportLayout(b *testing.B, ctx context.Context, db *mytest.DB, rows int, el
 	}
 	sizes := map[string]float64{}
 	var total float64
-	res, err := db.DB.QueryContext(ctx, "SELECT `TABLE_NAME`, `DATA_LENGTH` + `INDEX_LENGTH` FROM information_schema.`TABLES` WHERE `TABLE_SCHEMA` = DATABASE()")
+	res, err := db.DB.QueryContext(ctx, "SELECT `TABLE_NAME`, `DATA_LENGTH` + `INDEX_LENGTH` FROM information_schema.`TABLES` WHERE `TABLE_SCHEMA` = DATABASE() AND `TABLE_TYPE` = 'BASE TABLE'")
 	require.NoError(b, err)
 	for res.Next() {
 		var n string

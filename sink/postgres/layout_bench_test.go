@@ -92,7 +92,7 @@ func benchMergedOnly(b *testing.B, data []sinktest.Workload) {
 	db := pgtest.New(b)
 	newSinkOn(b, db, nil)
 	pool := db.NewPool(b, func(*pgxpool.Config) {})
-	insert := `INSERT INTO aggregates (window_start, window_end, dimension, dimension_id, operator, event_count, mean_value, ` +
+	insert := `INSERT INTO aggregates (window_start, window_end, dimension, dimension_id, owner, event_count, mean_value, ` +
 		`p90_value, max_value, min_value, computed_at) SELECT *, $11::timestamptz FROM unnest($1::timestamptz[], $2::timestamptz[], ` +
 		`$3::text[], $4::text[], $5::text[], $6::int8[], $7::float8[], $8::float8[], $9::float8[], $10::float8[])`
 	wal := walNow(b, ctx, db)
