@@ -49,9 +49,10 @@ type stateTable struct {
 }
 
 // New returns a sink writing through db with cfg. It does not touch the database; call
-// [Sink.Migrate] to create the tables. db stays the caller's to close. Its DSN needs no
-// particular parameters: times travel as UTC text and are read back whatever parseTime and
-// loc say.
+// [Sink.Migrate] to create the tables. db stays the caller's to close, and so do its pool
+// settings (SetMaxOpenConns and the like): concurrent calls use a connection each. Its DSN
+// needs no particular parameters: times travel as UTC text and are read back whatever
+// parseTime and loc say.
 func New(db *sql.DB, cfg Config) (*Sink, error) {
 	if db == nil {
 		return nil, fmt.Errorf("%w: nil *sql.DB", sink.ErrInvalid)
