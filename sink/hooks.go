@@ -12,8 +12,8 @@ import (
 // implementation imports a metrics library.
 //
 // A hook is called after the call it reports, on the goroutine that made the call: an
-// implementation that is safe for concurrent use (as sink/postgres is) may call a hook
-// from several goroutines at once. A hook must not block, and must not call the sink.
+// implementation that is safe for concurrent use (as sink/postgres and sink/mysql are) may
+// call a hook from several goroutines at once. A hook must not block, and must not call the sink.
 type Hook any
 
 // HookWriteClose is called after each [WindowWriter.WriteClose] call.
