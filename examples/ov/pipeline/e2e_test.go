@@ -404,8 +404,12 @@ func TestEndToEndIdle(t *testing.T) {
 // TestEndToEndBounded runs the processor bounded, to the end of every partition: it returns
 // by itself once everything is written and committed, and its rows equal the oracle's, every
 // window included, as the idle partitions' rows do.
-func TestEndToEndBounded(t *testing.T) {
-	e := newEnv(t)
+func TestEndToEndBounded(t *testing.T) { testBounded(t, newEnv(t)) }
+
+// TestEndToEndMySQLBounded is TestEndToEndBounded on MySQL or MariaDB.
+func TestEndToEndMySQLBounded(t *testing.T) { testBounded(t, newEnvOn(t, mysqlBackend)) }
+
+func testBounded(t *testing.T, e *env) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	p := e.pipeline(ctx, runOpts{until: consumer.Until{End: true}})
