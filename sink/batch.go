@@ -30,8 +30,10 @@ func CompareSources(a, b TopicPartition) int {
 
 // PrepareLatest validates rows against the specs of their tables (spec looks one up) and
 // returns them grouped by table, the groups in table order. Each group is collapsed to the
-// newest row per key, a later row in rows winning a tie, with times in UTC, and keeps the
-// order of its keys' first appearance. A row of a table spec does not know, or one that does
+// newest row per key, a later row in rows winning a tie, with observed-at times at
+// [Precision] in UTC ([AtPrecision]), as are the times among their key and values: two rows of a key whose times differ only below it are
+// a tie, resolved alike by every implementation. A group keeps the order of its keys' first
+// appearance. A row of a table spec does not know, or one that does
 // not fit its table's spec, is an error wrapping [ErrInvalid].
 func PrepareLatest(rows []StateRow, spec func(table string) (StateSpec, bool)) ([][]StateRow, error) {
 	var groups [][]StateRow
@@ -75,7 +77,8 @@ func latestOf(spec StateSpec, rows []StateRow) ([]StateRow, error) {
 		if r.ObservedAt.IsZero() {
 			return nil, fmt.Errorf("%w: row %d for %q has no observed-at time", ErrInvalid, i, spec.Table)
 		}
-		r.ObservedAt = r.ObservedAt.UTC()
+		r.ObservedAt = AtPrecision(r.ObservedAt)
+		r.Key, r.Values = timesAtPrecision(r.Key), timesAtPrecision(r.Values)
 		var k any
 		k, buf = DedupKey(buf[:0], r.Key)
 		if j, ok := index[k]; ok {
@@ -90,8 +93,24 @@ func latestOf(spec StateSpec, rows []StateRow) ([]StateRow, error) {
 	return out, nil
 }
 
+// timesAtPrecision returns vals with every time.Time at [Precision] in UTC: a copy when one
+// changes, so that the caller's row is left as it was.
+func timesAtPrecision(vals []any) []any {
+	out := vals
+	for i, v := range vals {
+		if t, ok := v.(time.Time); ok && t != AtPrecision(t) {
+			if &out[0] == &vals[0] {
+				out = slices.Clone(vals)
+			}
+			out[i] = AtPrecision(t)
+		}
+	}
+	return out
+}
+
 // DedupKey returns a comparable value that is equal for two key tuples exactly when their
-// values have the same types and values (times compared as instants). buf is scratch space
+// values have the same types and values (times compared as instants at [Precision], the
+// precision at which they are stored). buf is scratch space
 // that is returned for reuse.
 func DedupKey(buf []byte, key []any) (any, []byte) {
 	if len(key) == 1 {
@@ -99,7 +118,7 @@ func DedupKey(buf []byte, key []any) (any, []byte) {
 		case string, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, bool, float32, float64:
 			return v, buf
 		case time.Time:
-			return v.UTC(), buf
+			return AtPrecision(v), buf
 		}
 	}
 	for _, v := range key {
@@ -125,7 +144,7 @@ func appendKeyValue(buf []byte, v any) []byte {
 		return append(buf, v...)
 	case time.Time:
 		buf = append(buf, 't')
-		return v.UTC().AppendFormat(buf, time.RFC3339Nano)
+		return AtPrecision(v).AppendFormat(buf, time.RFC3339Nano)
 	case nil:
 		return append(buf, 'n')
 	default:

@@ -110,7 +110,7 @@ func TestSpecs(t *testing.T) {
 		assert.ErrorIs(t, err, sink.ErrInvalid, name)
 		assert.ErrorContains(t, err, tt.field, name)
 	}
-	st := sink.StateSpec{Table: "t", Key: []sink.Column{{Name: "k", Type: "text"}}, ObservedAt: sink.Column{Name: "at", Type: "timestamptz"}, UpdatedAt: "u"}
+	st := sink.StateSpec{Table: "t", Key: []sink.Column{{Name: "k", Type: sink.Text}}, ObservedAt: sink.Column{Name: "at", Type: sink.Timestamp}, UpdatedAt: "u"}
 	assert.NoError(t, st.Validate())
 	assert.True(t, st.Typed())
 	assert.Equal(t, []string{"k", "at", "u"}, st.ColumnNames())

@@ -15,9 +15,9 @@ import (
 func BenchmarkPrepareLatest(b *testing.B) {
 	spec := sink.StateSpec{
 		Table:      "latest",
-		Key:        []sink.Column{{Name: "entity_id", Type: "text"}},
-		ObservedAt: sink.Column{Name: "observed_at", Type: "timestamptz"},
-		Values:     []sink.Column{{Name: "line", Type: "text"}, {Name: "lat", Type: "double precision"}},
+		Key:        []sink.Column{{Name: "entity_id", Type: sink.Text}},
+		ObservedAt: sink.Column{Name: "observed_at", Type: sink.Timestamp},
+		Values:     []sink.Column{{Name: "line", Type: sink.Text}, {Name: "lat", Type: sink.Float64}},
 	}
 	const rowsPerFlush, vehicles = 10000, 5000
 	t0 := time.Date(2026, 3, 10, 7, 45, 0, 0, time.UTC)

@@ -1,7 +1,7 @@
 // Package sink defines what a windowed Kafka processor writes through, independently of the
 // database: the close of a source partition's windows, last-write-wins state, and the
-// progress a restart reads back. Implementations live in subpackages ([postgres] on pgx v5);
-// package sinktest holds the conformance suite every implementation runs and an in-memory
+// progress a restart reads back. Implementations live in subpackages ([postgres] on pgx v5,
+// [mysql] on go-sql-driver/mysql for MySQL and MariaDB); package sinktest holds the conformance suite every implementation runs and an in-memory
 // implementation for the unit tests of other packages.
 //
 // # Close batches
@@ -59,6 +59,18 @@
 // row per key ([PrepareLatest]), and a stored row is replaced only by a row that is not
 // older: observed_at >= stored observed_at.
 //
+// A state table's columns have portable types ([ColumnType]) that each implementation maps
+// to its own SQL types when it creates the table; an untyped spec names a table created
+// elsewhere.
+//
+// # Time precision
+//
+// Every implementation stores and compares times at [Precision] (a microsecond) in UTC:
+// window bounds, closed_through, observed_at and its clock's stamps. Times finer than that
+// are truncated ([AtPrecision]) before they are compared, so that two rows of a key whose
+// observed-at times differ only below it are a tie, resolved the same way everywhere (the
+// later row of a call wins).
+//
 // # Failures
 //
 // A nil error means the write is durable. Any error means it may not be, and a processor
@@ -90,10 +102,14 @@
 //     merged row; [AggregateSpec.SummarizePartials] is both in one call, the reference.
 //   - [CompareKeys] and [CompareSources] give the orders rows and partials are merged in.
 //   - [PrepareLatest] checks and collapses state rows; [DedupKey] is its key identity.
-//   - [CheckHooks], [ReportWriteClose] and [ReportUpsertLatest] check and call the hooks.
+//   - [CheckHooks], [ReportWriteClose] and [ReportUpsertLatest] check and call the hooks;
+//     [UpsertLatestCall] is the frame of an UpsertLatest: prepare, write, report.
+//   - [AtPrecision] is the time an implementation stores.
 //
 // Package sink/fold plans the close writes (which partials to keep, which rows to write,
-// when a window is folded) and encodes what is stored, independently of the database.
+// when a window is folded) and encodes what is stored, independently of the database;
+// fold.WriteCloseCall is the frame of a WriteClose.
 //
 // [postgres]: https://pkg.go.dev/github.com/streamledger/streamledger/sink/postgres
+// [mysql]: https://pkg.go.dev/github.com/streamledger/streamledger/sink/mysql
 package sink

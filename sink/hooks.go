@@ -12,8 +12,8 @@ import (
 // implementation imports a metrics library.
 //
 // A hook is called after the call it reports, on the goroutine that made the call: an
-// implementation that is safe for concurrent use (as sink/postgres is) may call a hook
-// from several goroutines at once. A hook must not block, and must not call the sink.
+// implementation that is safe for concurrent use (as sink/postgres and sink/mysql are) may
+// call a hook from several goroutines at once. A hook must not block, and must not call the sink.
 type Hook any
 
 // HookWriteClose is called after each [WindowWriter.WriteClose] call.
@@ -98,4 +98,35 @@ func ReportUpsertLatest(hooks []Hook, info UpsertLatestInfo) {
 			o.OnUpsertLatest(info)
 		}
 	}
+}
+
+// UpsertLatestCall is the frame of an implementation's [StateWriter.UpsertLatest]: it
+// prepares rows with [PrepareLatest] against spec, calls write with the groups unless there
+// are none, and reports the call to the hooks that implement [HookUpsertLatest]: once per
+// table written, or once for the first row's table when the call failed or wrote nothing.
+// write returns the attempts it made.
+func UpsertLatestCall(hooks []Hook, rows []StateRow, spec func(table string) (StateSpec, bool),
+	write func(groups [][]StateRow) (attempts int, err error)) error {
+	start := time.Now()
+	groups, err := PrepareLatest(rows, spec)
+	attempts := 0
+	if err == nil && len(groups) > 0 {
+		attempts, err = write(groups)
+	}
+	if len(hooks) == 0 {
+		return err
+	}
+	info := UpsertLatestInfo{Attempts: attempts, Duration: time.Since(start), Err: err}
+	if err != nil || len(groups) == 0 {
+		if len(rows) > 0 {
+			info.Table = rows[0].Table
+		}
+		ReportUpsertLatest(hooks, info)
+		return err
+	}
+	for _, g := range groups {
+		info.Table, info.Rows = g[0].Table, len(g)
+		ReportUpsertLatest(hooks, info)
+	}
+	return nil
 }

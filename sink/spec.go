@@ -107,12 +107,42 @@ func (s AggregateSpec) Validate() error {
 	return distinct("aggregate table "+s.Table, s.ColumnNames())
 }
 
-// Column is one column of a state table. Type is the SQL type used when an implementation
-// creates the table (for example "text", "double precision", "timestamptz"); leave it empty
-// when the table is created elsewhere.
+// ColumnType is the portable type of a state table's column: each implementation maps it
+// to its own SQL type when it creates the table (the Postgres sink to text, integer, bigint,
+// double precision, boolean, timestamptz and bytea; the MySQL sink to VARCHAR or TEXT, INT,
+// BIGINT, DOUBLE, BOOLEAN, DATETIME(6) and VARBINARY or BLOB). The zero value, [Untyped],
+// says the table is created elsewhere. The Go values a row carries for a column are those of
+// its type: string, int32 (or int), int64, float64, bool, time.Time and []byte.
+type ColumnType int
+
+const (
+	Untyped   ColumnType = iota // the table is created elsewhere
+	Text                        // a string
+	Int32                       // a 32-bit integer
+	Int64                       // a 64-bit integer
+	Float64                     // a double-precision float
+	Bool                        // a boolean
+	Timestamp                   // an instant, stored at [Precision] in UTC
+	Bytes                       // a byte string
+)
+
+var columnTypeNames = [...]string{"untyped", "text", "int32", "int64", "float64", "bool", "timestamp", "bytes"}
+
+func (t ColumnType) String() string {
+	if t.Valid() {
+		return columnTypeNames[t]
+	}
+	return fmt.Sprintf("ColumnType(%d)", int(t))
+}
+
+// Valid reports whether t is one of the declared types, [Untyped] included.
+func (t ColumnType) Valid() bool { return t >= Untyped && t <= Bytes }
+
+// Column is one column of a state table. Type is its portable type, used when an
+// implementation creates the table; leave it [Untyped] when the table is created elsewhere.
 type Column struct {
 	Name string
-	Type string
+	Type ColumnType
 }
 
 // StateSpec describes one last-write-wins state table, such as a vehicle's latest position
@@ -123,7 +153,7 @@ type StateSpec struct {
 	ObservedAt Column   // the guard column: a row replaces the stored one only if not older
 	Values     []Column
 	// UpdatedAt, if set, names a column set to the writer's clock on every accepted write
-	// (updated_at = now(), in effect). Its type is timestamptz when the table is created.
+	// (updated_at = now(), in effect). Its type is [Timestamp] when the table is created.
 	UpdatedAt string
 }
 
@@ -146,12 +176,12 @@ func (s StateSpec) ColumnNames() []string {
 
 // Typed reports whether every column has a type, so the table can be created from the spec.
 func (s StateSpec) Typed() bool {
-	if s.ObservedAt.Type == "" {
+	if s.ObservedAt.Type == Untyped {
 		return false
 	}
 	for _, cs := range [][]Column{s.Key, s.Values} {
 		for _, c := range cs {
-			if c.Type == "" {
+			if c.Type == Untyped {
 				return false
 			}
 		}
@@ -160,7 +190,7 @@ func (s StateSpec) Typed() bool {
 }
 
 // Validate reports whether s names a table, at least one key column, the observed-at column
-// and distinct, non-empty column names.
+// (of type [Timestamp] or untyped), distinct, non-empty column names and known column types.
 func (s StateSpec) Validate() error {
 	if s.Table == "" {
 		return fmt.Errorf("%w: state spec without a table name", ErrInvalid)
@@ -170,6 +200,16 @@ func (s StateSpec) Validate() error {
 	}
 	if s.ObservedAt.Name == "" {
 		return fmt.Errorf("%w: state table %q needs an observed-at column", ErrInvalid, s.Table)
+	}
+	if t := s.ObservedAt.Type; t != Untyped && t != Timestamp {
+		return fmt.Errorf("%w: state table %q: observed-at column %q has type %v, want sink.Timestamp", ErrInvalid, s.Table, s.ObservedAt.Name, t)
+	}
+	for _, cs := range [][]Column{s.Key, s.Values} {
+		for _, c := range cs {
+			if !c.Type.Valid() {
+				return fmt.Errorf("%w: state table %q: column %q has unknown type %v", ErrInvalid, s.Table, c.Name, c.Type)
+			}
+		}
 	}
 	return distinct("state table "+s.Table, s.ColumnNames())
 }

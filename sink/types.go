@@ -106,3 +106,16 @@ type StateRow struct {
 	// Values holds the values of the spec's value columns, in order.
 	Values []any
 }
+
+// Precision is the precision at which every implementation stores and compares times:
+// window bounds, closed_through, observed_at and the stamps of its clock. It is the finest
+// that both PostgreSQL's timestamptz and MySQL's DATETIME(6) hold. Implementations truncate
+// times to it ([AtPrecision]) before they store or compare them, so that two times that
+// differ only below it are the same time in every implementation.
+const Precision = time.Microsecond
+
+// AtPrecision returns t in UTC, truncated to [Precision], without a monotonic reading: the
+// time an implementation stores for t.
+func AtPrecision(t time.Time) time.Time {
+	return t.UTC().Truncate(Precision)
+}

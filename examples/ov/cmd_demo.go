@@ -185,11 +185,11 @@ func demoPipeline(ctx context.Context, o demoFlags, addr string, pacer *feed.Pac
 		return t
 	}
 	p, err := pipeline.New(ctx, pipeline.Config{
-		Brokers: addr, Group: "ov-demo", Schema: o.schema, Migrate: true, FlushInterval: o.flushInterval,
+		Brokers: addr, Group: "ov-demo", Migrate: true, FlushInterval: o.flushInterval,
 		IdleTimeout: demoIdleTimeout(o.speed), ProcessorID: "ov-demo", Kafka: quietKafka(), Logger: log, Hooks: []consumer.Hook{figs},
 		Metrics: m,
 		Clock:   clock,
-	}, pool)
+	}, pipeline.Postgres(pool, o.schema))
 	if err != nil {
 		return nil, nil, err
 	}

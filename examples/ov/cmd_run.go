@@ -41,11 +41,11 @@ func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	gogc, memLimit := setGC(st.bufferLimit)
 	log.Info("garbage collector", "gogc", gogc, "memory_limit", memLimit)
 
-	pool, err := connect(ctx, *o.dsn)
+	db, closeDB, err := openDatabase(ctx, *o.dsn, *o.schema)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer closeDB()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -53,7 +53,7 @@ func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	p, err := pipeline.New(ctx, o.pipelineConfig(st, m), pool)
+	p, err := pipeline.New(ctx, o.pipelineConfig(st, m), db)
 	if err != nil {
 		return err
 	}
@@ -113,15 +113,15 @@ type runFlags struct {
 
 func newRunFlags(stderr io.Writer) (*flags, *runFlags) {
 	f := newFlags("run", "The OV processor: reads vehicle positions and arrival predictions from Kafka and writes\n"+
-		"delay_aggregates, vehicle_latest and trip_delay_latest to Postgres, committing offsets only\n"+
-		"past what is durable. SIGINT or SIGTERM shuts it down gracefully; a second one aborts.", stderr)
+		"delay_aggregates, vehicle_latest and trip_delay_latest to Postgres, or to MySQL or MariaDB with a\n"+
+		"mysql:// --dsn, committing offsets only past what is durable. SIGINT or SIGTERM shuts it down gracefully; a second one aborts.", stderr)
 	o := &runFlags{}
 	o.brokers = f.String("brokers", "OV_BROKERS", "127.0.0.1:9092", "Kafka bootstrap servers")
 	o.group = f.String("group", "OV_GROUP", pipeline.DefaultGroup, "consumer group")
 	o.posTopic = f.String("positions-topic", "OV_POSITIONS_TOPIC", pipeline.DefaultPositionsTopic, "vehicle positions topic")
 	o.predTopic = f.String("predictions-topic", "OV_PREDICTIONS_TOPIC", pipeline.DefaultPredictionsTopic, "arrival predictions topic")
-	o.dsn = f.String("dsn", "DATABASE_URL", DefaultDatabaseURL, "Postgres connection string")
-	o.schema = f.String("schema", "OV_SCHEMA", "public", "Postgres schema of the tables")
+	o.dsn = f.String("dsn", "DATABASE_URL", DefaultDatabaseURL, "Postgres connection string, or mysql://user:password@host:port/database for MySQL or MariaDB")
+	o.schema = f.String("schema", "OV_SCHEMA", "public", "Postgres schema of the tables (MySQL: the DSN's database)")
 	o.windowSize = f.Duration("window", "OV_WINDOW", 5*time.Minute, "tumbling window size")
 	o.lateness = f.Duration("lateness", "OV_LATENESS", 2*time.Minute, "allowed lateness")
 	o.flushInterval = f.Duration("flush-interval", "OV_FLUSH_INTERVAL", 5*time.Second, "period of state flush, window writes and commits")
@@ -188,7 +188,6 @@ func (o *runFlags) pipelineConfig(st runSettings, m *prom.Metrics) pipeline.Conf
 		Group:             *o.group,
 		PositionsTopic:    *o.posTopic,
 		PredictionsTopic:  *o.predTopic,
-		Schema:            *o.schema,
 		Migrate:           !*o.noMigrate,
 		WindowSize:        *o.windowSize,
 		Lateness:          *o.lateness,

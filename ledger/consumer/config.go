@@ -196,9 +196,10 @@ type Config[K comparable] struct {
 	Workers int
 	// WriteConcurrency is how many of one tick's writes (each state table's flush, and the
 	// close batches of every partition in one call) run at once. Above 1 the Sink must be safe
-	// for concurrent use, as sink/postgres is (its writers may run at any concurrency); the
-	// outcome is the same, as every write is applied to the ledgers when all are done. Zero
-	// means 1, as does a negative value: one after another, the state tables first.
+	// for concurrent use, as sink/postgres and sink/mysql are (their writers may run at any
+	// concurrency); the outcome is the same, as every write is applied to the ledgers when all
+	// are done. Zero means 1, as does a negative value: one after another, the state tables
+	// first.
 	WriteConcurrency int
 	// AssignmentWait is how long a subscribed consumer may hold no partition before it logs a
 	// warning and [Consumer.Health] reports [HealthNoAssignment]: a group that cannot
@@ -289,8 +290,8 @@ type settings[K comparable] struct {
 	states map[string]sink.StateSpec
 }
 
-// tables is what a sink may tell of the tables it writes; sink/postgres and sinktest.Memory
-// do. The consumer then builds its windows with the aggregate spec's exact limit, dead-letters
+// tables is what a sink may tell of the tables it writes; sink/postgres, sink/mysql and
+// sinktest.Memory do. The consumer then builds its windows with the aggregate spec's exact limit, dead-letters
 // an event whose state rows the sink does not declare, and stops with an error naming Series
 // when it maps a window key to an attribute the aggregate spec does not declare: mistakes
 // that would otherwise fail every write, and retry it forever.

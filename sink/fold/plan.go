@@ -95,9 +95,9 @@ type Call struct {
 	complete bool // some window may be complete: every holding partition closed something
 }
 
-// NewCall validates the batches of one call: a source appears at most once; times are made
-// UTC, partials collapsed to the last one per key and ordered by key; every partial's window
-// ends after it starts and at or before its batch's ClosedThrough, and it carries only
+// NewCall validates the batches of one call: a source appears at most once; times are
+// made UTC at sink.Precision, partials collapsed to the last one per key and ordered by key;
+// every partial's window ends after it starts and at or before its batch's ClosedThrough, and it carries only
 // attributes the spec declares; the stats of every partial kept decode and hold a value; the
 // partials of one window start agree on its end. Errors wrap [sink.ErrInvalid]; nothing may be written then. spec
 // must have its defaults applied.

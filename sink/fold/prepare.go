@@ -9,8 +9,8 @@ import (
 	"github.com/streamledger/streamledger/window"
 )
 
-// prepare validates b against spec and returns the batch an implementation writes: times in
-// UTC, partials collapsed to the last one per key, ordered by key (window start, dimension,
+// prepare validates b against spec and returns the batch an implementation writes: times at
+// sink.Precision in UTC (sink.AtPrecision), partials collapsed to the last one per key, ordered by key (window start, dimension,
 // dimension id), with each partial's stats decoded (in the same order), so that a fold merges
 // them without decoding them again. b is not modified. Errors wrap [sink.ErrInvalid].
 func prepare(spec sink.AggregateSpec, b sink.CloseBatch) (sink.CloseBatch, []*window.Stats, error) {
@@ -24,7 +24,7 @@ func prepare(spec sink.AggregateSpec, b sink.CloseBatch) (sink.CloseBatch, []*wi
 	for _, a := range spec.Attributes {
 		attrs[a] = true
 	}
-	out := sink.CloseBatch{Source: b.Source, ClosedThrough: b.ClosedThrough.UTC()}
+	out := sink.CloseBatch{Source: b.Source, ClosedThrough: sink.AtPrecision(b.ClosedThrough)}
 	// Sorting the positions by key, stably, puts the partials of one key next to each other in
 	// the order given: the last of each run is the one kept.
 	order := make([]int, len(b.Partials))
@@ -36,7 +36,7 @@ func prepare(spec sink.AggregateSpec, b sink.CloseBatch) (sink.CloseBatch, []*wi
 	stats := make([]*window.Stats, 0, len(order))
 	for n, i := range order {
 		p := b.Partials[i]
-		p.WindowStart, p.WindowEnd = p.WindowStart.UTC(), p.WindowEnd.UTC()
+		p.WindowStart, p.WindowEnd = sink.AtPrecision(p.WindowStart), sink.AtPrecision(p.WindowEnd)
 		if err := checkPartial(spec, attrs, out.ClosedThrough, b.Source, i, p); err != nil {
 			return sink.CloseBatch{}, nil, err
 		}

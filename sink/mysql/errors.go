@@ -21,6 +21,7 @@ const (
 	errGoneAway         = 2006 // CR_SERVER_GONE_ERROR
 	errLost             = 2013 // CR_SERVER_LOST
 	errDupEntry         = 1062 // ER_DUP_ENTRY
+	errDupFieldName     = 1060 // ER_DUP_FIELDNAME
 )
 
 // connLostError marks a failure after which the attempt's connection is unusable: the

@@ -41,24 +41,7 @@ const (
 // Each call with at least one batch is reported to the [Config.Hooks] that implement
 // sink.HookWriteClose, with what its transaction wrote.
 func (s *Sink) WriteClose(ctx context.Context, batches ...sink.CloseBatch) error {
-	if len(batches) == 0 {
-		return nil
-	}
-	start := time.Now()
-	info := sink.WriteCloseInfo{Batches: len(batches)}
-	for _, b := range batches {
-		info.Partials += len(b.Partials)
-	}
-	plan, attempts, err := s.writeClose(ctx, batches)
-	info.Attempts, info.Err = attempts, err
-	if len(s.cfg.Hooks) > 0 {
-		if info.Err == nil && plan != nil {
-			plan.Report(&info)
-		}
-		info.Duration = time.Since(start)
-		sink.ReportWriteClose(s.cfg.Hooks, info)
-	}
-	return info.Err
+	return fold.WriteCloseCall(s.cfg.Hooks, batches, func() (*fold.Plan, int, error) { return s.writeClose(ctx, batches) })
 }
 
 // writeClose is WriteClose without the report; it returns the plan of the last attempt and
@@ -70,7 +53,7 @@ func (s *Sink) writeClose(ctx context.Context, batches []sink.CloseBatch) (plan 
 	}
 	err = s.cfg.Retry.Do(ctx, opWriteClose, transient, func(ctx context.Context, n int) error {
 		attempts = n
-		now := s.cfg.Clock().UTC()
+		now := sink.AtPrecision(s.cfg.Clock())
 		cutoff, prune := s.pruner.Due(now)
 		err := attemptTx(ctx, s.pool, faults.Attempt{Op: opWriteClose, N: n}, func(ctx context.Context, tx pgx.Tx) error {
 			if err := s.readProgressOf(ctx, tx, c, cutoff, prune); err != nil {

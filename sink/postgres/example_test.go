@@ -120,9 +120,9 @@ func ExampleSink_UpsertLatest() {
 
 	s, err := postgres.New(pool, postgres.Config{Schema: schema, States: []sink.StateSpec{{
 		Table:      "vehicle_latest",
-		Key:        []sink.Column{{Name: "vehicle_id", Type: "text"}},
-		ObservedAt: sink.Column{Name: "observed_at", Type: "timestamptz"},
-		Values:     []sink.Column{{Name: "delay_s", Type: "double precision"}},
+		Key:        []sink.Column{{Name: "vehicle_id", Type: sink.Text}},
+		ObservedAt: sink.Column{Name: "observed_at", Type: sink.Timestamp},
+		Values:     []sink.Column{{Name: "delay_s", Type: sink.Float64}},
 		UpdatedAt:  "updated_at",
 	}}})
 	if err != nil {

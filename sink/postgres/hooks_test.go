@@ -3,7 +3,6 @@ package postgres_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,34 +18,13 @@ import (
 	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
-// reports records what the sink reports to its hooks.
-type reports struct {
-	mu     sync.Mutex
-	closes []sink.WriteCloseInfo
-	latest []sink.UpsertLatestInfo
-}
-
-func (r *reports) OnWriteClose(i sink.WriteCloseInfo) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	i.Duration = 0
-	r.closes = append(r.closes, i)
-}
-
-func (r *reports) OnUpsertLatest(i sink.UpsertLatestInfo) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	i.Duration = 0
-	r.latest = append(r.latest, i)
-}
-
 // TestHooksReportWrites checks what the sink reports for each kind of write: compact rows
 // of a window not complete yet, the fold that completes it, a replay, a retried attempt,
 // a failed call and state rows.
 func TestHooksReportWrites(t *testing.T) {
 	ctx := testCtx(t)
 	db := pgtest.New(t)
-	r := &reports{}
+	r := &sinktest.Hooks{}
 	var failNext, failHard atomic.Bool
 	s := newSinkOn(t, db, func(c *postgres.Config) {
 		c.Hooks = []sink.Hook{r}
@@ -82,17 +60,17 @@ func TestHooksReportWrites(t *testing.T) {
 		{Batches: 1, Partials: 1, Compact: 1, Progress: 1, Attempts: 1},
 		{Batches: 1, Partials: 1, Merged: 1, Folded: 1, Progress: 1, Attempts: 2},
 		{Batches: 1, Partials: 1, Ignored: 1, Attempts: 1},
-		{Batches: 1, Partials: 1, Attempts: 1, Err: r.closes[4].Err},
-	}, r.closes)
-	assert.Error(t, r.closes[4].Err, "a failed call is reported with its error")
-	assert.Equal(t, []sink.UpsertLatestInfo{{Table: sinktest.StateTable, Rows: 2, Attempts: 1}}, r.latest)
+		{Batches: 1, Partials: 1, Attempts: 1, Err: r.Closes()[4].Err},
+	}, r.Closes())
+	assert.Error(t, r.Closes()[4].Err, "a failed call is reported with its error")
+	assert.Equal(t, []sink.UpsertLatestInfo{{Table: sinktest.StateTable, Rows: 2, Attempts: 1}}, r.Upserts())
 }
 
 func TestHooksRefusedAtNew(t *testing.T) {
 	db := pgtest.New(t)
 	setup := sinktest.DefaultSetup()
 	_, err := postgres.New(db.Pool, postgres.Config{Schema: db.Schema, Aggregates: setup.Aggregates,
-		Hooks: []sink.Hook{&reports{}, struct{}{}}})
+		Hooks: []sink.Hook{&sinktest.Hooks{}, struct{}{}}})
 	require.ErrorIs(t, err, sink.ErrInvalid)
 	assert.ErrorContains(t, err, "Config.Hooks[1]")
 }

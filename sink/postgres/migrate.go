@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/streamledger/streamledger/sink"
 )
 
 // migrationsTable records the schema version of every object set the library created.
@@ -100,12 +102,12 @@ func (s *Sink) migrations() []migration {
 		if st.Typed() {
 			var cols, keys []string
 			for _, k := range st.Key {
-				cols = append(cols, fmt.Sprintf("%s %s NOT NULL", ident(k.Name), k.Type))
+				cols = append(cols, fmt.Sprintf("%s %s NOT NULL", ident(k.Name), sqlType(k.Type)))
 				keys = append(keys, ident(k.Name))
 			}
-			cols = append(cols, fmt.Sprintf("%s %s NOT NULL", ident(st.ObservedAt.Name), st.ObservedAt.Type))
+			cols = append(cols, fmt.Sprintf("%s %s NOT NULL", ident(st.ObservedAt.Name), sqlType(st.ObservedAt.Type)))
 			for _, v := range st.Values {
-				cols = append(cols, fmt.Sprintf("%s %s", ident(v.Name), v.Type))
+				cols = append(cols, fmt.Sprintf("%s %s", ident(v.Name), sqlType(v.Type)))
 			}
 			if st.UpdatedAt != "" {
 				cols = append(cols, fmt.Sprintf("%s timestamptz", ident(st.UpdatedAt)))
@@ -122,6 +124,27 @@ func (s *Sink) migrations() []migration {
 		out = append(out, m)
 	}
 	return out
+}
+
+// sqlType returns the Postgres type of a column of type t.
+func sqlType(t sink.ColumnType) string {
+	switch t {
+	case sink.Text:
+		return "text"
+	case sink.Int32:
+		return "integer"
+	case sink.Int64:
+		return "bigint"
+	case sink.Float64:
+		return "double precision"
+	case sink.Bool:
+		return "boolean"
+	case sink.Timestamp:
+		return "timestamptz"
+	case sink.Bytes:
+		return "bytea"
+	}
+	panic(fmt.Sprintf("postgres: no SQL type for column type %v", t)) // Validate refused it
 }
 
 // viewDDL creates the readiness view: the merged table plus complete_through, the minimum

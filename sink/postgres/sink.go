@@ -10,6 +10,7 @@ import (
 
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/fold"
+	"github.com/streamledger/streamledger/sink/internal/lockorder"
 )
 
 // Sink is the Postgres implementation of [sink.Sink] and [sink.Reader]. It is safe for
@@ -67,7 +68,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Sink, error) {
 		return nil, err
 	}
 	s := &Sink{pool: pool, cfg: cfg, pruner: &fold.Pruner{Horizon: horizon}, states: make(map[string]*stateTable, len(cfg.States))}
-	s.closeLock = int64(newFNV().string("streamledger close").byte(0).string(cfg.Schema).byte(0).string(cfg.Aggregates.Table))
+	s.closeLock = int64(lockorder.NewFNV().String("streamledger close").Byte(0).String(cfg.Schema).Byte(0).String(cfg.Aggregates.Table))
 	s.buildAggregateSQL()
 	for _, st := range cfg.States {
 		s.states[st.Table] = s.newStateTable(st)

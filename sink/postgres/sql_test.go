@@ -153,8 +153,8 @@ func TestIdentifiersAreQuoted(t *testing.T) {
 		Aggregates: sink.AggregateSpec{Table: hostile, Attributes: []string{`Op"er ator`},
 			Columns: sink.AggregateColumns{Count: "Event Count"}},
 		ProgressTable: "Progress Table",
-		States: []sink.StateSpec{{Table: `state"x`, Key: []sink.Column{{Name: `id"`, Type: "text"}},
-			ObservedAt: sink.Column{Name: "observed at", Type: "timestamptz"}, Values: []sink.Column{{Name: "v;", Type: "bigint"}}}},
+		States: []sink.StateSpec{{Table: `state"x`, Key: []sink.Column{{Name: `id"`, Type: sink.Text}},
+			ObservedAt: sink.Column{Name: "observed at", Type: sink.Timestamp}, Values: []sink.Column{{Name: "v;", Type: sink.Int64}}}},
 	})
 	require.NoError(t, err)
 	require.NoError(t, s.Migrate(ctx))

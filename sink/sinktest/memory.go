@@ -33,8 +33,8 @@ type Upsert struct {
 	Rows  []sink.StateRow
 }
 
-// Memory is an in-memory [sink.Sink] and [sink.Reader] with the same semantics as the
-// Postgres implementation (both plan their close writes with package fold), for the unit
+// Memory is an in-memory [sink.Sink] and [sink.Reader] with the same semantics as the SQL
+// implementations (all plan their close writes with package fold), for the unit
 // tests of packages that write through a sink. It records every successful write and can be
 // told to fail the next ones. It is safe for concurrent use.
 type Memory struct {
@@ -150,7 +150,7 @@ func (m *Memory) WriteClose(ctx context.Context, batches ...sink.CloseBatch) err
 	}
 	// Pruning is part of the call, before its reads, as in a transaction: a window pruned
 	// now is final for the call.
-	now := m.clock().UTC()
+	now := sink.AtPrecision(m.clock())
 	var pruned []time.Time
 	cutoff, prune := m.pruner.Due(now)
 	if prune {
@@ -374,7 +374,7 @@ func (m *Memory) Aggregate(ctx context.Context, k sink.Key) (sink.Aggregate, boo
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	k.WindowStart = k.WindowStart.UTC()
+	k.WindowStart = sink.AtPrecision(k.WindowStart)
 	a, ok := m.merged[k]
 	if !ok {
 		return sink.Aggregate{}, false, nil
@@ -391,7 +391,7 @@ func (m *Memory) Aggregates(ctx context.Context, windowStart time.Time) ([]sink.
 	defer m.mu.Unlock()
 	var out []sink.Aggregate
 	for k, a := range m.merged {
-		if k.WindowStart.Equal(windowStart) {
+		if k.WindowStart.Equal(sink.AtPrecision(windowStart)) {
 			out = append(out, m.withComplete(a))
 		}
 	}

@@ -81,12 +81,12 @@ func Aggregates() sink.AggregateSpec {
 func Latest() sink.StateSpec {
 	return sink.StateSpec{
 		Table:      StateTable,
-		Key:        []sink.Column{{Name: "entity_id", Type: "text"}},
-		ObservedAt: sink.Column{Name: "observed_at", Type: "timestamptz"},
+		Key:        []sink.Column{{Name: "entity_id", Type: sink.Text}},
+		ObservedAt: sink.Column{Name: "observed_at", Type: sink.Timestamp},
 		Values: []sink.Column{
-			{Name: "label", Type: "text"},
-			{Name: "value", Type: "double precision"},
-			{Name: "seq", Type: "bigint"},
+			{Name: "label", Type: sink.Text},
+			{Name: "value", Type: sink.Float64},
+			{Name: "seq", Type: sink.Int64},
 		},
 		UpdatedAt: "updated_at",
 	}
@@ -149,6 +149,7 @@ func Run(t *testing.T, f Factory, feat Features) {
 		{"LatestConcurrentWriters", testLatestConcurrent},
 		{"InvalidLatestWritesNothing", testInvalidLatest},
 		{"LatestTablesInOneCall", testLatestTables},
+		{"TimePrecision", testPrecision},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, f, feat) })

@@ -1,5 +1,6 @@
-// Package pipeline wires the OV processor: the decoders of the two topics, the Postgres sink of
-// the seed's tables, the dead-letter producer and the consumer runtime. The run and demo
+// Package pipeline wires the OV processor: the decoders of the two topics, the sink of the
+// seed's tables (on Postgres, or MySQL and MariaDB: [Database]), the dead-letter producer and
+// the consumer runtime. The run and demo
 // commands and the end-to-end tests all build their processor here, so that what the tests
 // check is what users run.
 //

@@ -16,15 +16,14 @@ import (
 	"github.com/streamledger/streamledger/examples/ov/event"
 	"github.com/streamledger/streamledger/examples/ov/feed"
 	"github.com/streamledger/streamledger/examples/ov/pipeline"
-	"github.com/streamledger/streamledger/examples/ov/tables"
 	"github.com/streamledger/streamledger/internal/kafkatest"
+	"github.com/streamledger/streamledger/internal/mytest"
 	"github.com/streamledger/streamledger/internal/ovharness/oracle"
 	"github.com/streamledger/streamledger/internal/ovharness/verify"
 	"github.com/streamledger/streamledger/internal/pgtest"
 	"github.com/streamledger/streamledger/ledger"
 	"github.com/streamledger/streamledger/ledger/consumer"
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/sink/postgres"
 )
 
 const (
@@ -45,17 +44,37 @@ func e2eFeed() feed.Config {
 	return cfg
 }
 
-// env is a broker with the feed's records in it, a private schema, and the oracle's answer.
+// env is a broker with the feed's records in it, a private database, and the oracle's answer.
 type env struct {
 	t       *testing.T
 	cluster *kafkatest.Cluster
-	db      *pgtest.DB
+	db      backend
 	records []feed.Record
 	oracle  *oracle.Result
 	rec     *recorder
 }
 
-func newEnv(t *testing.T) *env {
+// backend is the database a test's processor writes to, and how the test reads it back.
+type backend struct {
+	open pipeline.Database
+	read verify.Store
+}
+
+// postgresBackend is a private schema on the Postgres test server.
+func postgresBackend(t *testing.T) backend {
+	db := pgtest.New(t)
+	return backend{open: pipeline.Postgres(db.Pool, db.Schema), read: verify.Postgres(db.Pool, db.Schema)}
+}
+
+// mysqlBackend is a private database on the MySQL or MariaDB test server.
+func mysqlBackend(t *testing.T) backend {
+	db := mytest.New(t)
+	return backend{open: pipeline.MySQL(db.DB), read: verify.MySQL(db.DB)}
+}
+
+func newEnv(t *testing.T) *env { return newEnvOn(t, postgresBackend) }
+
+func newEnvOn(t *testing.T, db func(*testing.T) backend) *env {
 	fc := e2eFeed()
 	records, stats, err := feed.Generate(fc)
 	require.NoError(t, err)
@@ -78,7 +97,7 @@ func newEnv(t *testing.T) *env {
 		batch[i] = &kafkatest.Record{Topic: r.Topic, Partition: feed.Partition(r.Key, partitions), Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}
 	}
 	cluster.Produce(t, batch...)
-	return &env{t: t, cluster: cluster, db: pgtest.New(t), records: records, oracle: or, rec: newRecorder()}
+	return &env{t: t, cluster: cluster, db: db(t), records: records, oracle: or, rec: newRecorder()}
 }
 
 // runOpts are the processor settings a test varies.
@@ -110,7 +129,6 @@ func (e *env) pipeline(ctx context.Context, o runOpts) *pipeline.Pipeline {
 	p, err := pipeline.New(ctx, pipeline.Config{
 		Brokers:       e.cluster.Addr(),
 		Group:         group,
-		Schema:        e.db.Schema,
 		Migrate:       true,
 		WindowSize:    window,
 		Lateness:      lateness,
@@ -121,7 +139,7 @@ func (e *env) pipeline(ctx context.Context, o runOpts) *pipeline.Pipeline {
 		Logger:        slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: level})),
 		Hooks:         []consumer.Hook{e.rec},
 		Until:         o.until,
-	}, e.db.Pool)
+	}, e.db.open)
 	require.NoError(e.t, err)
 	return p
 }
@@ -230,7 +248,7 @@ func (e *env) check(end closing) {
 	for src := range closable {
 		tps = append(tps, tp(src))
 	}
-	snk, err := postgres.New(e.db.Pool, tables.Postgres(e.db.Schema))
+	snk, err := e.db.open(nil, nil)
 	require.NoError(t, err)
 	progress, err := snk.ClosedThrough(ctx, tps...)
 	require.NoError(t, err)
@@ -255,9 +273,9 @@ func (e *env) check(end closing) {
 	// malformed records, each at its source offset (package verify holds the comparison).
 	wantRows, err := r.Aggregates(closed)
 	require.NoError(t, err)
-	gotRows, err := verify.Aggregates(ctx, e.db.Pool, e.db.Schema)
+	gotRows, err := e.db.read.Aggregates(ctx)
 	require.NoError(t, err)
-	vehicles, trips, err := verify.States(ctx, e.db.Pool, e.db.Schema)
+	vehicles, trips, err := e.db.read.States(ctx)
 	require.NoError(t, err)
 	rep := &verify.Report{Rows: map[string]int{}}
 	verify.CompareAggregates(rep, wantRows, gotRows)
@@ -316,8 +334,9 @@ func tp(s oracle.Source) ledger.TopicPartition {
 
 // TestEndToEnd runs the processor over the feed once and compares every stored row, every
 // dead letter and every committed offset with the oracle.
-func TestEndToEnd(t *testing.T) {
-	e := newEnv(t)
+func TestEndToEnd(t *testing.T) { testOnce(t, newEnv(t)) }
+
+func testOnce(t *testing.T, e *env) {
 	start := time.Now()
 	c := e.run(len(e.records), false)
 	t.Logf("one run: %+v in %v", c, time.Since(start).Round(time.Millisecond))
@@ -328,10 +347,18 @@ func TestEndToEnd(t *testing.T) {
 	e.check(closedByWatermark)
 }
 
+// TestEndToEndMySQL is TestEndToEnd on MySQL or MariaDB: the same run, compared with the
+// same oracle.
+func TestEndToEndMySQL(t *testing.T) { testOnce(t, newEnvOn(t, mysqlBackend)) }
+
+// TestEndToEndMySQLRestarts is TestEndToEndRestarts on MySQL or MariaDB.
+func TestEndToEndMySQLRestarts(t *testing.T) { testRestarts(t, newEnvOn(t, mysqlBackend)) }
+
 // TestEndToEndRestarts stops the processor four times in the middle, gracefully or by
 // abandoning its shutdown, and restarts it in the same group: the stored result is the same.
-func TestEndToEndRestarts(t *testing.T) {
-	e := newEnv(t)
+func TestEndToEndRestarts(t *testing.T) { testRestarts(t, newEnv(t)) }
+
+func testRestarts(t *testing.T, e *env) {
 	total := len(e.records)
 	var sum consumer.Counters
 	for i, stop := range []struct {
@@ -377,8 +404,12 @@ func TestEndToEndIdle(t *testing.T) {
 // TestEndToEndBounded runs the processor bounded, to the end of every partition: it returns
 // by itself once everything is written and committed, and its rows equal the oracle's, every
 // window included, as the idle partitions' rows do.
-func TestEndToEndBounded(t *testing.T) {
-	e := newEnv(t)
+func TestEndToEndBounded(t *testing.T) { testBounded(t, newEnv(t)) }
+
+// TestEndToEndMySQLBounded is TestEndToEndBounded on MySQL or MariaDB.
+func TestEndToEndMySQLBounded(t *testing.T) { testBounded(t, newEnvOn(t, mysqlBackend)) }
+
+func testBounded(t *testing.T, e *env) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	p := e.pipeline(ctx, runOpts{until: consumer.Until{End: true}})

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/streamledger/streamledger/dlq/dlqkafka"
 	"github.com/streamledger/streamledger/examples/ov/event"
@@ -17,7 +16,6 @@ import (
 	"github.com/streamledger/streamledger/ledger/consumer"
 	"github.com/streamledger/streamledger/ledger/consumer/prom"
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/sink/postgres"
 )
 
 // Defaults of the zero Config fields.
@@ -26,7 +24,7 @@ const (
 	DefaultPositionsTopic   = event.DefaultPositionsTopic
 	DefaultPredictionsTopic = event.DefaultPredictionsTopic
 	DefaultProcessorID      = "ov-processor"
-	// DefaultWriteConcurrency: the Postgres sink takes concurrent writers, and two state
+	// DefaultWriteConcurrency: the SQL sinks take concurrent writers, and two state
 	// tables plus the close batches are written at each tick.
 	DefaultWriteConcurrency = 2
 )
@@ -41,8 +39,6 @@ type Config struct {
 	// PositionsTopic and PredictionsTopic are the source topics [DefaultPositionsTopic],
 	// [DefaultPredictionsTopic]. Their dead letters go to dlq.<topic>.
 	PositionsTopic, PredictionsTopic string
-	// Schema holds the tables [public].
-	Schema string
 	// Migrate creates or upgrades the tables before consuming.
 	Migrate bool
 	// WindowSize, Lateness, IdleTimeout and FlushInterval are the runtime's (5 min, 120 s,
@@ -125,12 +121,12 @@ type Pipeline struct {
 	cfg  Config
 	cons *consumer.Consumer[tables.Key]
 	dlq  *dlqkafka.Producer
-	sink *postgres.Sink
+	sink Store
 }
 
-// New builds the processor writing through pool: it migrates the tables when cfg.Migrate is
-// set, and starts the dead-letter producer. It does not consume: Run does.
-func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error) {
+// New builds the processor writing to db: it opens its sink, migrates the tables when
+// cfg.Migrate is set, and starts the dead-letter producer. It does not consume: Run does.
+func New(ctx context.Context, cfg Config, db Database) (*Pipeline, error) {
 	cfg = cfg.withDefaults()
 	if cfg.Brokers == "" {
 		return nil, errors.New("pipeline: no brokers given")
@@ -139,13 +135,12 @@ func New(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Pipeline, error)
 	if err != nil {
 		return nil, err
 	}
-	pgcfg := tables.Postgres(cfg.Schema)
-	pgcfg.Clock = cfg.Clock
 	hooks := cfg.Hooks
+	var sinkHooks []sink.Hook
 	if m := cfg.Metrics; m != nil {
-		pgcfg.Hooks, hooks = []sink.Hook{m}, append([]consumer.Hook{m}, hooks...)
+		sinkHooks, hooks = []sink.Hook{m}, append([]consumer.Hook{m}, hooks...)
 	}
-	snk, err := postgres.New(pool, pgcfg)
+	snk, err := db(cfg.Clock, sinkHooks)
 	if err != nil {
 		return nil, err
 	}
@@ -251,8 +246,8 @@ func (p *Pipeline) Health() consumer.Health { return p.cons.Health() }
 // Counters returns the runtime's totals.
 func (p *Pipeline) Counters() consumer.Counters { return p.cons.Counters() }
 
-// Sink returns the Postgres sink, for reading results back.
-func (p *Pipeline) Sink() *postgres.Sink { return p.sink }
+// Sink returns the sink, for reading results back.
+func (p *Pipeline) Sink() Store { return p.sink }
 
 // Config returns the configuration with defaults applied.
 func (p *Pipeline) Config() Config { return p.cfg }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/streamledger/streamledger/examples/ov/event"
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/mysql"
 	"github.com/streamledger/streamledger/sink/postgres"
 	"github.com/streamledger/streamledger/window"
 )
@@ -52,15 +53,15 @@ func Aggregates() sink.AggregateSpec {
 func Vehicles() sink.StateSpec {
 	return sink.StateSpec{
 		Table:      VehiclesTable,
-		Key:        []sink.Column{{Name: "vehicle_id", Type: "text"}},
-		ObservedAt: sink.Column{Name: "observed_at", Type: "timestamptz"},
+		Key:        []sink.Column{{Name: "vehicle_id", Type: sink.Text}},
+		ObservedAt: sink.Column{Name: "observed_at", Type: sink.Timestamp},
 		Values: []sink.Column{
-			{Name: "trip_id", Type: "text"},
-			{Name: "route_id", Type: "text"},
-			{Name: "operator", Type: "text"},
-			{Name: "lat", Type: "double precision"},
-			{Name: "lon", Type: "double precision"},
-			{Name: "bearing", Type: "double precision"},
+			{Name: "trip_id", Type: sink.Text},
+			{Name: "route_id", Type: sink.Text},
+			{Name: "operator", Type: sink.Text},
+			{Name: "lat", Type: sink.Float64},
+			{Name: "lon", Type: sink.Float64},
+			{Name: "bearing", Type: sink.Float64},
 		},
 		UpdatedAt: "updated_at",
 	}
@@ -70,13 +71,13 @@ func Vehicles() sink.StateSpec {
 func Trips() sink.StateSpec {
 	return sink.StateSpec{
 		Table:      TripsTable,
-		Key:        []sink.Column{{Name: "trip_id", Type: "text"}},
-		ObservedAt: sink.Column{Name: "observed_at", Type: "timestamptz"},
+		Key:        []sink.Column{{Name: "trip_id", Type: sink.Text}},
+		ObservedAt: sink.Column{Name: "observed_at", Type: sink.Timestamp},
 		Values: []sink.Column{
-			{Name: "line", Type: "text"},
-			{Name: "operator", Type: "text"},
-			{Name: "stop", Type: "text"},
-			{Name: "delay_s", Type: "integer"},
+			{Name: "line", Type: sink.Text},
+			{Name: "operator", Type: sink.Text},
+			{Name: "stop", Type: sink.Text},
+			{Name: "delay_s", Type: sink.Int32},
 		},
 		UpdatedAt: "updated_at",
 	}
@@ -165,4 +166,13 @@ func (b *TripRowBuf) Row(p event.Prediction) sink.StateRow {
 	b.key = [1]any{p.TripID}
 	b.vals = [4]any{p.Line, p.Operator, p.Stop, p.DelayS}
 	return sink.StateRow{Table: TripsTable, Key: b.key[:], ObservedAt: p.ObservedAt, Values: b.vals[:]}
+}
+
+// MySQL returns the sink configuration for the OV tables in the database of the sink's
+// *sql.DB.
+func MySQL() mysql.Config {
+	return mysql.Config{
+		Aggregates: Aggregates(),
+		States:     []sink.StateSpec{Vehicles(), Trips()},
+	}
 }

@@ -374,10 +374,10 @@ func runPipeline(ctx context.Context, cfg Config, c Case, brokers string, ends m
 		defer end()
 	}
 	p, err := pipeline.New(ctx, pipeline.Config{
-		Brokers: brokers, Group: "ov-bench", Schema: schema, Migrate: true, FlushInterval: cfg.FlushInterval,
+		Brokers: brokers, Group: "ov-bench", Migrate: true, FlushInterval: cfg.FlushInterval,
 		ProcessorID: "ov-bench", CreateDLQTopics: true, Kafka: quiet(cfg.Kafka), Logger: cfg.Logger,
 		Until: consumer.Until{End: true}, Hooks: []consumer.Hook{m}, WrapHandler: m.wrap, BufferLimit: c.BufferLimit,
-	}, sinkPool)
+	}, pipeline.Postgres(sinkPool, schema))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,102 @@
+package mysql_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamledger/streamledger/internal/mytest"
+	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/mysql"
+	"github.com/streamledger/streamledger/sink/sinktest"
+)
+
+// Migrate runs again, and from several processes at once, without harm; an attribute added
+// to the spec later becomes a column; a schema newer than the build is refused.
+func TestMigrate(t *testing.T) {
+	ctx := testCtx(t)
+	db := mytest.New(t)
+	setup := sinktest.DefaultSetup()
+	newOn := func(attrs ...string) *mysql.Sink {
+		agg := setup.Aggregates
+		agg.Attributes = attrs
+		s, err := mysql.New(db.Open(t), mysql.Config{Aggregates: agg, States: setup.States, Clock: setup.Clock})
+		require.NoError(t, err)
+		return s
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() { errs[i] = newOn("owner").Migrate(ctx) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	s := newOn("owner", "colour")
+	require.NoError(t, s.Migrate(ctx))
+	require.NoError(t, s.Migrate(ctx), "again")
+	start := sinktest.Start()
+	k := sink.Key{WindowStart: start, Dimension: "line", DimensionID: "1"}
+	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: sink.TopicPartition{Topic: "t"}, ClosedThrough: start.Add(300e9),
+		Partials: []sink.Partial{{Key: k, WindowEnd: start.Add(300e9), Attrs: map[string]string{"colour": "red"}, Stats: sinktest.Stats(t, 1)}}}))
+	got, ok, err := s.Aggregate(ctx, k)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, map[string]string{"colour": "red"}, got.Attrs)
+
+	_, err = db.DB.ExecContext(ctx, "UPDATE `streamledger_migrations` SET `version` = 99 WHERE `object` = 'aggregates:aggregates'")
+	require.NoError(t, err)
+	assert.ErrorIs(t, s.Migrate(ctx), mysql.ErrSchemaTooNew)
+}
+
+// A state spec without types names a table created elsewhere: Migrate leaves it alone, and
+// the sink writes and reads it, values converted by the table's column types.
+func TestUntypedStateTable(t *testing.T) {
+	ctx := testCtx(t)
+	db := mytest.New(t)
+	_, err := db.DB.ExecContext(ctx, "CREATE TABLE `mine` (`k` VARCHAR(20) PRIMARY KEY, `at` DATETIME(6) NOT NULL, "+
+		"`name` VARCHAR(20), `n` INT, `x` DOUBLE, `ok` BOOLEAN, `seen` DATETIME(6), `raw` BLOB)")
+	require.NoError(t, err)
+	spec := sink.StateSpec{Table: "mine", Key: []sink.Column{{Name: "k"}}, ObservedAt: sink.Column{Name: "at"},
+		Values: []sink.Column{{Name: "name"}, {Name: "n", Type: sink.Int32}, {Name: "x"}, {Name: "ok", Type: sink.Bool}, {Name: "seen"}, {Name: "raw"}}}
+	s, err := mysql.New(db.DB, mysql.Config{States: []sink.StateSpec{spec}})
+	require.NoError(t, err)
+	require.NoError(t, s.Migrate(ctx))
+	at := sinktest.Start()
+	row := sink.StateRow{Table: "mine", Key: []any{"a"}, ObservedAt: at, Values: []any{"n", int32(3), 1.5, true, at.Add(1500), []byte{0, 1}}}
+	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{row}))
+	got, ok, err := s.Latest(ctx, "mine", "a")
+	require.NoError(t, err)
+	require.True(t, ok)
+	want := row
+	want.Values = []any{"n", int32(3), 1.5, true, at.Add(1000), []byte{0, 1}}
+	assert.Equal(t, want, got, "values in their columns' Go types, times at sink.Precision")
+}
+
+// The readiness view holds the merged rows with complete as the sink reads it.
+func TestReadinessView(t *testing.T) {
+	ctx := testCtx(t)
+	s, db := newSink(t, nil)
+	b := closeBatch(t, 0, 1, 2)
+	require.NoError(t, s.WriteClose(ctx, b))
+	complete := func() (bool, string) {
+		var c bool
+		var through string
+		require.NoError(t, db.DB.QueryRowContext(ctx, "SELECT `complete`, `complete_through` FROM `aggregates_status`").Scan(&c, &through))
+		return c, through
+	}
+	c, through := complete()
+	assert.True(t, c)
+	assert.Equal(t, "2026-03-02 07:05:00.000000", through)
+	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: 1}}))
+	var n int
+	require.NoError(t, db.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM `aggregates_status` WHERE `complete` = FALSE AND `complete_through` IS NULL").Scan(&n))
+	assert.Equal(t, 1, n, "a registered partition that closed nothing makes the row incomplete")
+	got, ok, err := s.Aggregate(ctx, b.Partials[0].Key)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.False(t, got.Complete)
+}
