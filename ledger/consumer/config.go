@@ -41,6 +41,8 @@ const (
 	maxDeadLetterBackoff = 30 * time.Second
 	// defaultSessionTimeout is librdkafka's session.timeout.ms default.
 	defaultSessionTimeout = 45 * time.Second
+	// defaultMaxPollInterval is librdkafka's max.poll.interval.ms default.
+	defaultMaxPollInterval = 300 * time.Second
 	// maxPrefetch bounds the client's share of BufferLimit.
 	maxPrefetch = 64 << 20
 	// minBufferLimit is the smallest BufferLimit.
@@ -170,8 +172,12 @@ type Config[K comparable] struct {
 
 	// WriteTimeout bounds the sink writes of one tick (the state flush and the close batches of
 	// every partition) and of one revocation. What did not succeed in time is retried at the
-	// next tick. Zero means DefaultWriteTimeout (30 s). It must stay well below
-	// max.poll.interval.ms, which New checks when the Kafka configuration sets it.
+	// next tick, with twice the deadline of the round that ran out of time, up to a second
+	// under half of max.poll.interval.ms: a write larger than the database does in
+	// WriteTimeout (a bounded run's last windows, a slow server) then completes instead of
+	// being retried at the same size forever. A round that succeeds resets it. Zero means
+	// DefaultWriteTimeout (30 s). It must stay under half of max.poll.interval.ms, which New
+	// checks when the Kafka configuration sets it.
 	WriteTimeout time.Duration
 	// SyncWrites makes every tick write, then commit, before polling resumes, so that no
 	// message is decided while the sink works. The zero value overlaps a tick's writes with
@@ -285,6 +291,9 @@ type settings[K comparable] struct {
 	effectBatch, chunk, sealEvery int
 	// buffer is BufferLimit less the client's prefetch, 0 without a bound.
 	buffer int64
+	// maxWriteTimeout bounds the deadline of writes retried after running out of time:
+	// under half of max.poll.interval.ms, at least WriteTimeout.
+	maxWriteTimeout time.Duration
 	// tables holds what the sink declares of its tables, when it tells (see tables).
 	agg    *sink.AggregateSpec
 	states map[string]sink.StateSpec
@@ -439,6 +448,10 @@ func (s *settings[K]) timeouts() error {
 		return configError("WriteTimeout %v must be under half of max.poll.interval.ms (%v): a tick's writes "+
 			"and a revocation's run between two polls", s.WriteTimeout, mpi)
 	}
+	if !ok {
+		mpi = defaultMaxPollInterval
+	}
+	s.maxWriteTimeout = max(s.WriteTimeout, mpi/2-time.Second)
 	return nil
 }
 

@@ -73,8 +73,9 @@ type processor[K comparable] struct {
 	resends   []*letter
 	lettersAt time.Time // when the loop last handled delivery reports outside a tick
 
-	commitBuf  []ledger.Commit
-	commitDone chan struct{} // closed when a commit left behind returns; nil when none
+	commitBuf      []ledger.Commit
+	commitDone     chan struct{} // closed when a commit left behind returns; nil when none
+	writesTimedOut int           // rounds of writes in a row that ran out of time
 	// stopRequested is closed when Run's context ends: a commit the loop waits for is then
 	// left behind at once, so that the shutdown starts without waiting CommitTimeout.
 	stopRequested   <-chan struct{}

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -35,6 +36,9 @@ type writeJob[K comparable] struct {
 
 	run    func() // makes the writes once; a later call waits for the first
 	cancel func() // cancels the writes' context
+
+	timeout  time.Duration // the writes' deadline, set at launch
+	timedOut bool          // the deadline ended the writes
 }
 
 // writeResult is the outcome of one write. A write that was not attempted (the job ran out
@@ -127,6 +131,7 @@ func (p *processor[K]) takeState() map[string][]sink.StateRow {
 // here when inline (a revocation) or SyncWrites is set.
 func (p *processor[K]) launch(ctx context.Context, job *writeJob[K], inline bool) {
 	p.job = job
+	job.timeout = p.writeTimeout()
 	p.live.writingFrom.CompareAndSwap(0, time.Now().UnixNano())
 	ctx, job.cancel = context.WithCancel(ctx)
 	job.run = sync.OnceFunc(func() {
@@ -145,8 +150,9 @@ func (p *processor[K]) launch(ctx context.Context, job *writeJob[K], inline bool
 // call, WriteConcurrency of them at a time. It runs off the loop and touches nothing but the
 // job (each write its own result), the sink and the settings.
 func (p *processor[K]) write(ctx context.Context, job *writeJob[K]) {
-	ctx, cancel := context.WithTimeout(ctx, p.s.WriteTimeout)
+	ctx, cancel := context.WithTimeout(ctx, job.timeout)
 	defer cancel()
+	defer func() { job.timedOut = errors.Is(ctx.Err(), context.DeadlineExceeded) }()
 	writes := make([]func(), 0, len(job.tables)+1)
 	timed := func(res *writeResult, f func() error) func() {
 		return func() {
@@ -168,6 +174,19 @@ func (p *processor[K]) write(ctx context.Context, job *writeJob[K]) {
 		writes = append(writes, timed(&job.closed, func() error { return p.s.Sink.WriteClose(ctx, job.batch...) }))
 	}
 	runAll(writes, p.s.WriteConcurrency)
+}
+
+// writeTimeout is the deadline of the next round of writes: WriteTimeout, doubled for every
+// round in a row that ran out of time, at most maxWriteTimeout.
+func (p *processor[K]) writeTimeout() time.Duration {
+	d := p.s.WriteTimeout
+	for range p.writesTimedOut {
+		if d >= p.s.maxWriteTimeout {
+			break
+		}
+		d *= 2
+	}
+	return min(d, max(p.s.maxWriteTimeout, p.s.WriteTimeout))
 }
 
 // runAll runs fs, at most n at a time (one after another when n <= 1).
@@ -233,6 +252,14 @@ func (p *processor[K]) complete() {
 	job := p.job
 	p.job = nil
 	p.live.wrote(time.Now(), job.ok())
+	switch {
+	case job.ok():
+		p.writesTimedOut = 0
+	case job.timedOut:
+		p.writesTimedOut++
+		p.log.Warn("writes ran out of time; the next round gets a longer deadline",
+			"deadline", job.timeout, "next", p.writeTimeout())
+	}
 	if !p.completeState(job) {
 		return
 	}

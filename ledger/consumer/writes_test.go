@@ -365,3 +365,63 @@ func holdCommit(h *harness) (ledger.TopicPartition, chan struct{}) {
 	h.cl.mu.Unlock()
 	return p0, hold
 }
+
+// deadlineSink makes every WriteClose take need before it writes, failing with the context's
+// error if its deadline comes first, and records each call's deadline.
+type deadlineSink struct {
+	sink.Sink
+	need time.Duration
+
+	mu        sync.Mutex
+	deadlines []time.Duration
+}
+
+func (s *deadlineSink) WriteClose(ctx context.Context, batches ...sink.CloseBatch) error {
+	d, _ := ctx.Deadline()
+	s.mu.Lock()
+	s.deadlines = append(s.deadlines, time.Until(d).Round(10*time.Millisecond))
+	need := s.need
+	s.mu.Unlock()
+	select {
+	case <-time.After(need):
+		return s.Sink.WriteClose(ctx, batches...)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// A round of writes that runs out of time is retried with twice the deadline, up to a second
+// under half of max.poll.interval.ms, so that a write larger than WriteTimeout allows
+// completes; the deadline is back to WriteTimeout once a round succeeds.
+func TestWriteDeadlineGrowsAfterTimeouts(t *testing.T) {
+	slow := &deadlineSink{need: 250 * time.Millisecond}
+	h := newHarness(t, func(c *Config[string]) {
+		slow.Sink = c.Sink
+		c.Sink = slow
+		c.WriteTimeout = 100 * time.Millisecond
+		c.Kafka["max.poll.interval.ms"] = 2400 // the deadline may grow to 200 ms only
+	})
+	p0 := tp("t", 0)
+	h.assign(p0, -1, "") // registers the partition, within AssignTimeout
+	slow.mu.Lock()
+	slow.deadlines = nil
+	slow.mu.Unlock()
+	h.feed(p0, 0, "w 1 A 1", "w 7 A 2")
+	for range 3 {
+		h.tick()
+	}
+	assert.Equal(t, int64(-1), h.committed(p0), "the write never fit its deadline")
+	assert.Equal(t, 200*time.Millisecond, h.p.writeTimeout(), "capped under half of max.poll.interval.ms")
+
+	slow.mu.Lock()
+	slow.need = 150 * time.Millisecond
+	slow.mu.Unlock()
+	h.tick()
+	assert.Equal(t, int64(1), h.committed(p0), "the write fit the grown deadline")
+	assert.Equal(t, 100*time.Millisecond, h.p.writeTimeout(), "reset once a round succeeded")
+	slow.mu.Lock()
+	defer slow.mu.Unlock()
+	assert.Equal(t, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 200 * time.Millisecond,
+		200 * time.Millisecond}, slow.deadlines)
+	assert.Contains(t, h.logs.String(), "writes ran out of time")
+}
