@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/internal/mytest"
+	"github.com/streamledger/streamledger/internal/sinkbench"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/mysql"
 	"github.com/streamledger/streamledger/sink/sinktest"
@@ -22,33 +23,33 @@ func BenchmarkUpsertLatest(b *testing.B) {
 	b.Run("multirow", func(b *testing.B) {
 		ctx := testCtx(b)
 		s, _ := newSink(b, func(c *mysql.Config) { c.Clock = time.Now })
-		sinktest.UpsertFleet(ctx, b, s, latestRows, fleet)
+		sinkbench.UpsertFleet(ctx, b, s, latestRows, fleet)
 	})
 }
 
-// BenchmarkCloseLayout writes an OV-like workload (sinktest.Workload) window after window, in
-// the shapes of sinktest.LayoutCases, as the Postgres sink's benchmark of the same name
+// BenchmarkCloseLayout writes an OV-like workload (sinkbench.Workload) window after window, in
+// the shapes of sinkbench.LayoutCases, as the Postgres sink's benchmark of the same name
 // does. One op is one window. It reports merged rows per second and table bytes (data and
 // indexes, after ANALYZE TABLE) per merged row: the merged table and the rest. The
 // merged-only case writes the same merged rows, computed beforehand, with multi-row INSERTs
 // into the merged table: the baseline of what storing the result alone costs.
 func BenchmarkCloseLayout(b *testing.B) {
-	for _, tc := range sinktest.LayoutCases {
-		data := []sinktest.Workload{sinktest.NewWorkload(b, 1, tc.Partitions), sinktest.NewWorkload(b, 2, tc.Partitions)}
+	for _, tc := range sinkbench.LayoutCases {
+		data := []sinkbench.Workload{sinkbench.NewWorkload(b, 1, tc.Partitions), sinkbench.NewWorkload(b, 2, tc.Partitions)}
 		b.Run("fold/"+tc.Name, func(b *testing.B) { benchFold(b, data, tc.Calls, tc.OwnCalls) })
 	}
-	data := []sinktest.Workload{sinktest.NewWorkload(b, 1, 6), sinktest.NewWorkload(b, 2, 6)}
+	data := []sinkbench.Workload{sinkbench.NewWorkload(b, 1, 6), sinkbench.NewWorkload(b, 2, 6)}
 	b.Run("merged-only", func(b *testing.B) { benchMergedOnly(b, data) })
 }
 
-func benchFold(b *testing.B, data []sinktest.Workload, calls int, ownCalls bool) {
+func benchFold(b *testing.B, data []sinkbench.Workload, calls int, ownCalls bool) {
 	ctx := testCtx(b)
 	s, db := newSink(b, func(c *mysql.Config) { c.Clock = time.Now })
-	rows := sinktest.WriteWindows(ctx, b, s, data, calls, ownCalls)
+	rows := sinkbench.WriteWindows(ctx, b, s, data, calls, ownCalls)
 	reportLayout(b, ctx, db, rows, b.Elapsed())
 }
 
-func benchMergedOnly(b *testing.B, data []sinktest.Workload) {
+func benchMergedOnly(b *testing.B, data []sinkbench.Workload) {
 	ctx := testCtx(b)
 	_, db := newSink(b, nil)
 	const chunk = 1000

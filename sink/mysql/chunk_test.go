@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/internal/sinkbench"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/mysql"
 	"github.com/streamledger/streamledger/sink/sinktest"
@@ -17,7 +18,7 @@ import (
 // statement (11 per merged row), and a small MaxStatementBytes cuts every batch into many.
 func TestBatchesAcrossStatements(t *testing.T) {
 	ctx := testCtx(t)
-	w := sinktest.NewWorkload(t, 3, 3)
+	w := sinkbench.NewWorkload(t, 3, 3)
 	start := sinktest.Start()
 	var rows []sink.StateRow
 	for i := range 12000 { // above 65,535 / 6 placeholders

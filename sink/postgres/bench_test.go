@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/streamledger/streamledger/internal/sinkbench"
 	"github.com/streamledger/streamledger/sink/postgres"
-	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
 var strategies = []postgres.Strategy{postgres.StrategyBatch, postgres.StrategyCopy, postgres.StrategyUnnest}
@@ -18,7 +18,7 @@ func BenchmarkUpsertLatest(b *testing.B) {
 		b.Run(st.String(), func(b *testing.B) {
 			ctx := testCtx(b)
 			s, _ := newSink(b, func(c *postgres.Config) { c.Strategy = st; c.Clock = time.Now })
-			sinktest.UpsertFleet(ctx, b, s, latestRows, fleet)
+			sinkbench.UpsertFleet(ctx, b, s, latestRows, fleet)
 		})
 	}
 }

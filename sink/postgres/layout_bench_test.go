@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/internal/pgtest"
+	"github.com/streamledger/streamledger/internal/sinkbench"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/postgres"
 	"github.com/streamledger/streamledger/sink/sinktest"
@@ -55,8 +56,8 @@ func walNow(b *testing.B, ctx context.Context, db *pgtest.DB) string {
 	return lsn
 }
 
-// BenchmarkCloseLayout writes an OV-like workload (sinktest.Workload) window after window, in
-// the shapes of sinktest.LayoutCases. One op is one window.
+// BenchmarkCloseLayout writes an OV-like workload (sinkbench.Workload) window after window, in
+// the shapes of sinkbench.LayoutCases. One op is one window.
 //
 // It reports merged rows per second, row writes per stored merged row ((n_tup_ins +
 // n_tup_upd) of every table of the schema over the merged rows), WAL bytes per merged row,
@@ -64,16 +65,16 @@ func walNow(b *testing.B, ctx context.Context, db *pgtest.DB) string {
 // same merged rows, computed beforehand, with one plain INSERT per window into a table of
 // the same shape: the baseline of what storing the result alone costs.
 func BenchmarkCloseLayout(b *testing.B) {
-	for _, tc := range sinktest.LayoutCases {
-		data := []sinktest.Workload{sinktest.NewWorkload(b, 1, tc.Partitions), sinktest.NewWorkload(b, 2, tc.Partitions)}
+	for _, tc := range sinkbench.LayoutCases {
+		data := []sinkbench.Workload{sinkbench.NewWorkload(b, 1, tc.Partitions), sinkbench.NewWorkload(b, 2, tc.Partitions)}
 		b.Run("fold/"+tc.Name, func(b *testing.B) { benchFold(b, data, tc.Calls, tc.OwnCalls) })
 	}
-	data := []sinktest.Workload{sinktest.NewWorkload(b, 1, 6), sinktest.NewWorkload(b, 2, 6)}
+	data := []sinkbench.Workload{sinkbench.NewWorkload(b, 1, 6), sinkbench.NewWorkload(b, 2, 6)}
 	b.Run("merged-only", func(b *testing.B) { benchMergedOnly(b, data) })
 }
 
-// benchFold closes each window over calls WriteClose calls (see sinktest.Workload.Calls).
-func benchFold(b *testing.B, data []sinktest.Workload, calls int, ownCalls bool) {
+// benchFold closes each window over calls WriteClose calls (see sinkbench.Workload.Calls).
+func benchFold(b *testing.B, data []sinkbench.Workload, calls int, ownCalls bool) {
 	ctx := testCtx(b)
 	db := pgtest.New(b)
 	newSinkOn(b, db, nil) // migrates
@@ -81,13 +82,13 @@ func benchFold(b *testing.B, data []sinktest.Workload, calls int, ownCalls bool)
 	s, err := postgres.New(pool, postgres.Config{Schema: db.Schema, Aggregates: sinktest.Aggregates(), Clock: time.Now})
 	require.NoError(b, err)
 	wal := walNow(b, ctx, db)
-	rows := sinktest.WriteWindows(ctx, b, s, data, calls, ownCalls)
+	rows := sinkbench.WriteWindows(ctx, b, s, data, calls, ownCalls)
 	elapsed := b.Elapsed()
 	pool.Close()
 	reportLayout(b, ctx, db, wal, rows, elapsed, sinktest.AggregatesTable)
 }
 
-func benchMergedOnly(b *testing.B, data []sinktest.Workload) {
+func benchMergedOnly(b *testing.B, data []sinkbench.Workload) {
 	ctx := testCtx(b)
 	db := pgtest.New(b)
 	newSinkOn(b, db, nil)
