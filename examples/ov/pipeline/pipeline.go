@@ -226,10 +226,12 @@ func newDeadLetters(cfg Config, common kafka.ConfigMap) (*dlqkafka.Producer, err
 
 // Run consumes until ctx is cancelled (or, with Until, until every partition is written and
 // committed through its stop), then shuts down gracefully (see consumer.Consumer.Run) and
-// closes the dead-letter producer. It may be called once.
+// closes the dead-letter producer within ShutdownTimeout: the consumer has already waited for
+// the reports of the letters it sent, so what is left is flushing letters whose offsets were
+// not committed past. It may be called once.
 func (p *Pipeline) Run(ctx context.Context) error {
 	err := p.cons.Run(ctx)
-	closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	closeCtx, cancel := context.WithTimeout(context.Background(), cmp.Or(p.cfg.ShutdownTimeout, consumer.DefaultShutdownTimeout))
 	defer cancel()
 	if cerr := p.dlq.Close(closeCtx); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("pipeline: closing the dead-letter producer: %w", cerr))
