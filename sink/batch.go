@@ -31,33 +31,58 @@ func CompareSources(a, b TopicPartition) int {
 // PrepareLatest validates rows against the specs of their tables (spec looks one up) and
 // returns them grouped by table, the groups in table order. Each group is collapsed to the
 // newest row per key, a later row in rows winning a tie, with observed-at times at
-// [Precision] in UTC ([AtPrecision]), as are the times among their key and values: two rows of a key whose times differ only below it are
-// a tie, resolved alike by every implementation. A group keeps the order of its keys' first
-// appearance. A row of a table spec does not know, or one that does
-// not fit its table's spec, is an error wrapping [ErrInvalid].
+// [Precision] in UTC ([AtPrecision]), as are the times among their key and values: two rows
+// of a key whose times differ only below it are a tie, resolved alike by every
+// implementation. A group keeps the order of its keys' first appearance. A row of a table
+// spec does not know, or one that does not fit its table's spec, is an error wrapping
+// [ErrInvalid]. rows is not modified.
 func PrepareLatest(rows []StateRow, spec func(table string) (StateSpec, bool)) ([][]StateRow, error) {
-	var groups [][]StateRow
-	index := make(map[string]int)
+	groups, err := groupByTable(rows, spec)
+	if err != nil {
+		return nil, err
+	}
+	for g, rows := range groups {
+		sp, _ := spec(rows[0].Table)
+		if groups[g], err = latestOf(sp, rows); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(groups, func(a, b []StateRow) int { return cmp.Compare(a[0].Table, b[0].Table) })
+	return groups, nil
+}
+
+// groupByTable splits rows by table, in the order of each table's first row, checking that
+// spec knows every table. Rows of one table, the common case (a writer flushes table by
+// table), come back as rows itself; otherwise each group is allocated once, at its size.
+func groupByTable(rows []StateRow, spec func(table string) (StateSpec, bool)) ([][]StateRow, error) {
+	index := make(map[string]int, 2)
+	var sizes []int
 	for i, r := range rows {
 		g, ok := index[r.Table]
 		if !ok {
 			if _, known := spec(r.Table); !known {
 				return nil, fmt.Errorf("%w: row %d: state table %q is not in the sink's configuration", ErrInvalid, i, r.Table)
 			}
-			g = len(groups)
+			g = len(sizes)
 			index[r.Table] = g
-			groups = append(groups, nil)
+			sizes = append(sizes, 0)
 		}
+		sizes[g]++
+	}
+	if len(sizes) <= 1 {
+		if len(rows) == 0 {
+			return nil, nil
+		}
+		return [][]StateRow{rows}, nil
+	}
+	groups := make([][]StateRow, len(sizes))
+	for g, n := range sizes {
+		groups[g] = make([]StateRow, 0, n)
+	}
+	for _, r := range rows {
+		g := index[r.Table]
 		groups[g] = append(groups[g], r)
 	}
-	for g, rows := range groups {
-		sp, _ := spec(rows[0].Table)
-		var err error
-		if groups[g], err = latestOf(sp, rows); err != nil {
-			return nil, err
-		}
-	}
-	slices.SortFunc(groups, func(a, b []StateRow) int { return cmp.Compare(a[0].Table, b[0].Table) })
 	return groups, nil
 }
 

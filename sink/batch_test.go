@@ -1,6 +1,7 @@
 package sink_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -28,7 +29,7 @@ func TestPrepareLatest(t *testing.T) {
 	spec := func(table string) sink.StateSpec {
 		return sink.StateSpec{Table: table, Key: []sink.Column{{Name: "entity_id"}}, ObservedAt: sink.Column{Name: "observed_at"}, Values: []sink.Column{{Name: "v"}}}
 	}
-	specs := map[string]sink.StateSpec{"a": spec("a"), "b": spec("b")}
+	specs := map[string]sink.StateSpec{"a": spec("a"), "b": spec("b"), "c": spec("c")}
 	lookup := func(table string) (sink.StateSpec, bool) { sp, ok := specs[table]; return sp, ok }
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	row := func(table, key string, s int, v string) sink.StateRow {
@@ -47,12 +48,18 @@ func TestPrepareLatest(t *testing.T) {
 		{"grouped by table, in table order; keys are per table", []sink.StateRow{
 			row("b", "bus-1", 1, "b1"), row("a", "bus-1", 2, "a1"), row("b", "bus-1", 3, "b2"),
 		}, [][]sink.StateRow{{row("a", "bus-1", 2, "a1")}, {row("b", "bus-1", 3, "b2")}}, false},
-		{"an undeclared table", []sink.StateRow{row("a", "bus-1", 1, "x"), row("c", "bus-1", 1, "x")}, nil, true},
+		{"three tables interleaved, each collapsed", []sink.StateRow{
+			row("c", "k", 1, "c1"), row("a", "k", 1, "a1"), row("c", "j", 1, "c2"), row("b", "k", 1, "b1"),
+			row("a", "k", 2, "a2"), row("c", "k", 2, "c3"),
+		}, [][]sink.StateRow{{row("a", "k", 2, "a2")}, {row("b", "k", 1, "b1")}, {row("c", "k", 2, "c3"), row("c", "j", 1, "c2")}}, false},
+		{"an undeclared table", []sink.StateRow{row("a", "bus-1", 1, "x"), row("d", "bus-1", 1, "x")}, nil, true},
 		{"a missing value", []sink.StateRow{{Table: "a", Key: []any{"k"}, ObservedAt: at(1)}}, nil, true},
 		{"no observed-at time", []sink.StateRow{{Table: "a", Key: []any{"k"}, Values: []any{"v"}}}, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			before := slices.Clone(tc.rows)
 			got, err := sink.PrepareLatest(tc.rows, lookup)
+			assert.Equal(t, before, tc.rows, "rows is not modified")
 			if tc.invalid {
 				require.ErrorIs(t, err, sink.ErrInvalid)
 				return
