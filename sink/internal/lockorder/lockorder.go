@@ -105,8 +105,8 @@ func compareValues(a, b any) int {
 }
 
 // FNV is a running FNV-1a (64 bits) hash. Lock buckets and the order of state rows use it
-// because it has no seed: every writer, in every process and every release, must map a key
-// to the same value.
+// because its value is fixed by the algorithm (hash/maphash's changes per process): every
+// writer, in every process and every release, must map a key to the same value.
 type FNV uint64
 
 const fnvPrime = 1099511628211

@@ -38,9 +38,9 @@ const EveryMessage time.Duration = -1
 // source accepts.
 const Forever time.Duration = -1
 
-// Config configures a [Service]. Kafka, Pool or MySQL, and DeadLetters are required; every other zero
-// value takes the documented default, in brackets, or the consumer runtime's
-// (package ledger/consumer).
+// Config configures a [Service]. Kafka, Pool or MySQL, and DeadLetters are required; every other
+// zero value takes the documented default, in brackets, or the consumer runtime's (package
+// ledger/consumer).
 type Config struct {
 	// Kafka configures the consumer: bootstrap.servers and group.id are required, anything
 	// else (TLS, SASL, client.id, the assignor, timeouts) passes through to the runtime, which
@@ -60,8 +60,9 @@ type Config struct {
 	// Markers names the effect sink's marker table [streamledger_markers].
 	Markers string
 	// Horizon is how long a marker is kept after its credit was applied [7 days,
-	// sink.DefaultHorizon]; negative keeps markers forever. A credit older than the horizon (by its record timestamp) that finds no marker
-	// is refused and dead-lettered ([ClassBeyondHorizon]): its marker may have been pruned.
+	// sink.DefaultHorizon]; negative keeps markers forever. A credit older than the horizon (by its
+	// record timestamp) that finds no marker is refused and dead-lettered ([ClassBeyondHorizon]):
+	// its marker may have been pruned.
 	Horizon time.Duration
 	// SourceRetention is how far back the topic can redeliver (its retention.ms, see
 	// [TopicRetention]); [Forever] (any negative value) for a topic that keeps records

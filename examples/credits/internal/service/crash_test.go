@@ -36,14 +36,14 @@ func (p crashPoint) String() string {
 		"after the sink commit, before the offset commit", "after both commits"}[p]
 }
 
-// The crash-point table, point by point, with the real client, the in-process broker and
-// each database (Postgres, MySQL). Four credits c1..c4, each to its own account, on one partition; the first consumer
-// crashes at the point in the batch that holds c3; a fresh consumer of the same group then
-// resumes. Two modes: one credit at a time (each its own transaction, a commit after each:
-// the table per operation) and in batches (the credits at hand in one transaction: the points
-// inside a batch). At the crash and after the recovery, every operation id is compared with
-// its expected effect (marker, entry, balance), and the offsets the broker holds and the
-// decisions of the second consumer show what was redelivered and how it was decided.
+// The crash-point table, point by point, with the real client, the in-process broker and each
+// database (Postgres, MySQL). Four credits c1..c4, each to its own account, on one partition; the
+// first consumer crashes at the point in the batch that holds c3; a fresh consumer of the same
+// group then resumes. Two modes: one credit at a time (each its own transaction, a commit after
+// each: the table per operation) and in batches (the credits at hand in one transaction: the points
+// inside a batch). At the crash and after the recovery, every operation id is compared with its
+// expected effect (marker, entry, balance), and the offsets the broker holds and the decisions of
+// the second consumer show what was redelivered and how it was decided.
 func TestCrashPoints(t *testing.T) {
 	for _, db := range databases {
 		for _, mode := range []string{"one at a time", "in a batch"} {

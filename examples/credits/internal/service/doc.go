@@ -11,14 +11,13 @@
 //
 // # Per batch
 //
-// The handler decodes each message's JSON credit, which is the message's effect (a
-// message that is not a valid credit is dead-lettered). The runtime's workers hand each
-// partition's credits, in offset order, to the service in batches of at most [Config.Batch],
-// several partitions at once ([Config.Workers]), and the service applies a batch with
-// [postgres.Effects.Apply]: in ONE transaction, insert every credit's marker (op_id, payload
-// hash) with ON CONFLICT DO NOTHING (ON DUPLICATE KEY UPDATE on MySQL), credit the accounts of the credits whose marker was
-// accepted and write their entries, and remove the markers of the credits that credited no
-// account. Per credit:
+// The handler decodes each message's JSON credit, which is the message's effect (a message that is
+// not a valid credit is dead-lettered). The runtime's workers hand each partition's credits, in
+// offset order, to the service in batches of at most [Config.Batch], several partitions at once
+// ([Config.Workers]), and the service applies a batch with [postgres.Effects.Apply]: in ONE
+// transaction, insert every credit's marker (op_id, payload hash) with ON CONFLICT DO NOTHING (ON
+// DUPLICATE KEY UPDATE on MySQL), credit the accounts of the credits whose marker was accepted and
+// write their entries, and remove the markers of the credits that credited no account. Per credit:
 //
 //   - applied or duplicate: the message is durable once the batch committed, and its offset
 //     is committed at the next commit;
