@@ -10,7 +10,6 @@ import (
 
 	"github.com/streamledger/streamledger/internal/kafkarecord"
 	"github.com/streamledger/streamledger/ledger"
-	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/window"
 )
 
@@ -111,16 +110,11 @@ func (p *processor[K]) decide(ctx context.Context, pt *part[K], m *kafka.Message
 		cond = ledger.Window(end)
 	}
 	if len(ev.State) > 0 {
-		if pt.state == nil {
-			pt.state = make(map[string][]sink.StateRow)
-		}
 		var size int64
 		for _, r := range ev.State {
-			pt.state[r.Table] = append(pt.state[r.Table], r)
-			size += rowBytes(r)
+			size += pt.state.add(r)
 		}
 		pt.stateBytes.Add(size)
-		pt.stateRows += len(ev.State)
 		cond = cond.And(ledger.Flush(p.seq))
 		info.State = len(ev.State)
 	}

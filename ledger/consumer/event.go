@@ -34,7 +34,10 @@ type Event[K comparable] struct {
 	// window containing Time. An event whose window is already closed (late) contributes
 	// nothing, and neither are its State rows applied.
 	Values []Value[K]
-	// State holds last-write-wins rows, written at the next state flush.
+	// State holds last-write-wins rows, written at the next state flush. Until then the
+	// partition keeps one row per (table, key), the latest by ObservedAt (a tie: the later
+	// message's), which is the row the flush would write from all of them; so the memory of
+	// the buffer grows with the keys updated between flushes, not with the messages.
 	State []sink.StateRow
 	// Effect, if not nil, is the message's effect that is not naturally idempotent (a balance
 	// credit, a payment record), for [Config.ApplyEffects]: the runtime hands it, with the

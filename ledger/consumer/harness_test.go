@@ -76,7 +76,9 @@ func (p *processor[K]) bufferedRows() int {
 		n += len(rows)
 	}
 	for _, pt := range p.order {
-		n += pt.stateRows
+		for t := range pt.state.tables {
+			n += pt.state.len(t)
+		}
 	}
 	return n
 }

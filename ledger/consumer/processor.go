@@ -185,8 +185,7 @@ type part[K comparable] struct {
 	firstAdded  int64 // first offset added in this assignment, -1 before
 	next        int64 // offset after the last decided message, -1 before the first
 	inflight    int   // dead letters waiting for a report
-	state       map[string][]sink.StateRow
-	stateRows   int
+	state       stateBuffer
 
 	consumed, admitted, late, dead int64
 }

@@ -93,16 +93,16 @@ func (p *processor[K]) prepare(parts []*part[K], revoke bool) *writeJob[K] {
 // takeState returns the rows of a failed flush and every partition's buffered rows, by
 // table: per table, the retried rows first, then each partition's in partition order, so
 // that the rows (and which of two rows of a key with the same time wins) do not depend on
-// how the partitions' decisions interleaved. The rows are copied into one slice per table,
-// and each partition keeps its buffer, emptied, for the next flush.
+// how the partitions' decisions interleaved. Each partition keeps its buffer, emptied, for
+// the next flush.
 func (p *processor[K]) takeState() map[string][]sink.StateRow {
 	sizes := make(map[string]int, len(p.stateRetry)+2)
 	for t, rows := range p.stateRetry {
 		sizes[t] += len(rows)
 	}
 	for _, pt := range p.order {
-		for t, rows := range pt.state {
-			sizes[t] += len(rows)
+		for t := range pt.state.tables {
+			sizes[t] += pt.state.len(t)
 		}
 	}
 	out := make(map[string][]sink.StateRow, len(sizes))
@@ -113,15 +113,7 @@ func (p *processor[K]) takeState() map[string][]sink.StateRow {
 	}
 	clear(p.stateRetry)
 	for _, pt := range p.order {
-		for t, rows := range pt.state {
-			if len(rows) == 0 {
-				continue
-			}
-			out[t] = append(out[t], rows...)
-			clear(rows) // the buffer must not keep the rows' values alive
-			pt.state[t] = rows[:0]
-		}
-		pt.stateRows = 0
+		pt.state.appendTo(out)
 		pt.stateBytes.Store(0)
 	}
 	return out

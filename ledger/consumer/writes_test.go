@@ -265,18 +265,20 @@ func TestFlushWritesOnlyTablesWithRows(t *testing.T) {
 	p0 := tp("t", 0)
 	h.assign(p0, -1, "")
 	pt := h.p.parts[p0]
-	row := sink.StateRow{Key: []any{"v1"}, ObservedAt: T0, Values: []any{"trip", 1.0, int64(1)}}
-	pt.state = map[string][]sink.StateRow{"a": {row, row}, "b": {row}}
-	pt.stateRows = 3
+	row := func(table, key string) sink.StateRow {
+		return sink.StateRow{Table: table, Key: []any{key}, ObservedAt: T0, Values: []any{"trip", 1.0, int64(1)}}
+	}
+	for _, r := range []sink.StateRow{row("a", "v1"), row("a", "v2"), row("b", "v1")} {
+		pt.state.add(r)
+	}
 	job := h.p.prepare(nil, false)
 	require.NotNil(t, job)
 	assert.Equal(t, []string{"a", "b"}, job.tables)
-	assert.Empty(t, pt.state["a"], "emptied")
-	assert.GreaterOrEqual(t, cap(pt.state["a"]), 2, "and kept for the next flush")
-	assert.Equal(t, []sink.StateRow{row, row}, job.state["a"])
+	assert.Zero(t, pt.state.len("a"), "emptied")
+	assert.GreaterOrEqual(t, cap(pt.state.tables["a"].rows), 2, "and kept for the next flush")
+	assert.Equal(t, []sink.StateRow{row("a", "v1"), row("a", "v2")}, job.state["a"])
 
-	pt.state["a"] = append(pt.state["a"], row)
-	pt.stateRows = 1
+	pt.state.add(row("a", "v1"))
 	job = h.p.prepare(nil, false)
 	require.NotNil(t, job)
 	assert.Equal(t, []string{"a"}, job.tables, "b was sized but given no rows: no empty write")

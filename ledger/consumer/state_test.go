@@ -1,0 +1,127 @@
+package consumer
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/sinktest"
+)
+
+// The state buffer keeps one row per (table, key): the one a flush of every row would write.
+func TestStateBufferKeepsTheLatestRowOfAKey(t *testing.T) {
+	at := func(d time.Duration) time.Time { return T0.Add(d) }
+	row := func(table string, key []any, observed time.Time, v string) sink.StateRow {
+		return sink.StateRow{Table: table, Key: key, ObservedAt: observed, Values: []any{v}}
+	}
+	k := func(vs ...any) []any { return vs }
+	tests := []struct {
+		name string
+		rows []sink.StateRow
+		want map[string][]sink.StateRow
+	}{
+		{
+			name: "a newer row replaces the buffered one",
+			rows: []sink.StateRow{row("a", k("v1"), at(0), "old"), row("a", k("v1"), at(time.Second), "new")},
+			want: map[string][]sink.StateRow{"a": {row("a", k("v1"), at(time.Second), "new")}},
+		},
+		{
+			name: "an older row is dropped",
+			rows: []sink.StateRow{row("a", k("v1"), at(time.Second), "new"), row("a", k("v1"), at(0), "old")},
+			want: map[string][]sink.StateRow{"a": {row("a", k("v1"), at(time.Second), "new")}},
+		},
+		{
+			name: "a tie goes to the later row",
+			rows: []sink.StateRow{row("a", k("v1"), at(0), "first"), row("a", k("v1"), at(0), "second")},
+			want: map[string][]sink.StateRow{"a": {row("a", k("v1"), at(0), "second")}},
+		},
+		{
+			name: "times differing below the sink's precision tie",
+			rows: []sink.StateRow{row("a", k("v1"), at(time.Nanosecond), "first"), row("a", k("v1"), at(0), "second")},
+			want: map[string][]sink.StateRow{"a": {row("a", k("v1"), at(0), "second")}},
+		},
+		{
+			name: "keys, and tables, are apart; first-seen order is kept",
+			rows: []sink.StateRow{
+				row("a", k("v2"), at(0), "x"), row("a", k("v1"), at(0), "y"), row("b", k("v2"), at(0), "z"),
+				row("a", k("v2"), at(time.Second), "x2"),
+			},
+			want: map[string][]sink.StateRow{
+				"a": {row("a", k("v2"), at(time.Second), "x2"), row("a", k("v1"), at(0), "y")},
+				"b": {row("b", k("v2"), at(0), "z")},
+			},
+		},
+		{
+			name: "composite keys compare by every value",
+			rows: []sink.StateRow{
+				row("a", k("t1", int64(1)), at(0), "x"), row("a", k("t1", int64(2)), at(0), "y"),
+				row("a", k("t1", int64(1)), at(time.Second), "x2"),
+			},
+			want: map[string][]sink.StateRow{"a": {row("a", k("t1", int64(1)), at(time.Second), "x2"), row("a", k("t1", int64(2)), at(0), "y")}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b stateBuffer
+			var bytes int64
+			for _, r := range tt.rows {
+				bytes += b.add(r)
+			}
+			var want int64
+			for _, rows := range tt.want {
+				for _, r := range rows {
+					want += rowBytes(r)
+				}
+			}
+			assert.Equal(t, want, bytes, "the estimate follows the rows buffered")
+			got := map[string][]sink.StateRow{}
+			b.appendTo(got)
+			assert.Equal(t, tt.want, got)
+			for table := range tt.want {
+				assert.Zero(t, b.len(table), "emptied")
+			}
+			b.appendTo(got)
+			assert.Equal(t, tt.want, got, "nothing is taken twice")
+		})
+	}
+}
+
+// Many updates of few keys between two flushes buffer one row per key, and the flush writes
+// each key's last row.
+func TestStateRowsOfAKeyBufferOnce(t *testing.T) {
+	// "<key> <seconds>": a state row of key, observed seconds after T0, valued by its offset.
+	handler := func(m *kafka.Message) (Event[string], error) {
+		f := strings.Fields(string(m.Value))
+		sec, err := strconv.Atoi(f[1])
+		if err != nil {
+			return Event[string]{}, err
+		}
+		observed := T0.Add(time.Duration(sec) * time.Second)
+		row := sink.StateRow{Table: sinktest.StateTable, Key: []any{f[0]}, ObservedAt: observed,
+			Values: []any{"trip", 1.5, int64(m.TopicPartition.Offset)}}
+		return Event[string]{Time: observed, State: []sink.StateRow{row}}, nil
+	}
+	h := newHarness(t, func(c *Config[string]) { c.Topics = map[string]Handler[string]{"t": handler} })
+	p0 := tp("t", 0)
+	h.assign(p0, -1, "")
+	for i := range 1000 {
+		h.p.dispatch(message(p0, int64(i), fmt.Sprintf("v%d %d", i%3, i)))
+	}
+	h.p.barrier()
+	require.NoError(t, h.p.fatal())
+	assert.Equal(t, 3, h.p.bufferedRows())
+	job := h.p.prepare(nil, false)
+	require.NotNil(t, job)
+	got := map[any]any{}
+	for _, r := range job.state[sinktest.StateTable] {
+		got[r.Key[0]] = r.Values[2]
+	}
+	assert.Equal(t, map[any]any{"v0": int64(999), "v1": int64(997), "v2": int64(998)}, got)
+}
