@@ -13,11 +13,14 @@ type stateBuffer struct {
 	tables map[string]*stateTable
 }
 
-// stateTable is one table's buffered rows, and where each key's row is.
+// stateTable is one table's buffered rows, their estimated bytes, and where each key's row is:
+// keys of one string value by that string, others by [sink.DedupKey].
 type stateTable struct {
-	rows  []sink.StateRow
-	index map[any]int
-	buf   []byte // scratch for composite keys
+	rows     []sink.StateRow
+	sizes    []int64
+	byString map[string]int
+	byKey    map[any]int
+	buf      []byte // scratch for composite keys
 }
 
 // add buffers r and returns the change in the buffer's estimated bytes.
@@ -27,23 +30,43 @@ func (b *stateBuffer) add(r sink.StateRow) int64 {
 	}
 	t := b.tables[r.Table]
 	if t == nil {
-		t = &stateTable{index: make(map[any]int)}
+		t = &stateTable{byString: make(map[string]int), byKey: make(map[any]int)}
 		b.tables[r.Table] = t
 	}
-	var k any
-	k, t.buf = sink.DedupKey(t.buf[:0], r.Key)
-	i, ok := t.index[k]
+	i, ok := t.find(r.Key)
+	size := rowBytes(r)
 	if !ok {
-		t.index[k] = len(t.rows)
 		t.rows = append(t.rows, r)
-		return rowBytes(r)
+		t.sizes = append(t.sizes, size)
+		return size
 	}
-	old := t.rows[i]
-	if sink.AtPrecision(r.ObservedAt).Before(sink.AtPrecision(old.ObservedAt)) {
+	if sink.AtPrecision(r.ObservedAt).Before(sink.AtPrecision(t.rows[i].ObservedAt)) {
 		return 0 // an older row of the key: the buffered one is what the flush writes
 	}
-	t.rows[i] = r
-	return rowBytes(r) - rowBytes(old)
+	delta := size - t.sizes[i]
+	t.rows[i], t.sizes[i] = r, size
+	return delta
+}
+
+// find returns the index of key's row, or registers the next index for it.
+func (t *stateTable) find(key []any) (int, bool) {
+	next := len(t.rows)
+	if len(key) == 1 {
+		if s, ok := key[0].(string); ok {
+			i, ok := t.byString[s]
+			if !ok {
+				t.byString[s] = next
+			}
+			return i, ok
+		}
+	}
+	var k any
+	k, t.buf = sink.DedupKey(t.buf[:0], key)
+	i, ok := t.byKey[k]
+	if !ok {
+		t.byKey[k] = next
+	}
+	return i, ok
 }
 
 // appendTo appends the buffered rows to out, by table, and empties the buffer, keeping its
@@ -55,8 +78,9 @@ func (b *stateBuffer) appendTo(out map[string][]sink.StateRow) {
 		}
 		out[name] = append(out[name], t.rows...)
 		clear(t.rows) // the buffer must not keep the rows' values alive
-		t.rows = t.rows[:0]
-		clear(t.index)
+		t.rows, t.sizes = t.rows[:0], t.sizes[:0]
+		clear(t.byString)
+		clear(t.byKey)
 	}
 }
 
