@@ -22,6 +22,8 @@ type Consumer[K comparable] struct {
 
 	running atomic.Bool
 	closing atomic.Bool // the client is closing: rebalance callbacks leave the state alone
+	// rebalances counts the rebalance callbacks, which run inside Poll on Run's goroutine.
+	rebalances atomic.Uint64
 
 	abortOnce  sync.Once
 	abort      chan struct{}
@@ -154,6 +156,7 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 		}
 		ev := kc.Poll(ms)
 		c.dispatch(ev)
+		c.burst(kc, ev)
 		if c.aborted() {
 			continue // a hook or an effect aborted: commit nothing more
 		}
@@ -174,6 +177,32 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 		if c.p.boundedDone() {
 			c.s.Logger.Info("every partition reached its stop offset, written and committed")
 			return c.shutdown(kc)
+		}
+	}
+}
+
+// pollBurst is how many more messages the loop takes, without waiting, after one Poll
+// returned a message, before it looks at ticks, writes and the buffer bound again: they are
+// the loop's per-poll work, which then runs once for that many messages rather than for each.
+const pollBurst = 64
+
+// burst dispatches up to pollBurst more messages that are already fetched, after Poll
+// returned first. It stops at the first Poll that returns something else than a message: no
+// message waiting (which is not the wait for one that tells the loop it is caught up), a
+// client event, a rebalance or a stop, after which the loop looks at its state first.
+func (c *Consumer[K]) burst(kc *kafka.Consumer, first kafka.Event) {
+	if _, ok := first.(*kafka.Message); !ok {
+		return
+	}
+	seen := c.rebalances.Load()
+	for range pollBurst {
+		ev := kc.Poll(0)
+		if ev == nil {
+			return
+		}
+		c.dispatch(ev)
+		if _, ok := ev.(*kafka.Message); !ok || c.rebalances.Load() != seen || c.p.stop.any.Load() {
+			return
 		}
 	}
 }
@@ -225,6 +254,7 @@ func (c *Consumer[K]) dispatch(ev kafka.Event) {
 // during Close, where it leaves the (already given up) state alone and lets the client do the
 // default.
 func (c *Consumer[K]) rebalance(kc *kafka.Consumer, ev kafka.Event) error {
+	c.rebalances.Add(1)
 	if c.closing.Load() {
 		return nil
 	}
