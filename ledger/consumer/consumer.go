@@ -189,9 +189,11 @@ const pollBurst = 64
 // burst dispatches up to pollBurst more messages that are already fetched, after Poll
 // returned first. It stops at the first Poll that returns something else than a message: no
 // message waiting (which is not the wait for one that tells the loop it is caught up), a
-// client event, a rebalance or a stop, after which the loop looks at its state first.
+// client event, a rebalance or a stop, after which the loop looks at its state first. Without
+// workers (Workers < 0) there is no burst: the loop decides each message as it dispatches it,
+// and commits what that made durable before it polls the next.
 func (c *Consumer[K]) burst(kc *kafka.Consumer, first kafka.Event) {
-	if _, ok := first.(*kafka.Message); !ok {
+	if _, ok := first.(*kafka.Message); !ok || c.p.pool.inline {
 		return
 	}
 	seen := c.rebalances.Load()
