@@ -47,6 +47,8 @@ func at(s string) time.Time {
 //	w <m:ss> <key> <value>    a window value under key and under "all"
 //	s <m:ss>                  a state row keyed by the message's own topic/partition/offset
 //	ws <m:ss> <key> <value>   both
+//	k <m:ss> <key>            a state row as s does, and one of the shared key, valued by the
+//	                          message's offset (the state buffer keeps one row per key)
 //	c <m:ss>                  an event time only (moves the watermark, applies nothing)
 //	x <anything>              fails to decode
 //	nan <m:ss>                decodes to an invalid event (a NaN value)
@@ -63,6 +65,11 @@ func testHandler(m *kafka.Message) (Event[string], error) {
 		return Event[string]{Time: at(f[1]), Values: []Value[string]{{Value: nan(), Keys: []string{"a"}}}}, nil
 	case "c":
 		ev.Time = at(f[1])
+	case "k":
+		ev.Time = at(f[1])
+		shared := sink.StateRow{Table: sinktest.StateTable, Key: []any{"shared/" + f[2]}, ObservedAt: ev.Time,
+			Values: []any{"shared", 0.5, int64(m.TopicPartition.Offset)}}
+		ev.State = []sink.StateRow{stateRow(m, ev.Time), shared}
 	case "w", "s", "ws":
 		ev.Time = at(f[1])
 		if f[0] != "s" {

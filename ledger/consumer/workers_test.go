@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -35,6 +36,21 @@ func TestWorkersDoNotChangeTheOutcome(t *testing.T) {
 		require.NotEmpty(t, want.aggs)
 		require.Positive(t, want.counts.DeadLettered)
 		require.Positive(t, want.counts.Late)
+		shared, sharedMsgs := 0, 0
+		for _, u := range want.upserts {
+			for _, r := range u.Rows {
+				if k, _ := r.Key[0].(string); strings.HasPrefix(k, "shared/") {
+					shared++
+				}
+			}
+		}
+		for _, s := range input {
+			if strings.HasPrefix(s.payload, "k ") {
+				sharedMsgs++
+			}
+		}
+		require.Positive(t, shared)
+		require.Less(t, shared, sharedMsgs, "rows of a shared key are written once per flush")
 		for _, workers := range []int{1, 2, 7} {
 			got := runWorkers(t, workers, input)
 			assert.Equal(t, want.closes, got.closes, "seed %d, %d workers: close batches", seed, workers)
@@ -53,7 +69,8 @@ type step struct {
 }
 
 // workerInput interleaves n messages of four partitions at random, with a tick every now and
-// then: window values, state rows, late events, decode errors and clock-only events.
+// then: window values, state rows (some of keys every partition updates), late events, decode
+// errors and clock-only events.
 func workerInput(seed uint64, n int) []step {
 	r := rand.New(rand.NewPCG(seed, 77))
 	parts := []ledger.TopicPartition{tp("t", 0), tp("t", 1), tp("t", 2), tp("u", 0)}
@@ -74,8 +91,10 @@ func workerInput(seed uint64, n int) []step {
 			pl = "c " + at
 		case k < 8:
 			pl = fmt.Sprintf("ws %s L%d %d", at, r.IntN(5), r.IntN(300))
-		case k < 10:
+		case k == 8:
 			pl = "s " + at
+		case k == 9:
+			pl = fmt.Sprintf("k %s K%d", at, r.IntN(3)) // keys shared by every partition
 		default:
 			pl = fmt.Sprintf("w %s L%d %d", at, r.IntN(5), r.IntN(300))
 		}
