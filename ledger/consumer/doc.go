@@ -31,7 +31,8 @@
 // ApplyEffects said of it when it applied its batch (see Effects); if it has window values,
 // decide whether it is late against the partition's watermark BEFORE applying it (late:
 // counted, handed to [Config.OnLate], durable at once, nothing applied); apply it to its
-// window and buffer its state rows; add it to the partition's ledger with the condition that
+// window and buffer its state rows (each replacing an older buffered row of its key: a flush
+// writes a key's latest row); add it to the partition's ledger with the condition that
 // makes it durable (ledger.Window, ledger.Flush, ledger.Ack for a dead letter, nothing for an
 // effect or an event that does nothing); then observe its event time in the partition
 // watermark and report the new watermark to the ledger. The ledger thus knows the watermark
