@@ -83,11 +83,3 @@ func (b *stateBuffer) appendTo(out map[string][]sink.StateRow) {
 		clear(t.byKey)
 	}
 }
-
-// len returns how many rows of table are buffered.
-func (b *stateBuffer) len(table string) int {
-	if t := b.tables[table]; t != nil {
-		return len(t.rows)
-	}
-	return 0
-}

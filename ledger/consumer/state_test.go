@@ -15,6 +15,14 @@ import (
 	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
+// len returns how many rows of table are buffered.
+func (b *stateBuffer) len(table string) int {
+	if t := b.tables[table]; t != nil {
+		return len(t.rows)
+	}
+	return 0
+}
+
 // The state buffer keeps one row per (table, key): the one a flush of every row would write.
 func TestStateBufferKeepsTheLatestRowOfAKey(t *testing.T) {
 	at := func(d time.Duration) time.Time { return T0.Add(d) }

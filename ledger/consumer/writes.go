@@ -101,8 +101,8 @@ func (p *processor[K]) takeState() map[string][]sink.StateRow {
 		sizes[t] += len(rows)
 	}
 	for _, pt := range p.order {
-		for t := range pt.state.tables {
-			sizes[t] += pt.state.len(t)
+		for name, t := range pt.state.tables {
+			sizes[name] += len(t.rows)
 		}
 	}
 	out := make(map[string][]sink.StateRow, len(sizes))
