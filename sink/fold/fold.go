@@ -154,7 +154,9 @@ func (w *pending) sources(skip func(sink.TopicPartition) bool) ([]sink.TopicPart
 // fold writes the first fold of a complete window: every key merged over its sources.
 func (c *Call) fold(out *Plan, w *pending) error {
 	srcs, lists := w.sources(nil)
-	f := Folded{Start: w.start, End: w.end}
+	n := largest(lists)
+	out.Insert = slices.Grow(out.Insert, n)
+	f := Folded{Start: w.start, End: w.end, Entries: make([]Entry, 0, n)}
 	for i, s := range srcs {
 		if len(lists[i]) > 0 {
 			f.Sources = append(f.Sources, s)
@@ -201,7 +203,8 @@ func (c *Call) refold(out *Plan, w *pending) error {
 	if len(srcs) == 0 {
 		return nil
 	}
-	next := Folded{Start: w.start, End: w.end, Sources: slices.Clone(f.Sources)}
+	next := Folded{Start: w.start, End: w.end, Sources: slices.Clone(f.Sources),
+		Entries: make([]Entry, 0, max(len(f.Entries), largest(lists)))}
 	for i, s := range srcs {
 		if len(lists[i]) > 0 {
 			next.Sources = append(next.Sources, s)
@@ -273,6 +276,16 @@ func (c *Call) merge(w *pending, g []*Entry) (Row, Entry, error) {
 	}
 	row := Row{Key: key, End: w.end, Attrs: attrs, Summary: sum}
 	return row, Entry{Dimension: key.Dimension, DimensionID: key.DimensionID, Attrs: attrs, Stats: enc}, nil
+}
+
+// largest returns the length of the longest of lists: the fewest distinct keys they can
+// hold, by which a fold sizes what it appends once per key, so that growing copies little.
+func largest(lists [][]Entry) int {
+	n := 0
+	for _, l := range lists {
+		n = max(n, len(l))
+	}
+	return n
 }
 
 // groups calls fn once per distinct key over lists (each ordered by key), in key order,
