@@ -118,8 +118,10 @@ type Config[K comparable] struct {
 	EffectBatch int
 
 	// Series maps a window key to the series it feeds in the sink's aggregates table. Two
-	// keys of one series are merged into one partial per window. Required with a Sink, unused
-	// without one.
+	// keys of one series are merged into one partial per window. It is called once per
+	// closed (window, key), at ticks, from one goroutine at a time. The consumer and the sinks
+	// only read the Attrs map it returns, so series with the same attributes may share one
+	// map, which saves a map per closed key. Required with a Sink, unused without one.
 	Series func(K) sink.Series
 
 	// DeadLetters receives messages that fail to decode or validate. Their offsets become

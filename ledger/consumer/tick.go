@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -185,14 +186,7 @@ func (p *processor[K]) toSink(closed []window.Partial[K]) ([]sink.Partial, error
 				return nil, err
 			}
 			stats[i] = merged
-			for name, v := range sk.Attrs {
-				if _, ok := out[i].Attrs[name]; !ok {
-					if out[i].Attrs == nil {
-						out[i].Attrs = map[string]string{}
-					}
-					out[i].Attrs[name] = v
-				}
-			}
+			out[i].Attrs = addAttrs(out[i].Attrs, sk.Attrs)
 			continue
 		}
 		if index == nil {
@@ -214,6 +208,29 @@ func (p *processor[K]) toSink(closed []window.Partial[K]) ([]sink.Partial, error
 		out[i].Stats = b
 	}
 	return out, nil
+}
+
+// addAttrs returns into with the attributes of from that it lacks. The maps come from
+// Config.Series, which may share one map between series, so into is copied before it
+// changes, never written in place.
+func addAttrs(into, from map[string]string) map[string]string {
+	var out map[string]string
+	for name, v := range from {
+		if _, ok := into[name]; ok {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(into)
+			if out == nil {
+				out = make(map[string]string, len(from))
+			}
+		}
+		out[name] = v
+	}
+	if out == nil {
+		return into
+	}
+	return out
 }
 
 // commit sends the commits synchronously, with their metadata, and marks the accepted ones.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -171,7 +172,7 @@ func New(ctx context.Context, cfg Config, db Database) (*Pipeline, error) {
 		Kafka:             consCfg,
 		Topics:            handlers,
 		Sink:              snk,
-		Series:            SeriesOf,
+		Series:            NewSeries(),
 		RetainKey:         tables.Retain,
 		DeadLetters:       dlqProducer,
 		WindowSize:        cfg.WindowSize,
@@ -320,11 +321,43 @@ func brokerTime(m *kafka.Message) time.Time {
 }
 
 // SeriesOf maps a window key to its series in delay_aggregates, with the operator column
-// when the key has one.
+// when the key has one. Each call returns a new Attrs map; [NewSeries] shares them.
 func SeriesOf(k tables.Key) sink.Series {
 	sk := sink.Series{Dimension: k.Dimension, DimensionID: k.ID}
 	if k.Operator != "" {
 		sk.Attrs = map[string]string{tables.OperatorAttr: k.Operator}
 	}
 	return sk
+}
+
+// maxSharedAttrs bounds the operators whose Attrs map NewSeries keeps, so that a feed of
+// ever new operator codes cannot grow it without end; past it, each series gets its own.
+const maxSharedAttrs = 1024
+
+// NewSeries returns SeriesOf for one consumer, with one Attrs map per operator shared by
+// every series of that operator (consumer.Config.Series allows it: nothing writes to the
+// map). A network has a few dozen operators, and a tick closes up to one series per key and
+// window, so this saves a map per closed key. It is safe for concurrent use.
+func NewSeries() func(tables.Key) sink.Series {
+	var (
+		mu    sync.Mutex
+		attrs = map[string]map[string]string{}
+	)
+	return func(k tables.Key) sink.Series {
+		sk := sink.Series{Dimension: k.Dimension, DimensionID: k.ID}
+		if k.Operator == "" {
+			return sk
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		m, ok := attrs[k.Operator]
+		if !ok {
+			m = map[string]string{tables.OperatorAttr: k.Operator}
+			if len(attrs) < maxSharedAttrs {
+				attrs[k.Operator] = m
+			}
+		}
+		sk.Attrs = m
+		return sk
+	}
 }
