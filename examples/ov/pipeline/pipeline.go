@@ -173,7 +173,7 @@ func New(ctx context.Context, cfg Config, db Database) (*Pipeline, error) {
 		Topics:            handlers,
 		Sink:              snk,
 		Series:            NewSeries(),
-		RetainKey:         tables.Retain,
+		RetainKey:         tables.NewRetain(),
 		DeadLetters:       dlqProducer,
 		WindowSize:        cfg.WindowSize,
 		Lateness:          cfg.Lateness,

@@ -2,8 +2,10 @@ package tables_test
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -113,8 +115,9 @@ func TestRetainedKeysDoNotHoldTheMessageText(t *testing.T) {
 	text := "RET:D" + "NL:Q:7" + "RET" + strings.Repeat("x", 64) // as the decoder cuts it
 	p := event.Prediction{Line: text[:5], Stop: text[5:11], Operator: text[11:14]}
 	start := uintptr(unsafe.Pointer(unsafe.StringData(text)))
+	retain := tables.NewRetain()
 	for _, k := range tables.KeysOf(p) {
-		k2 := tables.Retain(k)
+		k2 := retain(k)
 		assert.Equal(t, k, k2)
 		for _, s := range []string{k2.ID, k2.Operator} {
 			if s == "" || s == tables.NetworkID {
@@ -123,5 +126,70 @@ func TestRetainedKeysDoNotHoldTheMessageText(t *testing.T) {
 			at := uintptr(unsafe.Pointer(unsafe.StringData(s)))
 			assert.False(t, at >= start && at < start+uintptr(len(text)), "%q points into the message text", s)
 		}
+	}
+}
+
+// The windows of one line share one copy of its identifier, and each new window finds it.
+func TestRetainSharesOneCopyPerIdentifier(t *testing.T) {
+	retain := tables.NewRetain()
+	msg1 := "RET:D|NL:Q:7|RET"
+	msg2 := strings.Clone(msg1)
+	k1 := retain(tables.KeysOf(event.Prediction{Line: msg1[:5], Stop: msg1[6:12], Operator: msg1[13:]})[0])
+	k2 := retain(tables.KeysOf(event.Prediction{Line: msg2[:5], Stop: msg2[6:12], Operator: msg2[13:]})[0])
+	assert.Equal(t, tables.Key{Dimension: "line", ID: "RET:D", Operator: "RET"}, k1)
+	assert.Equal(t, k1, k2)
+	assert.Same(t, unsafe.StringData(k1.ID), unsafe.StringData(k2.ID), "one copy of the line")
+	assert.Same(t, unsafe.StringData(k1.Operator), unsafe.StringData(k2.Operator), "one copy of the operator")
+	op := retain(tables.KeysOf(event.Prediction{Line: msg2[:5], Stop: msg2[6:12], Operator: msg2[13:]})[2])
+	assert.Same(t, unsafe.StringData(k1.Operator), unsafe.StringData(op.ID), "an operator key's identifier is its operator")
+}
+
+func TestRetainConcurrentUse(t *testing.T) {
+	retain := tables.NewRetain()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 2000 {
+				k := tables.Key{Dimension: "line", ID: fmt.Sprintf("L%d", (g*7+i)%500), Operator: "OP"}
+				assert.Equal(t, k, retain(k))
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// A feed of ever new identifiers cannot grow the table without end: past its bound it starts
+// again, and the keys retained before keep their copies.
+func TestRetainTableIsBounded(t *testing.T) {
+	retain := tables.NewRetain()
+	key := func(i int) tables.Key { return tables.Key{Dimension: "station", ID: fmt.Sprint("s", i)} }
+	first := retain(key(0))
+	require.Same(t, unsafe.StringData(first.ID), unsafe.StringData(retain(key(0)).ID))
+	for i := 1; i <= tables.MaxRetained; i++ { // the last one finds the table full
+		retain(key(i))
+	}
+	again := retain(key(0))
+	assert.Equal(t, first, again)
+	assert.NotSame(t, unsafe.StringData(first.ID), unsafe.StringData(again.ID), "the table started again")
+	assert.Equal(t, "s0", first.ID, "a key retained before keeps its copy")
+}
+
+// BenchmarkRetain retains the keys of a window whose lines and stops the windows before it
+// met too: what each (window, key) costs when it first enters its window.
+func BenchmarkRetain(b *testing.B) {
+	keys := make([]tables.Key, 5000)
+	for i := range keys {
+		text := fmt.Sprintf("GVB:%d|stop-%d|GVB", i%400, i) // as the decoder cuts a message
+		keys[i] = tables.KeysOf(event.Prediction{Line: text[:strings.IndexByte(text, '|')],
+			Stop: text[strings.IndexByte(text, '|')+1 : strings.LastIndexByte(text, '|')], Operator: "GVB"})[i%2]
+	}
+	retain := tables.NewRetain()
+	for _, k := range keys {
+		retain(k)
+	}
+	i := 0
+	for b.Loop() {
+		retain(keys[i%len(keys)])
+		i++
 	}
 }
