@@ -24,6 +24,10 @@
 // stored. Attributes take the first value in that order; the implementation keeps the stored
 // value where none has one (COALESCE).
 //
+// A call decodes its batches, and merges the keys of a large window in ranges of keys, on up
+// to four goroutines (never more than GOMAXPROCS); what it computes, and the error it returns,
+// are what one goroutine computes.
+//
 // A window that is not complete keeps its partials compactly: one row per (window, source)
 // holding every key's entry in one [Blob]. A later batch of the same window and source
 // replaces the keys it carries and keeps the others.

@@ -3,6 +3,7 @@ package fold
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/streamledger/streamledger/sink"
@@ -155,22 +156,14 @@ func (w *pending) sources(skip func(sink.TopicPartition) bool) ([]sink.TopicPart
 func (c *Call) fold(out *Plan, w *pending) error {
 	srcs, lists := w.sources(nil)
 	n := largest(lists)
-	out.Insert = slices.Grow(out.Insert, n)
-	f := Folded{Start: w.start, End: w.end, Entries: make([]Entry, 0, n)}
+	f := Folded{Start: w.start, End: w.end}
 	for i, s := range srcs {
 		if len(lists[i]) > 0 {
 			f.Sources = append(f.Sources, s)
 		}
 	}
-	err := groups(lists, func(g []*Entry, _ []int) error {
-		row, e, err := c.merge(w, g)
-		if err != nil {
-			return err
-		}
-		out.Insert = append(out.Insert, row)
-		f.Entries = append(f.Entries, e)
-		return nil
-	})
+	var err error
+	out.Insert, f.Entries, err = c.foldKeys(w, lists, slices.Grow(out.Insert, n), make([]Entry, 0, n))
 	if err != nil {
 		return err
 	}
@@ -181,6 +174,79 @@ func (c *Call) fold(out *Plan, w *pending) error {
 		out.Delete = append(out.Delete, w.start)
 	}
 	return nil
+}
+
+// foldKeys merges every key of lists (each ordered by key) into its merged row and folded
+// entry, appended to rows and entries in key order. A large window's keys are cut into ranges
+// (split) merged on goroutines of their own and joined in order, so that the outcome, and the
+// error when one key fails (the first in key order), are a single goroutine's.
+func (c *Call) foldKeys(w *pending, lists [][]Entry, rows []Row, entries []Entry) ([]Row, []Entry, error) {
+	mergeInto := func(lists [][]Entry, rows []Row, entries []Entry) ([]Row, []Entry, error) {
+		err := groups(lists, func(g []*Entry, _ []int) error {
+			row, e, err := c.merge(w, g)
+			if err != nil {
+				return err
+			}
+			rows, entries = append(rows, row), append(entries, e)
+			return nil
+		})
+		return rows, entries, err
+	}
+	parts := c.split(lists)
+	if len(parts) == 1 {
+		return mergeInto(lists, rows, entries)
+	}
+	type merged struct {
+		rows    []Row
+		entries []Entry
+	}
+	outs := make([]merged, len(parts))
+	err := each(len(parts), len(parts), func(k int) error {
+		n := largest(parts[k])
+		var err error
+		outs[k].rows, outs[k].entries, err = mergeInto(parts[k], make([]Row, 0, n), make([]Entry, 0, n))
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, o := range outs {
+		rows, entries = append(rows, o.rows...), append(entries, o.entries...)
+	}
+	return rows, entries, nil
+}
+
+// split cuts lists (each ordered by key, a key at most once per list) into c.procs ranges of
+// keys, at evenly spaced keys of the longest list, so that all entries of a key fall in one
+// range. A window of fewer than parallelMin entries stays whole.
+func (c *Call) split(lists [][]Entry) [][][]Entry {
+	total, longest := 0, 0
+	for i, l := range lists {
+		total += len(l)
+		if len(l) > len(lists[longest]) {
+			longest = i
+		}
+	}
+	n := c.procs
+	if n <= 1 || total < parallelMin {
+		return [][][]Entry{lists}
+	}
+	parts := make([][][]Entry, n)
+	for k := range parts {
+		parts[k] = make([][]Entry, len(lists))
+	}
+	ref := lists[longest]
+	for i, l := range lists {
+		lo := 0
+		for k := 1; k < n; k++ {
+			pivot := &ref[len(ref)*k/n]
+			hi := lo + sort.Search(len(l)-lo, func(j int) bool { return compareEntries(&l[lo+j], pivot) >= 0 })
+			parts[k-1][i] = l[lo:hi]
+			lo = hi
+		}
+		parts[n-1][i] = l[lo:]
+	}
+	return parts
 }
 
 // refold merges the partials of sources not yet folded into a folded window: Merge(folded,

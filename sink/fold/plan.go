@@ -93,6 +93,7 @@ type Call struct {
 	updates  []Progress
 	through  time.Time
 	complete bool // some window may be complete: every holding partition closed something
+	procs    int  // goroutines the call's CPU work is split over (see maxProcs)
 }
 
 // NewCall validates the batches of one call: a source appears at most once; times are
@@ -102,8 +103,19 @@ type Call struct {
 // partials of one window start agree on its end. Errors wrap [sink.ErrInvalid]; nothing may be written then. spec
 // must have its defaults applied.
 func NewCall(spec sink.AggregateSpec, batches []sink.CloseBatch) (*Call, error) {
+	return newCall(spec, batches, procs())
+}
+
+// newCall is NewCall with its goroutines given: it prepares the batches on up to procs of
+// them, then checks them in order, so that the error is the one a single goroutine finds.
+func newCall(spec sink.AggregateSpec, batches []sink.CloseBatch, procs int) (*Call, error) {
 	c := &Call{spec: spec, batches: make([]sink.CloseBatch, len(batches)), decoded: make([][]*window.Stats, len(batches)),
-		windows: map[time.Time]time.Time{}}
+		windows: map[time.Time]time.Time{}, procs: procs}
+	errs := make([]error, len(batches))
+	_ = each(procs, len(batches), func(i int) error {
+		c.batches[i], c.decoded[i], errs[i] = prepare(spec, batches[i])
+		return nil
+	})
 	seen := make(map[sink.TopicPartition]bool, len(batches))
 	for i, b := range batches {
 		if seen[b.Source] {
@@ -113,20 +125,17 @@ func NewCall(spec sink.AggregateSpec, batches []sink.CloseBatch) (*Call, error) 
 		if b.Empty && (!b.ClosedThrough.IsZero() || len(b.Partials) > 0) {
 			return nil, fmt.Errorf("%w: close batch for %s: CloseBatch.Empty marks a partition without a watermark; it cannot carry a ClosedThrough or partials", sink.ErrInvalid, b.Source)
 		}
-		p, decoded, err := prepare(spec, b)
-		if err != nil {
-			return nil, err
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
-		c.decoded[i] = decoded
-		p.Empty = b.Empty
-		for _, pa := range p.Partials {
+		c.batches[i].Empty = b.Empty
+		for _, pa := range c.batches[i].Partials {
 			if end, ok := c.windows[pa.WindowStart]; ok && !end.Equal(pa.WindowEnd) {
 				return nil, fmt.Errorf("%w: partials of the window starting at %s end at %s and at %s", sink.ErrInvalid,
 					pa.WindowStart.Format(time.RFC3339), end.Format(time.RFC3339), pa.WindowEnd.Format(time.RFC3339))
 			}
 			c.windows[pa.WindowStart] = pa.WindowEnd
 		}
-		c.batches[i] = p
 	}
 	return c, nil
 }
