@@ -50,12 +50,21 @@ func TestRun(t *testing.T) {
 	require.NoError(t, rep.WriteTables(&tables))
 	assert.Contains(t, tables.String(), "tiny")
 	assert.Contains(t, tables.String(), "sink wait")
+	assert.Contains(t, tables.String(), "drain")
 	assert.Contains(t, tables.String(), "writes/row")
+	assert.Positive(t, res.Stages.DrainSeconds, "a bounded run ends with its last writes and commit")
+	assert.Less(t, res.DrainShare(), 1.0)
 	require.NoError(t, rep.WriteJSON(&js))
 	var back Report
 	require.NoError(t, json.Unmarshal(js.Bytes(), &back))
 	require.Len(t, back.Cases, 1)
 	assert.Equal(t, res.Records, back.Cases[0].Records)
+}
+
+func TestDrainShare(t *testing.T) {
+	r := Result{Pipeline: Rate{Seconds: 4}, Stages: Stages{DrainSeconds: 1}}
+	assert.InDelta(t, 0.25, r.DrainShare(), 1e-9)
+	assert.Zero(t, Result{Stages: Stages{DrainSeconds: 1}}.DrainShare(), "no pipeline time: no share")
 }
 
 func TestQuantile(t *testing.T) {

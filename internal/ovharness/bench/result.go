@@ -167,16 +167,26 @@ func (r Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
+// DrainShare is the drain's share of the pipeline's wall time: from the last message decided to
+// the last commit, the writes a bounded run ends with (the one in flight, then the end of
+// input's closes). The sink wait counts only waits while messages are still being decided.
+func (c Result) DrainShare() float64 {
+	if c.Pipeline.Seconds <= 0 {
+		return 0
+	}
+	return c.Stages.DrainSeconds / c.Pipeline.Seconds
+}
+
 // WriteTables prints the end-to-end table, the storage table and the scaling/memory table.
 func (r Report) WriteTables(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "End to end (events/s from first consume to last commit; ns per event; sink wait as a share of the pipeline's time)")
-	fmt.Fprintln(tw, "case\tprocs\tparts\trecords\traw ev/s\tpipeline ev/s\tratio\traw cpu\tcpu\tgc\tdecode\ttick\tsink wait\ttick p50 ms\ttick p99 ms\tpeak depth\trows/s\t")
+	fmt.Fprintln(w, "End to end (events/s from first consume to last commit; ns per event; sink wait and drain as shares of the pipeline's time)")
+	fmt.Fprintln(tw, "case\tprocs\tparts\trecords\traw ev/s\tpipeline ev/s\tratio\traw cpu\tcpu\tgc\tdecode\ttick\tsink wait\tdrain\ttick p50 ms\ttick p99 ms\tpeak depth\trows/s\t")
 	for _, c := range r.Cases {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f%%\t%.1f\t%.1f\t%d\t%.0f\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f%%\t%.1f%%\t%.1f\t%.1f\t%d\t%.0f\t\n",
 			c.Name, c.Procs, c.Partitions, c.Records, c.Raw.EventsPerSec, c.Pipeline.EventsPerSec, c.Ratio,
-			c.RawCPUNsPerEvent, c.Stages.CPUNsPerEvent, c.Stages.GCNsPerEvent, c.Stages.DecodeNsPerEvent, c.Stages.TickNsPerEvent, 100*c.SinkWaitShare,
-			c.TickP50Ms, c.TickP99Ms, c.PeakPending, c.RowsPerSec)
+			c.RawCPUNsPerEvent, c.Stages.CPUNsPerEvent, c.Stages.GCNsPerEvent, c.Stages.DecodeNsPerEvent, c.Stages.TickNsPerEvent,
+			100*c.SinkWaitShare, 100*c.DrainShare(), c.TickP50Ms, c.TickP99Ms, c.PeakPending, c.RowsPerSec)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
