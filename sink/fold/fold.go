@@ -210,8 +210,9 @@ func (c *Call) foldKeys(w *pending, lists [][]Entry, rows []Row, entries []Entry
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, o := range outs {
-		rows, entries = append(rows, o.rows...), append(entries, o.entries...)
+	for k := range outs {
+		rows, entries = append(rows, outs[k].rows...), append(entries, outs[k].entries...)
+		outs[k] = merged{} // the range's copy can go while the others are appended
 	}
 	return rows, entries, nil
 }
