@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamledger/streamledger/sink"
 )
 
 // The maps come from Config.Series, which may share one between series: merging the
@@ -37,4 +40,38 @@ func TestAddAttrsNeverWritesItsArguments(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Two window keys of one series whose Series share maps: the closed window's partial carries
+// both keys' attributes, and neither map changes.
+func TestSeriesMapsAreOnlyRead(t *testing.T) {
+	none := map[string]string{}                  // the series' map for key A: no attribute
+	owned := map[string]string{"owner": "op-AB"} // for key B: one A's lacks
+	h := newHarness(t, func(c *Config[string]) {
+		c.Series = func(k string) sink.Series {
+			switch k {
+			case "A":
+				return sink.Series{Dimension: "line", DimensionID: "AB", Attrs: none}
+			case "B":
+				return sink.Series{Dimension: "line", DimensionID: "AB", Attrs: owned}
+			}
+			return testKeys(k)
+		}
+	})
+	p0 := tp("t", 0)
+	h.assign(p0, -1, "")
+	h.feed(p0, 0, "w 1 A 1", "w 2 B 2", "w 16 A 3") // the last moves the watermark past 12:05
+	h.tick()
+	closes := h.closes()
+	require.Len(t, closes, 1)
+	var got []sink.Partial
+	for _, pa := range closes[0].Partials {
+		if pa.DimensionID == "AB" {
+			got = append(got, pa)
+		}
+	}
+	require.Len(t, got, 1, "A and B merged into one partial")
+	assert.Equal(t, map[string]string{"owner": "op-AB"}, got[0].Attrs)
+	assert.Empty(t, none, "the first key's map is not written")
+	assert.Equal(t, map[string]string{"owner": "op-AB"}, owned)
 }
