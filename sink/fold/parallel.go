@@ -7,9 +7,8 @@ import (
 
 // A call's CPU work (decoding the batches' stats, merging a window's keys) is split over up
 // to maxProcs goroutines, never more than GOMAXPROCS. The split only divides independent
-// work: the outcome, errors included, is what one goroutine computes. It pays where a
-// processor waits for its write (the last writes of a bounded run, a tick that comes while
-// the previous write runs), and costs nothing where the cores are busy anyway.
+// work: the outcome, errors included, is what one goroutine computes. A write is shorter so
+// where cores are free beside it; where they are busy it divides the same work.
 const maxProcs = 4
 
 // parallelMin is the fewest entries a window's fold must hold before it is split: below it,

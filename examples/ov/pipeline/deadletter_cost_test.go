@@ -163,7 +163,7 @@ func measureDeadLetters(t *testing.T, records []feed.Record, delay time.Duration
 		Kafka:         c.ConfigMap(kafka.ConfigMap{"group.id": "measure", "auto.offset.reset": "earliest"}),
 		Topics:        Handlers(DefaultPositionsTopic, DefaultPredictionsTopic, dec),
 		Sink:          mem,
-		Series:        SeriesOf,
+		Series:        NewSeries(),
 		DeadLetters:   letterer,
 		FlushInterval: 100 * time.Millisecond,
 		WriteTimeout:  time.Second,

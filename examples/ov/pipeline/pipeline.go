@@ -320,24 +320,14 @@ func brokerTime(m *kafka.Message) time.Time {
 	return m.Timestamp
 }
 
-// SeriesOf maps a window key to its series in delay_aggregates, with the operator column
-// when the key has one. Each call returns a new Attrs map; [NewSeries] shares them.
-func SeriesOf(k tables.Key) sink.Series {
-	sk := sink.Series{Dimension: k.Dimension, DimensionID: k.ID}
-	if k.Operator != "" {
-		sk.Attrs = map[string]string{tables.OperatorAttr: k.Operator}
-	}
-	return sk
-}
-
 // maxSharedAttrs bounds the operators whose Attrs map NewSeries keeps, so that a feed of
 // ever new operator codes cannot grow it without end; past it, each series gets its own.
 const maxSharedAttrs = 1024
 
-// NewSeries returns SeriesOf for one consumer, with one Attrs map per operator shared by
-// every series of that operator (consumer.Config.Series allows it: nothing writes to the
-// map). A network has a few dozen operators, and a tick closes up to one series per key and
-// window, so this saves a map per closed key. It is safe for concurrent use.
+// NewSeries returns the consumer.Config.Series of one consumer: a window key's series in
+// delay_aggregates, with the operator column when the key has one. Series of one operator
+// share one Attrs map (the consumer and the sinks only read it), where a map per series would
+// cost one per closed (window, key). It is safe for concurrent use.
 func NewSeries() func(tables.Key) sink.Series {
 	var (
 		mu    sync.Mutex

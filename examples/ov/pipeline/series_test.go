@@ -9,9 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/examples/ov/tables"
+	"github.com/streamledger/streamledger/sink"
 )
 
-func TestNewSeriesEqualsSeriesOfAndSharesMaps(t *testing.T) {
+func TestNewSeriesMapsKeysAndSharesMaps(t *testing.T) {
 	series := NewSeries()
 	keys := []tables.Key{
 		{Dimension: tables.DimLine, ID: "GVB:1", Operator: "GVB"},
@@ -21,8 +22,17 @@ func TestNewSeriesEqualsSeriesOfAndSharesMaps(t *testing.T) {
 		{Dimension: tables.DimStation, ID: "stop-1"},
 		{Dimension: tables.DimNetwork, ID: tables.NetworkID},
 	}
-	for _, k := range keys {
-		assert.Equal(t, SeriesOf(k), series(k), "key %+v", k)
+	op := func(o string) map[string]string { return map[string]string{tables.OperatorAttr: o} }
+	want := []sink.Series{
+		{Dimension: tables.DimLine, DimensionID: "GVB:1", Attrs: op("GVB")},
+		{Dimension: tables.DimLine, DimensionID: "GVB:2", Attrs: op("GVB")},
+		{Dimension: tables.DimOperator, DimensionID: "GVB", Attrs: op("GVB")},
+		{Dimension: tables.DimLine, DimensionID: "RET:1", Attrs: op("RET")},
+		{Dimension: tables.DimStation, DimensionID: "stop-1"},
+		{Dimension: tables.DimNetwork, DimensionID: tables.NetworkID},
+	}
+	for i, k := range keys {
+		assert.Equal(t, want[i], series(k), "key %+v", k)
 	}
 	gvb1, gvb2, ret := series(keys[0]).Attrs, series(keys[1]).Attrs, series(keys[3]).Attrs
 	gvb1["probe"] = "x" // only to see which maps are one; callers never write to them
