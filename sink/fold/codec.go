@@ -82,62 +82,105 @@ func Encode(dst []byte, attrs []string, b Blob) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return appendCompressed(dst, raw), nil
+}
+
+// appendCompressed appends the blob of an uncompressed encoding: its version and
+// compression bytes, and raw, compressed past compressFrom bytes.
+func appendCompressed(dst, raw []byte) []byte {
 	if len(raw) < compressFrom {
-		return append(append(dst, Version, compressNone), raw...), nil
+		return append(append(dst, Version, compressNone), raw...)
 	}
-	return zenc.EncodeAll(raw, append(dst, Version, compressZstd)), nil
+	return zenc.EncodeAll(raw, append(dst, Version, compressZstd))
 }
 
 // encodeRaw appends the uncompressed encoding of b.
 func encodeRaw(dst []byte, attrs []string, b Blob) ([]byte, error) {
-	if !slices.IsSortedFunc(b.Sources, sink.CompareSources) {
+	w := newEntryWriter(attrs, len(b.Entries))
+	for i := range b.Entries {
+		if err := w.add(&b.Entries[i]); err != nil {
+			return nil, err
+		}
+	}
+	return w.appendRaw(dst, b.Sources)
+}
+
+// entryWriter encodes a blob's entries one at a time, so that a blob of many keys can be
+// written without holding them all: what it keeps is their encoding.
+type entryWriter struct {
+	attrs   []string
+	n       int
+	prev    Entry
+	bitmap  []byte
+	entries []byte
+}
+
+// newEntryWriter returns a writer for entries with attrs, sized for about n of them.
+func newEntryWriter(attrs []string, n int) *entryWriter {
+	return &entryWriter{attrs: attrs, bitmap: make([]byte, (len(attrs)+7)/8), entries: make([]byte, 0, n*16)}
+}
+
+// add encodes e, which must follow the entries added before in key order. The writer keeps
+// a copy of nothing but e's strings, which the next entry's prefix is taken from.
+func (w *entryWriter) add(e *Entry) error {
+	if w.n > 0 && compareEntries(&w.prev, e) >= 0 {
+		return fmt.Errorf("fold: encode: entry %s/%s out of order", e.Dimension, e.DimensionID)
+	}
+	if len(e.Attrs) != len(w.attrs) {
+		return fmt.Errorf("fold: encode: entry %s/%s has %d attributes, want %d", e.Dimension, e.DimensionID, len(e.Attrs), len(w.attrs))
+	}
+	if len(e.Stats) == 0 {
+		return fmt.Errorf("fold: encode: entry %s/%s without stats", e.Dimension, e.DimensionID)
+	}
+	dst := appendSuffix(w.entries, w.prev.Dimension, e.Dimension)
+	dst = appendSuffix(dst, w.prev.DimensionID, e.DimensionID)
+	clear(w.bitmap)
+	for j, a := range e.Attrs {
+		if a != nil {
+			w.bitmap[j/8] |= 1 << (j % 8)
+		}
+	}
+	dst = append(dst, w.bitmap...)
+	for _, a := range e.Attrs {
+		if a != nil {
+			dst = appendString(dst, *a)
+		}
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(e.Stats)))
+	w.entries = append(dst, e.Stats...)
+	w.prev = Entry{Dimension: e.Dimension, DimensionID: e.DimensionID}
+	w.n++
+	return nil
+}
+
+// appendRaw appends the uncompressed encoding of a blob of sources and the entries added.
+func (w *entryWriter) appendRaw(dst []byte, sources []sink.TopicPartition) ([]byte, error) {
+	if !slices.IsSortedFunc(sources, sink.CompareSources) {
 		return nil, fmt.Errorf("fold: encode: sources out of order")
 	}
-	dst = binary.AppendUvarint(dst, uint64(len(attrs)))
-	for _, a := range attrs {
+	dst = binary.AppendUvarint(dst, uint64(len(w.attrs)))
+	for _, a := range w.attrs {
 		dst = appendString(dst, a)
 	}
-	dst = binary.AppendUvarint(dst, uint64(len(b.Sources)))
-	for i, s := range b.Sources {
-		if i > 0 && s == b.Sources[i-1] || s.Partition < 0 {
+	dst = binary.AppendUvarint(dst, uint64(len(sources)))
+	for i, s := range sources {
+		if i > 0 && s == sources[i-1] || s.Partition < 0 {
 			return nil, fmt.Errorf("fold: encode: source %s twice or negative", s)
 		}
 		dst = appendString(dst, s.Topic)
 		dst = binary.AppendUvarint(dst, uint64(s.Partition))
 	}
-	dst = binary.AppendUvarint(dst, uint64(len(b.Entries)))
-	var prev Entry
-	bitmap := make([]byte, (len(attrs)+7)/8)
-	for i := range b.Entries {
-		e := &b.Entries[i]
-		if i > 0 && compareEntries(&prev, e) >= 0 {
-			return nil, fmt.Errorf("fold: encode: entry %s/%s out of order", e.Dimension, e.DimensionID)
-		}
-		if len(e.Attrs) != len(attrs) {
-			return nil, fmt.Errorf("fold: encode: entry %s/%s has %d attributes, want %d", e.Dimension, e.DimensionID, len(e.Attrs), len(attrs))
-		}
-		if len(e.Stats) == 0 {
-			return nil, fmt.Errorf("fold: encode: entry %s/%s without stats", e.Dimension, e.DimensionID)
-		}
-		dst = appendSuffix(dst, prev.Dimension, e.Dimension)
-		dst = appendSuffix(dst, prev.DimensionID, e.DimensionID)
-		clear(bitmap)
-		for j, a := range e.Attrs {
-			if a != nil {
-				bitmap[j/8] |= 1 << (j % 8)
-			}
-		}
-		dst = append(dst, bitmap...)
-		for _, a := range e.Attrs {
-			if a != nil {
-				dst = appendString(dst, *a)
-			}
-		}
-		dst = binary.AppendUvarint(dst, uint64(len(e.Stats)))
-		dst = append(dst, e.Stats...)
-		prev = *e
+	dst = binary.AppendUvarint(dst, uint64(w.n))
+	return append(dst, w.entries...), nil
+}
+
+// encode returns the blob of sources and the entries added, as Encode writes it.
+func (w *entryWriter) encode(sources []sink.TopicPartition) ([]byte, error) {
+	raw, err := w.appendRaw(nil, sources)
+	if err != nil {
+		return nil, err
 	}
-	return dst, nil
+	return appendCompressed(nil, raw), nil
 }
 
 func appendString(dst []byte, s string) []byte {

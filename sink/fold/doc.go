@@ -26,7 +26,10 @@
 //
 // A call decodes its batches, and merges the keys of a large window in ranges of keys, on up
 // to four goroutines (never more than GOMAXPROCS); what it computes, and the error it returns,
-// are what one goroutine computes.
+// are what one goroutine computes. The merged rows of a window folded for the first time are
+// made as the implementation writes them ([Plan.Merged]), a range of keys at a time, and the
+// folded row is encoded as they are made: a window of many keys is never held whole beside
+// the partials it is merged from.
 //
 // A window that is not complete keeps its partials compactly: one row per (window, source)
 // holding every key's entry in one [Blob]. A later batch of the same window and source

@@ -30,7 +30,7 @@ type pending struct {
 // Rows of other windows are harmless: a window is folded when complete and otherwise left
 // alone. Corrupt stored stats fail the plan.
 func (c *Call) Plan(partials []Partials, folded []Folded, final []time.Time) (*Plan, error) {
-	out := &Plan{Progress: c.updates, Topics: c.newTopic}
+	out := &Plan{Progress: c.updates, Topics: c.newTopic, call: c}
 	wins := map[time.Time]*pending{}
 	get := func(start, end time.Time) (*pending, error) {
 		start, end = start.UTC(), end.UTC()
@@ -152,28 +152,50 @@ func (w *pending) sources(skip func(sink.TopicPartition) bool) ([]sink.TopicPart
 	return srcs, lists
 }
 
-// fold writes the first fold of a complete window: every key merged over its sources.
+// fold plans the first fold of a complete window: every key merged over its sources, as
+// [Plan.Merged] asks for the rows.
 func (c *Call) fold(out *Plan, w *pending) error {
 	srcs, lists := w.sources(nil)
-	n := largest(lists)
-	f := Folded{Start: w.start, End: w.end}
+	f := firstFold{w: w, lists: lists}
 	for i, s := range srcs {
 		if len(lists[i]) > 0 {
-			f.Sources = append(f.Sources, s)
+			f.sources = append(f.sources, s)
 		}
 	}
-	var err error
-	out.Insert, f.Entries, err = c.foldKeys(w, lists, slices.Grow(out.Insert, n), make([]Entry, 0, n))
-	if err != nil {
-		return err
-	}
-	if len(f.Entries) > 0 {
-		out.Folded = append(out.Folded, f)
-	}
+	out.firsts = append(out.firsts, f)
 	if len(w.stored) > 0 {
 		out.Delete = append(out.Delete, w.start)
 	}
 	return nil
+}
+
+// mergeFirst merges the keys of a first fold in chunks of about size keys, passes each
+// chunk's rows to fn as they are made, and returns the folded row (Keys zero for a window
+// without keys, which writes none).
+func (c *Call) mergeFirst(f firstFold, size int, fn func(rows []Row, insert bool) error) (FoldedBlob, error) {
+	ew := newEntryWriter(c.spec.Attributes, largest(f.lists))
+	for _, chunk := range cut(f.lists, chunks(f.lists, size)) {
+		n := largest(chunk)
+		rows, entries, err := c.foldKeys(f.w, chunk, make([]Row, 0, n), make([]Entry, 0, n))
+		if err != nil {
+			return FoldedBlob{}, err
+		}
+		for i := range entries {
+			if err := ew.add(&entries[i]); err != nil {
+				return FoldedBlob{}, err
+			}
+		}
+		if len(rows) > 0 {
+			if err := fn(rows, true); err != nil {
+				return FoldedBlob{}, err
+			}
+		}
+	}
+	if ew.n == 0 {
+		return FoldedBlob{}, nil
+	}
+	blob, err := ew.encode(f.sources)
+	return FoldedBlob{Start: f.w.start, End: f.w.end, Keys: ew.n, Blob: blob}, err
 }
 
 // foldKeys merges every key of lists (each ordered by key) into its merged row and folded
@@ -217,20 +239,40 @@ func (c *Call) foldKeys(w *pending, lists [][]Entry, rows []Row, entries []Entry
 	return rows, entries, nil
 }
 
-// split cuts lists (each ordered by key, a key at most once per list) into c.procs ranges of
-// keys, at evenly spaced keys of the longest list, so that all entries of a key fall in one
-// range. A window of fewer than parallelMin entries stays whole.
+// split cuts lists for c.procs goroutines: a window of fewer than parallelMin entries stays
+// whole.
 func (c *Call) split(lists [][]Entry) [][][]Entry {
-	total, longest := 0, 0
-	for i, l := range lists {
+	total := 0
+	for _, l := range lists {
 		total += len(l)
+	}
+	if total < parallelMin {
+		return [][][]Entry{lists}
+	}
+	return cut(lists, c.procs)
+}
+
+// chunks returns how many ranges of about size keys lists (each ordered by key) are cut into
+// for writing: the longest list's length over size, rounded up, at least one.
+func chunks(lists [][]Entry, size int) int {
+	if size <= 0 {
+		return 1
+	}
+	return max(1, (largest(lists)+size-1)/size)
+}
+
+// cut cuts lists (each ordered by key, a key at most once per list) into n ranges of keys,
+// at evenly spaced keys of the longest list, so that all entries of a key fall in one range
+// and each range holds about 1/n of the longest list's keys.
+func cut(lists [][]Entry, n int) [][][]Entry {
+	if n <= 1 {
+		return [][][]Entry{lists}
+	}
+	longest := 0
+	for i, l := range lists {
 		if len(l) > len(lists[longest]) {
 			longest = i
 		}
-	}
-	n := c.procs
-	if n <= 1 || total < parallelMin {
-		return [][][]Entry{lists}
 	}
 	parts := make([][][]Entry, n)
 	for k := range parts {
@@ -270,31 +312,33 @@ func (c *Call) refold(out *Plan, w *pending) error {
 	if len(srcs) == 0 {
 		return nil
 	}
-	next := Folded{Start: w.start, End: w.end, Sources: slices.Clone(f.Sources),
-		Entries: make([]Entry, 0, max(len(f.Entries), largest(lists)))}
+	sources := slices.Clone(f.Sources)
 	for i, s := range srcs {
 		if len(lists[i]) > 0 {
-			next.Sources = append(next.Sources, s)
+			sources = append(sources, s)
 		}
 	}
-	slices.SortFunc(next.Sources, sink.CompareSources)
+	slices.SortFunc(sources, sink.CompareSources)
+	ew := newEntryWriter(c.spec.Attributes, max(len(f.Entries), largest(lists)))
 	err := groups(append([][]Entry{f.Entries}, lists...), func(g []*Entry, from []int) error {
 		if len(g) == 1 && from[0] == 0 {
-			next.Entries = append(next.Entries, *g[0])
-			return nil
+			return ew.add(g[0])
 		}
 		row, e, err := c.merge(w, g)
 		if err != nil {
 			return err
 		}
-		out.Upsert = append(out.Upsert, row)
-		next.Entries = append(next.Entries, e)
-		return nil
+		out.upsert = append(out.upsert, row)
+		return ew.add(&e)
 	})
 	if err != nil {
 		return err
 	}
-	out.Folded = append(out.Folded, next)
+	blob, err := ew.encode(sources)
+	if err != nil {
+		return err
+	}
+	out.refolded = append(out.refolded, FoldedBlob{Start: w.start, End: w.end, Keys: ew.n, Blob: blob})
 	return nil
 }
 
@@ -386,10 +430,14 @@ func groups(lists [][]Entry, fn func(g []*Entry, from []int) error) error {
 }
 
 // replaceEntries returns stored with each key of next replacing it (next's missing
-// attributes keep the stored ones), both ordered by key.
+// attributes keep the stored ones), both ordered by key. Where one of them is empty it
+// returns the other, not a copy.
 func replaceEntries(stored, next []Entry) []Entry {
 	if len(stored) == 0 {
 		return next
+	}
+	if len(next) == 0 {
+		return stored
 	}
 	out := make([]Entry, 0, len(stored)+len(next))
 	i, j := 0, 0

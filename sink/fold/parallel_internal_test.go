@@ -3,6 +3,7 @@ package fold
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -59,18 +60,68 @@ func planWith(t *testing.T, spec sink.AggregateSpec, batches []sink.CloseBatch, 
 	return c.Plan(nil, nil, nil)
 }
 
+// written is what a writer of p receives from p.Merged(size): the merged rows, chunk by
+// chunk, and the folded rows.
+type written struct {
+	chunks [][]Row
+	folded []FoldedBlob
+}
+
+func (w written) rows() []Row { return slices.Concat(w.chunks...) }
+
+func merged(t *testing.T, p *Plan, size int) written {
+	t.Helper()
+	var w written
+	folded, err := p.Merged(size, func(rows []Row, insert bool) error {
+		assert.True(t, insert, "a first fold's rows are inserts")
+		w.chunks = append(w.chunks, slices.Clone(rows))
+		return nil
+	})
+	require.NoError(t, err)
+	w.folded = folded
+	return w
+}
+
 // Splitting a call's work over goroutines changes nothing it computes.
 func TestParallelFoldEqualsOneGoroutine(t *testing.T) {
 	spec := sink.AggregateSpec{Attributes: []string{"owner"}}.WithDefaults()
 	batches := parallelBatches(t, 6, 3*parallelMin)
-	want, err := planWith(t, spec, batches, 1)
+	p, err := planWith(t, spec, batches, 1)
 	require.NoError(t, err)
-	require.Len(t, want.Folded, 1)
-	require.Greater(t, len(want.Insert), 2*parallelMin, "the window is large enough to be split")
+	want := merged(t, p, 0)
+	require.Len(t, want.folded, 1)
+	require.Greater(t, len(want.rows()), 2*parallelMin, "the window is large enough to be split")
 	for _, procs := range []int{2, 3, 4} {
-		got, err := planWith(t, spec, batches, procs)
+		p, err := planWith(t, spec, batches, procs)
 		require.NoError(t, err)
-		assert.Equal(t, want, got, "procs=%d", procs)
+		assert.Equal(t, want, merged(t, p, 0), "procs=%d", procs)
+	}
+}
+
+// A window merged in chunks gives the rows and the folded row of one merged whole, in
+// chunks of about the size asked for, and merging again gives them again.
+func TestMergedInChunksEqualsWhole(t *testing.T) {
+	spec := sink.AggregateSpec{Attributes: []string{"owner"}}.WithDefaults()
+	batches := parallelBatches(t, 6, 3*parallelMin)
+	p, err := planWith(t, spec, batches, 2)
+	require.NoError(t, err)
+	whole := merged(t, p, 0)
+	require.Len(t, whole.chunks, 1)
+	keys := len(whole.rows())
+	blob, err := Decode(whole.folded[0].Blob, spec.Attributes)
+	require.NoError(t, err)
+	require.Len(t, blob.Entries, keys, "the folded row holds every merged key")
+	assert.Equal(t, keys, whole.folded[0].Keys)
+	for _, size := range []int{1000, 4096, 1 << 20} {
+		got := merged(t, p, size)
+		assert.Equal(t, whole.rows(), got.rows(), "size %d", size)
+		assert.Equal(t, whole.folded, got.folded, "size %d", size)
+		longest := largest(p.firsts[0].lists)
+		assert.Len(t, got.chunks, max(1, (longest+size-1)/size), "size %d", size)
+		var info sink.WriteCloseInfo
+		p.Report(&info)
+		assert.Equal(t, keys, info.Merged, "size %d", size)
+		assert.Equal(t, 1, info.Folded, "size %d", size)
 	}
 }
 

@@ -30,12 +30,20 @@ type Partials struct {
 	Entries    []Entry
 }
 
-// Folded is one stored folded row: every key's merged stats of one window and the sources
-// merged into them.
+// Folded is one stored folded row, as read: every key's merged stats of one window and the
+// sources merged into them.
 type Folded struct {
 	Start, End time.Time
 	Sources    []sink.TopicPartition
 	Entries    []Entry
+}
+
+// FoldedBlob is one folded row to write: its window, how many keys it holds and its blob,
+// what [Encode] writes for the [Folded] it stands for.
+type FoldedBlob struct {
+	Start, End time.Time
+	Keys       int
+	Blob       []byte
 }
 
 // Row is one merged row to write. Attrs are by the spec's attribute order, nil where no
@@ -48,33 +56,87 @@ type Row struct {
 }
 
 // Plan is everything one call writes, for the implementation to apply in one transaction.
+// Its merged rows and folded rows come from [Plan.Merged], which makes the rows of a window
+// folded for the first time as they are written, so that a window of many keys is never
+// held whole.
 type Plan struct {
 	// Progress holds the progress rows that change, each with its new value, in source
 	// order (the order every writer updates them in).
 	Progress []Progress
 	// Topics are topics contributing a partial for the first time.
 	Topics []string
-	// Insert holds the merged rows of windows folded for the first time: no merged row of
-	// those windows is stored. Upsert holds the merged rows of windows folded again, which
-	// may exist. Both are in key order.
-	Insert, Upsert []Row
 	// Partials holds the compact rows to write, each replacing the stored row of its
 	// (window, source).
 	Partials []Partials
 	// Delete holds the windows whose compact rows are all deleted: folded now.
 	Delete []time.Time
-	// Folded holds the folded rows to write, each replacing the stored one of its window.
-	Folded []Folded
 	// Ignored counts the partials dropped: replays of a source already folded into its
 	// window, or partials of a window whose merged rows are final (see the package doc).
 	Ignored int
+
+	call     *Call
+	firsts   []firstFold  // windows folded for the first time, in window order
+	upsert   []Row        // merged rows of windows folded again, in window and key order
+	refolded []FoldedBlob // the folded rows of windows folded again, in window order
+	merged   int          // merged rows the last Merged passed on
+	folded   int          // folded rows the last Merged returned
 }
 
-// Report sets the row counts of info to what p writes, for [sink.ReportWriteClose].
+// firstFold is a window folded for the first time: its sources' entries, each list in key
+// order, and the sources that contribute a key.
+type firstFold struct {
+	w       *pending
+	lists   [][]Entry
+	sources []sink.TopicPartition
+}
+
+// Inserts reports whether the plan folds a window for the first time: whether [Plan.Merged]
+// passes rows with insert true, which no merged row stored before can conflict with.
+func (p *Plan) Inserts() bool { return len(p.firsts) > 0 }
+
+// Merged makes the plan's merged rows and passes them to fn in chunks, in the order they
+// are written: first the rows of windows folded for the first time (insert true), window by
+// window and in key order, merged a range of about size keys at a time (zero or negative: a
+// window at a time) as fn asks for them; then the rows of windows folded again (insert
+// false), size at a time. It returns the folded rows to write. An error of fn stops it and is
+// returned as it is. Merged may be called again, as by a write that starts over: it makes
+// the same rows and the same folded rows.
+func (p *Plan) Merged(size int, fn func(rows []Row, insert bool) error) ([]FoldedBlob, error) {
+	p.merged, p.folded = 0, 0
+	count := func(rows []Row, insert bool) error {
+		p.merged += len(rows)
+		return fn(rows, insert)
+	}
+	var out []FoldedBlob
+	for _, f := range p.firsts {
+		fb, err := p.call.mergeFirst(f, size, count)
+		if err != nil {
+			return nil, err
+		}
+		if fb.Keys > 0 {
+			out = append(out, fb)
+		}
+	}
+	step := size
+	if step <= 0 {
+		step = max(1, len(p.upsert))
+	}
+	for lo := 0; lo < len(p.upsert); lo += step {
+		if err := count(p.upsert[lo:min(lo+step, len(p.upsert))], false); err != nil {
+			return nil, err
+		}
+	}
+	out = append(out, p.refolded...)
+	p.folded = len(out)
+	return out, nil
+}
+
+// Report sets the row counts of info to what p writes, for [sink.ReportWriteClose]: the
+// merged and folded rows are those of the last [Plan.Merged].
 func (p *Plan) Report(info *sink.WriteCloseInfo) {
-	info.Merged = len(p.Insert) + len(p.Upsert)
+	info.Merged = p.merged
 	info.Compact = len(p.Partials)
-	info.Folded = len(p.Folded)
+	info.Folded = p.folded
 	info.Ignored = p.Ignored
 	info.Progress = len(p.Progress)
 }

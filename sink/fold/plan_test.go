@@ -62,8 +62,9 @@ func TestPlanStraddle(t *testing.T) {
 	assert.Equal(t, []fold.Progress{{Source: a0, ClosedThrough: end0}}, p.Progress, "a1's registration changes nothing")
 	assert.Equal(t, []string{"a"}, p.Topics)
 	require.Len(t, p.Partials, 1)
-	assert.Empty(t, p.Insert)
-	assert.Empty(t, p.Folded)
+	rows, folded := merged(t, p)
+	assert.Empty(t, rows)
+	assert.Empty(t, folded)
 
 	c, err = fold.NewCall(spec, []sink.CloseBatch{{Source: a1, ClosedThrough: end0, Partials: []sink.Partial{partial(t, "x", 3), partial(t, "y", 4)}}})
 	require.NoError(t, err)
@@ -75,20 +76,40 @@ func TestPlanStraddle(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, p.Partials, "the completing call stores no partial")
 	assert.Equal(t, []time.Time{t0}, p.Delete)
-	require.Len(t, p.Insert, 2)
+	assert.True(t, p.Inserts())
+	rows, folded = merged(t, p)
+	require.Len(t, rows, 2)
 	want, err := (sink.AggregateSpec{}).SummarizePartials(stats(t, 1, 2), stats(t, 3))
 	require.NoError(t, err)
-	assert.Equal(t, want, p.Insert[0].Summary)
-	require.Len(t, p.Folded, 1)
-	assert.Equal(t, []sink.TopicPartition{a0, a1}, p.Folded[0].Sources)
-	assert.Len(t, p.Folded[0].Entries, 2)
+	assert.Equal(t, want, rows[0].Summary)
+	require.Len(t, folded, 1)
+	assert.Equal(t, 2, folded[0].Keys)
+	blob, err := fold.Decode(folded[0].Blob, spec.Attributes)
+	require.NoError(t, err)
+	assert.Equal(t, []sink.TopicPartition{a0, a1}, blob.Sources)
+	assert.Len(t, blob.Entries, 2)
 
 	// A retried attempt plans from what it reads again.
 	c.SetProgress([]fold.Progress{{Source: a0, ClosedThrough: end0}, {Source: a1, ClosedThrough: end0}}, []string{"a"})
-	again, err := c.Plan(nil, p.Folded, []time.Time{t0})
+	stored := []fold.Folded{{Start: t0, End: end0, Sources: blob.Sources, Entries: blob.Entries}}
+	again, err := c.Plan(nil, stored, []time.Time{t0})
 	require.NoError(t, err)
 	assert.Empty(t, again.Progress, "nothing changes twice")
 	assert.Equal(t, 2, again.Ignored, "a replay of a folded source")
-	assert.Empty(t, again.Insert)
-	assert.Empty(t, again.Upsert)
+	assert.False(t, again.Inserts())
+	rows, folded = merged(t, again)
+	assert.Empty(t, rows)
+	assert.Empty(t, folded)
+}
+
+// merged returns the merged rows and the folded rows p writes.
+func merged(t *testing.T, p *fold.Plan) ([]fold.Row, []fold.FoldedBlob) {
+	t.Helper()
+	var rows []fold.Row
+	folded, err := p.Merged(0, func(rs []fold.Row, _ bool) error {
+		rows = append(rows, rs...)
+		return nil
+	})
+	require.NoError(t, err)
+	return rows, folded
 }

@@ -9,26 +9,38 @@ import (
 	"github.com/streamledger/streamledger/sink/fold"
 )
 
+// mergedChunk is about how many merged rows a plan makes at a time (fold.Plan.Merged): the
+// rows of a large window are written as they are made, never held whole.
+const mergedChunk = 8192
+
 // writePlan writes a plan with multi-row statements, in a fixed order: merged rows, the
 // deletion of folded windows' compact rows, compact rows, folded rows, progress (in source
 // order, the order every writer updates it in), new contributing topics.
 func (s *Sink) writePlan(ctx context.Context, tx *sql.Tx, p *fold.Plan, now time.Time) error {
 	at := timeArg(now)
 	maxBytes := s.cfg.MaxStatementBytes
-	merged := append(p.Insert[:len(p.Insert):len(p.Insert)], p.Upsert...)
-	if err := s.merged.exec(ctx, tx, maxBytes, len(merged), func(i int, dst []any) []any {
-		r := merged[i]
-		dst = append(dst, timeArg(r.WindowStart), timeArg(r.End), r.Dimension, r.DimensionID)
-		for _, a := range r.Attrs {
-			if a == nil {
-				dst = append(dst, nil)
-			} else {
-				dst = append(dst, *a)
+	written := 0
+	folded, err := p.Merged(mergedChunk, func(rows []fold.Row, _ bool) error {
+		err := s.merged.exec(ctx, tx, maxBytes, len(rows), func(i int, dst []any) []any {
+			r := rows[i]
+			dst = append(dst, timeArg(r.WindowStart), timeArg(r.End), r.Dimension, r.DimensionID)
+			for _, a := range r.Attrs {
+				if a == nil {
+					dst = append(dst, nil)
+				} else {
+					dst = append(dst, *a)
+				}
 			}
+			return append(dst, r.Count, r.Mean, r.Quantile, r.Max, r.Min, at)
+		})
+		if err != nil {
+			return fmt.Errorf("write merged rows %d to %d: %w", written, written+len(rows), err)
 		}
-		return append(dst, r.Count, r.Mean, r.Quantile, r.Max, r.Min, at)
-	}); err != nil {
-		return fmt.Errorf("write %d merged rows: %w", len(merged), err)
+		written += len(rows)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if len(p.Delete) > 0 {
 		args := make([]any, len(p.Delete))
@@ -40,7 +52,7 @@ func (s *Sink) writePlan(ctx context.Context, tx *sql.Tx, p *fold.Plan, now time
 		}
 	}
 	attrs := s.cfg.Aggregates.Attributes
-	blobs := make([][]byte, max(len(p.Partials), len(p.Folded)))
+	blobs := make([][]byte, len(p.Partials))
 	for i, ps := range p.Partials {
 		var err error
 		if blobs[i], err = fold.Encode(nil, attrs, fold.Blob{Entries: ps.Entries}); err != nil {
@@ -53,17 +65,11 @@ func (s *Sink) writePlan(ctx context.Context, tx *sql.Tx, p *fold.Plan, now time
 	}); err != nil {
 		return fmt.Errorf("write %d compact rows: %w", len(p.Partials), err)
 	}
-	for i, f := range p.Folded {
-		var err error
-		if blobs[i], err = fold.Encode(nil, attrs, fold.Blob{Sources: f.Sources, Entries: f.Entries}); err != nil {
-			return err
-		}
-	}
-	if err := s.foldedPut.exec(ctx, tx, maxBytes, len(p.Folded), func(i int, dst []any) []any {
-		f := p.Folded[i]
-		return append(dst, timeArg(f.Start), timeArg(f.End), len(f.Entries), blobs[i], at)
+	if err := s.foldedPut.exec(ctx, tx, maxBytes, len(folded), func(i int, dst []any) []any {
+		f := folded[i]
+		return append(dst, timeArg(f.Start), timeArg(f.End), f.Keys, f.Blob, at)
 	}); err != nil {
-		return fmt.Errorf("write %d folded windows: %w", len(p.Folded), err)
+		return fmt.Errorf("write %d folded windows: %w", len(folded), err)
 	}
 	if err := s.progressPut.exec(ctx, tx, maxBytes, len(p.Progress), func(i int, dst []any) []any {
 		pr := p.Progress[i]

@@ -206,11 +206,11 @@ func forEach(br pgx.BatchResults, what string, dst []any, fn func() error) error
 	return nil
 }
 
-// writePlan writes a plan in one round trip. The merged rows of windows folded for the
-// first time go in with a plain INSERT after a savepoint; on a unique violation the work is
-// rolled back to it and written again with upserts.
+// writePlan writes a plan. The merged rows of windows folded for the first time go in with
+// a plain INSERT after a savepoint; on a unique violation the work is rolled back to it and
+// written again with upserts.
 func (s *Sink) writePlan(ctx context.Context, tx pgx.Tx, p *fold.Plan, now time.Time) error {
-	err := s.sendPlan(ctx, tx, p, now, len(p.Insert) > 0)
+	err := s.sendPlan(ctx, tx, p, now, p.Inserts())
 	if !isUniqueViolation(err) {
 		return err
 	}
@@ -220,17 +220,40 @@ func (s *Sink) writePlan(ctx context.Context, tx pgx.Tx, p *fold.Plan, now time.
 	return s.sendPlan(ctx, tx, p, now, false)
 }
 
-// sendPlan queues every write of p in one batch; plain inserts the merged rows of p.Insert
-// after a savepoint, otherwise they are upserted with p.Upsert.
+// flushRows is about how many merged rows one round trip of a close write carries. A plan
+// makes the rows of a large window as they are sent (fold.Plan.Merged), so that neither the
+// rows nor the statements encoding them are held whole; a plan of fewer rows goes in one
+// round trip.
+const flushRows = 4 * unnestChunk
+
+// sendPlan sends every write of p: the merged rows as the plan makes them, a round trip
+// every flushRows or so, then the rest in one batch. With plain, the merged rows of windows
+// folded for the first time are inserted after a savepoint; otherwise every merged row is
+// upserted.
 func (s *Sink) sendPlan(ctx context.Context, tx pgx.Tx, p *fold.Plan, now time.Time, plain bool) error {
 	b := &pgx.Batch{}
 	na := len(s.cfg.Aggregates.Attributes)
 	if plain {
 		b.Queue(foldSavepoint)
-		queueRows(b, s.merged.insert, mergedOf(p.Insert, na, now))
-		queueRows(b, s.merged.unnest, mergedOf(p.Upsert, na, now))
-	} else {
-		queueRows(b, s.merged.unnest, mergedOf(append(p.Insert[:len(p.Insert):len(p.Insert)], p.Upsert...), na, now))
+	}
+	sent, queued := 0, 0
+	folded, err := p.Merged(unnestChunk, func(rows []fold.Row, insert bool) error {
+		sql := s.merged.unnest
+		if plain && insert {
+			sql = s.merged.insert
+		}
+		queueRows(b, sql, mergedOf(rows, na, now))
+		if queued += len(rows); queued < flushRows {
+			return nil
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("write close: merged rows %d to %d: %w", sent, sent+queued, err)
+		}
+		sent, queued, b = sent+queued, 0, &pgx.Batch{}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if len(p.Delete) > 0 {
 		b.Queue(s.partialsDel, p.Delete)
@@ -242,12 +265,8 @@ func (s *Sink) sendPlan(ctx context.Context, tx pgx.Tx, p *fold.Plan, now time.T
 		}
 		b.Queue(s.partialsPut, args...)
 	}
-	if len(p.Folded) > 0 {
-		args, err := s.foldedArgs(p.Folded, now)
-		if err != nil {
-			return err
-		}
-		b.Queue(s.foldedPut, args...)
+	if len(folded) > 0 {
+		b.Queue(s.foldedPut, foldedArgs(folded, now)...)
 	}
 	if len(p.Progress) > 0 {
 		b.Queue(s.progressPut, progressArgs(p.Progress, now)...)
@@ -260,7 +279,7 @@ func (s *Sink) sendPlan(ctx context.Context, tx pgx.Tx, p *fold.Plan, now time.T
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("write close: %d merged rows, %d compact rows, %d folded windows: %w",
-			len(p.Insert)+len(p.Upsert), len(p.Partials), len(p.Folded), err)
+			sent+queued, len(p.Partials), len(folded), err)
 	}
 	return nil
 }
@@ -296,18 +315,14 @@ func (s *Sink) partialArgs(ps []fold.Partials, now time.Time) ([]any, error) {
 	return []any{starts, topics, parts, ends, keys, blobs, now}, nil
 }
 
-func (s *Sink) foldedArgs(fs []fold.Folded, now time.Time) ([]any, error) {
+func foldedArgs(fs []fold.FoldedBlob, now time.Time) []any {
 	n := len(fs)
 	starts, ends := make([]time.Time, n), make([]time.Time, n)
 	keys, blobs := make([]int32, n), make([][]byte, n)
 	for i, f := range fs {
-		blob, err := fold.Encode(nil, s.cfg.Aggregates.Attributes, fold.Blob{Sources: f.Sources, Entries: f.Entries})
-		if err != nil {
-			return nil, err
-		}
-		starts[i], ends[i], keys[i], blobs[i] = f.Start, f.End, int32(len(f.Entries)), blob
+		starts[i], ends[i], keys[i], blobs[i] = f.Start, f.End, int32(f.Keys), f.Blob
 	}
-	return []any{starts, ends, keys, blobs, now}, nil
+	return []any{starts, ends, keys, blobs, now}
 }
 
 func progressArgs(ps []fold.Progress, now time.Time) []any {

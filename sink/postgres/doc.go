@@ -47,7 +47,9 @@
 // rows of windows folded for the first time with a plain INSERT after a savepoint (on a
 // unique violation it rolls back to the savepoint and upserts), the merged rows of windows
 // folded again with an upsert, the compact rows, the folded rows, the deletion of folded
-// windows' compact rows, progress and topics. Every upsert replaces (col = EXCLUDED.col;
+// windows' compact rows, progress and topics. A plan of more than 32,768 merged rows sends
+// them as they are merged, that many to a round trip, and the rest with the last: the rows
+// of a large window are never all in memory at once. Every upsert replaces (col = EXCLUDED.col;
 // attributes COALESCE(EXCLUDED.a, stored)); no statement adds after DO UPDATE.
 //
 // With one processor writing all its partitions per tick, a merged row is written once, and

@@ -163,6 +163,10 @@ func (m *Memory) WriteClose(ctx context.Context, batches ...sink.CloseBatch) err
 	if err != nil {
 		return err
 	}
+	w, err := m.written(plan)
+	if err != nil {
+		return err
+	}
 	for _, s := range pruned {
 		delete(m.folded, s)
 		delete(m.foldedAt, s)
@@ -170,7 +174,7 @@ func (m *Memory) WriteClose(ctx context.Context, batches ...sink.CloseBatch) err
 	if prune {
 		m.pruner.Done(now)
 	}
-	m.apply(plan, now)
+	m.apply(plan, w, now)
 	m.closes = append(m.closes, c.Batches()...)
 	return nil
 }
@@ -245,18 +249,44 @@ func (m *Memory) expired(cutoff time.Time) []time.Time {
 	return old[:min(len(old), fold.PruneLimit)]
 }
 
-// apply writes a plan; called with mu held.
-func (m *Memory) apply(p *fold.Plan, now time.Time) {
+// written is what a plan writes besides its own fields: the merged rows and the folded rows,
+// decoded as a read would.
+type written struct {
+	rows   []fold.Row
+	folded []fold.Folded
+}
+
+// written makes what p writes before anything is applied, so that a plan that fails
+// changes nothing.
+func (m *Memory) written(p *fold.Plan) (written, error) {
+	var w written
+	blobs, err := p.Merged(0, func(rows []fold.Row, _ bool) error {
+		w.rows = append(w.rows, rows...)
+		return nil
+	})
+	if err != nil {
+		return written{}, err
+	}
+	for _, f := range blobs {
+		b, err := fold.Decode(f.Blob, m.agg.Attributes)
+		if err != nil {
+			return written{}, err
+		}
+		w.folded = append(w.folded, fold.Folded{Start: f.Start, End: f.End, Sources: b.Sources, Entries: b.Entries})
+	}
+	return w, nil
+}
+
+// apply writes a plan and what it makes; called with mu held.
+func (m *Memory) apply(p *fold.Plan, w written, now time.Time) {
 	for _, pr := range p.Progress {
 		m.progress[pr.Source] = pr
 	}
 	for _, t := range p.Topics {
 		m.topics[t] = true
 	}
-	for _, rows := range [][]fold.Row{p.Insert, p.Upsert} {
-		for _, r := range rows {
-			m.putMerged(r, now)
-		}
+	for _, r := range w.rows {
+		m.putMerged(r, now)
 	}
 	for _, s := range p.Delete {
 		delete(m.partials, s)
@@ -269,7 +299,7 @@ func (m *Memory) apply(p *fold.Plan, now time.Time) {
 		}
 		rows[pa.Source] = pa
 	}
-	for _, f := range p.Folded {
+	for _, f := range w.folded {
 		m.folded[f.Start] = f
 		m.foldedAt[f.Start] = now
 	}
