@@ -43,7 +43,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return fmt.Errorf("--child: %w", err)
 		}
-		setGC(spec.Case.BufferLimit) // as ov run does, for the raw consumer and the pipeline alike
+		// As ov run does, for the raw consumer and the pipeline alike.
+		setGC(spec.Case.BufferLimit)
+		ctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go followLiveHeap(ctx, func(limit, live int64) {
+			fmt.Fprintf(stderr, "%s: the live heap (%d MiB) outgrew the memory limit; it follows at %d MiB\n",
+				spec.Case.Name, live>>20, limit>>20)
+		})
 		return bench.Child(ctx, o, spec, stdout, stderr)
 	}
 	limit, err := parseBytes(bufferLimit)

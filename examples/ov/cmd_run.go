@@ -40,6 +40,11 @@ func runProcessor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	log := st.log
 	gogc, memLimit := setGC(st.bufferLimit)
 	log.Info("garbage collector", "gogc", gogc, "memory_limit", memLimit)
+	go followLiveHeap(ctx, func(limit, live int64) {
+		log.Warn("the live heap outgrew the memory limit set from the buffer bound; the limit follows it "+
+			"(open windows larger than --buffer-limit cannot be written before they close)",
+			"live_heap", live, "memory_limit", limit, "buffer_limit", st.bufferLimit)
+	})
 
 	db, closeDB, err := openDatabase(ctx, *o.dsn, *o.schema)
 	if err != nil {

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
+	"math"
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
+	"time"
 
 	"github.com/streamledger/streamledger/ledger/consumer"
 )
@@ -33,4 +37,67 @@ func setGC(limit int64) (percent int, memLimit int64) {
 	percent = debug.SetGCPercent(-1)
 	debug.SetGCPercent(percent)
 	return percent, debug.SetMemoryLimit(-1)
+}
+
+// followEvery is how often followLiveHeap compares the memory limit with the live heap.
+const followEvery = 250 * time.Millisecond
+
+// heapFollower keeps a Go memory limit of base, or a quarter above the live heap where that is
+// more. The buffer bound holds what the consumer can write and drop, but not the open windows,
+// which close only as the watermark passes: where they outgrow the bound, the live heap
+// stays above a limit set from it, and the collector then runs back to back, at up to half
+// the CPU (the runtime's cap), without freeing anything. Following the live heap leaves the
+// limit at base whenever the bound holds, and otherwise lets each collection free a quarter
+// of the live heap's worth of garbage.
+type heapFollower struct {
+	base int64
+	live func() int64            // the live heap, as the last collection marked it
+	set  func(limit int64)       // sets the memory limit
+	warn func(limit, live int64) // called when the limit first rises above base; may be nil
+
+	limit  int64
+	warned bool
+}
+
+// step sets the limit for the live heap now and returns it.
+func (f *heapFollower) step() int64 {
+	live := f.live()
+	want := max(f.base, live+live/4)
+	if want != f.limit {
+		f.limit = want
+		f.set(want)
+		if want > f.base && !f.warned && f.warn != nil {
+			f.warned = true
+			f.warn(want, live)
+		}
+	}
+	return want
+}
+
+// followLiveHeap runs a heapFollower of the memory limit in force until ctx ends. It does
+// nothing where no limit is set, or where GOMEMLIMIT sets it: a limit given explicitly is
+// kept as it is.
+func followLiveHeap(ctx context.Context, warn func(limit, live int64)) {
+	base := debug.SetMemoryLimit(-1)
+	if base == math.MaxInt64 || os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	f := &heapFollower{base: base, limit: base, warn: warn,
+		live: func() int64 {
+			metrics.Read(sample)
+			return int64(sample[0].Value.Uint64())
+		},
+		set: func(limit int64) { debug.SetMemoryLimit(limit) },
+	}
+	t := time.NewTicker(followEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			f.step()
+		}
+	}
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"math"
 	"runtime/debug"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 
@@ -28,4 +30,62 @@ func TestSetGC(t *testing.T) {
 	percent, limit = setGC(0)
 	assert.Equal(t, 100, percent, "the environment wins")
 	assert.Equal(t, int64(math.MaxInt64), limit)
+}
+
+// The memory limit stays at its base while the live heap fits a quarter below it, follows a
+// live heap that outgrows it, and comes back as the live heap falls.
+func TestHeapFollower(t *testing.T) {
+	const mib = 1 << 20
+	var live, set int64
+	var warned []int64
+	f := &heapFollower{base: 320 * mib, limit: 320 * mib,
+		live: func() int64 { return live },
+		set:  func(limit int64) { set = limit },
+		warn: func(limit, _ int64) { warned = append(warned, limit) },
+	}
+	for _, tc := range []struct {
+		name       string
+		live, want int64
+		set        bool
+	}{
+		{"small live heap: base", 100 * mib, 320 * mib, false},
+		{"a quarter below the base", 256 * mib, 320 * mib, false},
+		{"outgrown: a quarter above", 300 * mib, 375 * mib, true},
+		{"grows on", 480 * mib, 600 * mib, true},
+		{"falls: lowered with it", 400 * mib, 500 * mib, true},
+		{"back under: base again", 120 * mib, 320 * mib, true},
+		{"outgrown again", 400 * mib, 500 * mib, true},
+	} {
+		live, set = tc.live, 0
+		assert.Equal(t, tc.want, f.step(), tc.name)
+		if tc.set {
+			assert.Equal(t, tc.want, set, tc.name)
+		} else {
+			assert.Zero(t, set, "%s: the limit in force is not set again", tc.name)
+		}
+	}
+	assert.Equal(t, []int64{375 * mib}, warned, "one warning, the first time the limit rises")
+}
+
+// A limit set by GOMEMLIMIT, or none, is left alone.
+func TestFollowLiveHeapLeavesAnExplicitLimit(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for name, env := range map[string]string{"GOMEMLIMIT": "1MiB", "no limit": ""} {
+		t.Setenv("GOMEMLIMIT", env)
+		limit := int64(1 << 20) // below any live heap: a follower would raise it
+		if env == "" {
+			limit = math.MaxInt64
+		}
+		debug.SetMemoryLimit(limit)
+		done := make(chan struct{})
+		go func() { followLiveHeap(ctx, nil); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * followEvery):
+			t.Fatalf("%s: followLiveHeap runs on", name)
+		}
+		assert.Equal(t, limit, debug.SetMemoryLimit(-1), name)
+	}
 }
