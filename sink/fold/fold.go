@@ -44,22 +44,13 @@ func (c *Call) Plan(partials []Partials, folded []Folded, final []time.Time) (*P
 		}
 		return w, nil
 	}
-	var attrs []*string // the attribute slots of the entries of the window run, one backing array
-	for bi, b := range c.batches {
-		for i, p := range b.Partials {
-			w, err := get(p.WindowStart, p.WindowEnd)
+	for _, b := range c.batches {
+		for _, sp := range b.windows {
+			w, err := get(sp.start, sp.end)
 			if err != nil {
 				return nil, err
 			}
-			if i == 0 || !p.WindowStart.Equal(b.Partials[i-1].WindowStart) {
-				run := runOf(b.Partials[i:])
-				w.batch[b.Source] = make([]Entry, 0, run)
-				attrs = make([]*string, run*len(c.spec.Attributes))
-			}
-			e := c.entry(p, attrs[:len(c.spec.Attributes):len(c.spec.Attributes)])
-			attrs = attrs[len(c.spec.Attributes):]
-			e.decoded = c.decoded[bi][i]
-			w.batch[b.Source] = append(w.batch[b.Source], e)
+			w.batch[b.Source] = b.entries[sp.lo:sp.hi]
 		}
 	}
 	for _, p := range partials {
@@ -114,20 +105,6 @@ func (c *Call) planWindow(out *Plan, w *pending) error {
 			Entries: replaceEntries(w.stored[src], w.batch[src])})
 	}
 	return nil
-}
-
-// entry converts a prepared partial.
-func (c *Call) entry(p sink.Partial, attrs []*string) Entry {
-	e := Entry{Dimension: p.Dimension, DimensionID: p.DimensionID, Stats: p.Stats}
-	if len(attrs) > 0 {
-		e.Attrs = attrs
-		for j, name := range c.spec.Attributes {
-			if v, ok := p.Attrs[name]; ok {
-				e.Attrs[j] = &v
-			}
-		}
-	}
-	return e
 }
 
 // sources returns the stored and batch sources of w in order, each with its entries: the
@@ -480,14 +457,4 @@ func sortedSources[V any](m map[sink.TopicPartition]V) []sink.TopicPartition {
 	}
 	slices.SortFunc(out, sink.CompareSources)
 	return out
-}
-
-// runOf counts the partials at the start of ps that share its window (ps is in key order,
-// so they are the first ones).
-func runOf(ps []sink.Partial) int {
-	n := 1
-	for n < len(ps) && ps[n].WindowStart.Equal(ps[0].WindowStart) {
-		n++
-	}
-	return n
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/window"
 )
 
 // Progress is the stored progress of one source partition.
@@ -145,8 +144,7 @@ func (p *Plan) Report(info *sink.WriteCloseInfo) {
 // [Call.SetProgress], [Call.Plan].
 type Call struct {
 	spec    sink.AggregateSpec
-	batches []sink.CloseBatch
-	decoded [][]*window.Stats       // each batch's partials' stats, decoded by prepare
+	batches []prepared
 	windows map[time.Time]time.Time // start -> end of every window the batches hold partials of
 
 	progress map[sink.TopicPartition]Progress
@@ -171,11 +169,10 @@ func NewCall(spec sink.AggregateSpec, batches []sink.CloseBatch) (*Call, error) 
 // newCall is NewCall with its goroutines given: it prepares the batches on up to procs of
 // them, then checks them in order, so that the error is the one a single goroutine finds.
 func newCall(spec sink.AggregateSpec, batches []sink.CloseBatch, procs int) (*Call, error) {
-	c := &Call{spec: spec, batches: make([]sink.CloseBatch, len(batches)), decoded: make([][]*window.Stats, len(batches)),
-		windows: map[time.Time]time.Time{}, procs: procs}
+	c := &Call{spec: spec, batches: make([]prepared, len(batches)), windows: map[time.Time]time.Time{}, procs: procs}
 	errs := make([]error, len(batches))
 	_ = each(procs, len(batches), func(i int) error {
-		c.batches[i], c.decoded[i], errs[i] = prepare(spec, batches[i])
+		c.batches[i], errs[i] = prepare(spec, batches[i])
 		return nil
 	})
 	seen := make(map[sink.TopicPartition]bool, len(batches))
@@ -190,20 +187,26 @@ func newCall(spec sink.AggregateSpec, batches []sink.CloseBatch, procs int) (*Ca
 		if errs[i] != nil {
 			return nil, errs[i]
 		}
-		c.batches[i].Empty = b.Empty
-		for _, pa := range c.batches[i].Partials {
-			if end, ok := c.windows[pa.WindowStart]; ok && !end.Equal(pa.WindowEnd) {
+		for _, w := range c.batches[i].windows {
+			if end, ok := c.windows[w.start]; ok && !end.Equal(w.end) {
 				return nil, fmt.Errorf("%w: partials of the window starting at %s end at %s and at %s", sink.ErrInvalid,
-					pa.WindowStart.Format(time.RFC3339), end.Format(time.RFC3339), pa.WindowEnd.Format(time.RFC3339))
+					w.start.Format(time.RFC3339), end.Format(time.RFC3339), w.end.Format(time.RFC3339))
 			}
-			c.windows[pa.WindowStart] = pa.WindowEnd
+			c.windows[w.start] = w.end
 		}
 	}
 	return c, nil
 }
 
-// Batches returns the prepared batches, in the order given.
-func (c *Call) Batches() []sink.CloseBatch { return c.batches }
+// Batches returns the prepared batches, in the order given: times in UTC at sink.Precision,
+// partials collapsed to the last one per key and ordered by key.
+func (c *Call) Batches() []sink.CloseBatch {
+	out := make([]sink.CloseBatch, len(c.batches))
+	for i := range c.batches {
+		out[i] = c.batches[i].batch(c.spec)
+	}
+	return out
+}
 
 // Topics returns the distinct topics of the call's sources: the implementation reads the
 // progress of every partition of these topics and of the contributing topics.
@@ -229,10 +232,8 @@ func (c *Call) Pairs() ([]time.Time, []sink.TopicPartition) {
 	var starts []time.Time
 	var srcs []sink.TopicPartition
 	for _, b := range c.batches {
-		for i, p := range b.Partials {
-			if i == 0 || !p.WindowStart.Equal(b.Partials[i-1].WindowStart) {
-				starts, srcs = append(starts, p.WindowStart), append(srcs, b.Source)
-			}
+		for _, w := range b.windows {
+			starts, srcs = append(starts, w.start), append(srcs, b.Source)
 		}
 	}
 	return starts, srcs
@@ -256,7 +257,7 @@ func (c *Call) SetProgress(stored []Progress, topics []string) {
 		c.topics[t] = true
 	}
 	for _, b := range c.batches {
-		if len(b.Partials) > 0 && !c.topics[b.Source.Topic] {
+		if len(b.entries) > 0 && !c.topics[b.Source.Topic] {
 			c.topics[b.Source.Topic] = true
 			c.newTopic = append(c.newTopic, b.Source.Topic)
 		}

@@ -6,25 +6,39 @@ import (
 	"time"
 
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/window"
 )
 
-// prepare validates b against spec and returns the batch an implementation writes: times at
-// sink.Precision in UTC (sink.AtPrecision), partials collapsed to the last one per key, ordered by key (window start, dimension,
-// dimension id), with each partial's stats decoded (in the same order), so that a fold merges
-// them without decoding them again. b is not modified. Errors wrap [sink.ErrInvalid].
-func prepare(spec sink.AggregateSpec, b sink.CloseBatch) (sink.CloseBatch, []*window.Stats, error) {
+// prepared is a batch as a call plans it: its source, closed_through and Empty (Partials
+// nil), and its partials as entries, collapsed to the last one per key, in key order (window
+// start, dimension, dimension id), their stats decoded, so that every attempt's plan slices
+// them instead of converting them again and a fold merges them without decoding them again.
+type prepared struct {
+	sink.CloseBatch
+	entries []Entry
+	windows []span // the windows of entries, ascending
+}
+
+// span is one window of a prepared batch: its start and end, and its entries [lo, hi).
+type span struct {
+	start, end time.Time
+	lo, hi     int
+}
+
+// prepare validates b against spec and returns it prepared: times at sink.Precision in UTC
+// (sink.AtPrecision), partials collapsed and ordered. b is not modified. Errors wrap
+// [sink.ErrInvalid].
+func prepare(spec sink.AggregateSpec, b sink.CloseBatch) (prepared, error) {
 	if b.Source.Topic == "" {
-		return sink.CloseBatch{}, nil, fmt.Errorf("%w: close batch without a source topic", sink.ErrInvalid)
+		return prepared{}, fmt.Errorf("%w: close batch without a source topic", sink.ErrInvalid)
 	}
 	if b.Source.Partition < 0 {
-		return sink.CloseBatch{}, nil, fmt.Errorf("%w: close batch for %s: partition must be >= 0", sink.ErrInvalid, b.Source)
+		return prepared{}, fmt.Errorf("%w: close batch for %s: partition must be >= 0", sink.ErrInvalid, b.Source)
 	}
 	attrs := make(map[string]bool, len(spec.Attributes))
 	for _, a := range spec.Attributes {
 		attrs[a] = true
 	}
-	out := sink.CloseBatch{Source: b.Source, ClosedThrough: sink.AtPrecision(b.ClosedThrough)}
+	out := prepared{CloseBatch: sink.CloseBatch{Source: b.Source, ClosedThrough: sink.AtPrecision(b.ClosedThrough), Empty: b.Empty}}
 	// Sorting the positions by key, stably, puts the partials of one key next to each other in
 	// the order given: the last of each run is the one kept.
 	order := make([]int, len(b.Partials))
@@ -32,29 +46,73 @@ func prepare(spec sink.AggregateSpec, b sink.CloseBatch) (sink.CloseBatch, []*wi
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(i, j int) int { return sink.CompareKeys(b.Partials[i].Key, b.Partials[j].Key) })
-	out.Partials = make([]sink.Partial, 0, len(order))
-	stats := make([]*window.Stats, 0, len(order))
+	out.entries = make([]Entry, 0, len(order))
+	na := len(spec.Attributes)
+	var slots []*string // the entries' attribute slots, one backing array
+	if na > 0 {
+		slots = make([]*string, len(order)*na)
+	}
 	for n, i := range order {
 		p := b.Partials[i]
 		p.WindowStart, p.WindowEnd = sink.AtPrecision(p.WindowStart), sink.AtPrecision(p.WindowEnd)
 		if err := checkPartial(spec, attrs, out.ClosedThrough, b.Source, i, p); err != nil {
-			return sink.CloseBatch{}, nil, err
+			return prepared{}, err
 		}
 		if n+1 < len(order) && sink.CompareKeys(b.Partials[order[n+1]].Key, b.Partials[i].Key) == 0 {
 			continue // a later partial of the same key replaces it
 		}
 		st, err := spec.Decode(p.Stats)
 		if err != nil {
-			return sink.CloseBatch{}, nil, fmt.Errorf("partial %d of %s (%s/%s): %w", i, b.Source, p.Dimension, p.DimensionID, err)
+			return prepared{}, fmt.Errorf("partial %d of %s (%s/%s): %w", i, b.Source, p.Dimension, p.DimensionID, err)
 		}
 		if st.Count() == 0 {
-			return sink.CloseBatch{}, nil, fmt.Errorf("%w: partial %d of %s (%s/%s) holds no value; a closed window yields partials only for keys that saw one",
+			return prepared{}, fmt.Errorf("%w: partial %d of %s (%s/%s) holds no value; a closed window yields partials only for keys that saw one",
 				sink.ErrInvalid, i, b.Source, p.Dimension, p.DimensionID)
 		}
-		out.Partials = append(out.Partials, p)
-		stats = append(stats, st)
+		if k := len(out.windows); k == 0 || !out.windows[k-1].start.Equal(p.WindowStart) {
+			out.windows = append(out.windows, span{start: p.WindowStart, end: p.WindowEnd, lo: len(out.entries)})
+		} else if end := out.windows[k-1].end; !end.Equal(p.WindowEnd) {
+			return prepared{}, fmt.Errorf("%w: partials of the window starting at %s end at %s and at %s", sink.ErrInvalid,
+				p.WindowStart.Format(time.RFC3339), end.Format(time.RFC3339), p.WindowEnd.Format(time.RFC3339))
+		}
+		e := Entry{Dimension: p.Dimension, DimensionID: p.DimensionID, Stats: p.Stats, decoded: st}
+		if na > 0 {
+			e.Attrs, slots = slots[:na:na], slots[na:]
+			for j, name := range spec.Attributes {
+				if v, ok := p.Attrs[name]; ok {
+					e.Attrs[j] = &v
+				}
+			}
+		}
+		out.entries = append(out.entries, e)
+		out.windows[len(out.windows)-1].hi = len(out.entries)
 	}
-	return out, stats, nil
+	return out, nil
+}
+
+// batch returns the prepared batch as a sink.CloseBatch, with its partials.
+func (p *prepared) batch(spec sink.AggregateSpec) sink.CloseBatch {
+	b := p.CloseBatch
+	if len(p.entries) == 0 {
+		return b
+	}
+	b.Partials = make([]sink.Partial, 0, len(p.entries))
+	for _, w := range p.windows {
+		for _, e := range p.entries[w.lo:w.hi] {
+			pa := sink.Partial{Key: sink.Key{WindowStart: w.start, Dimension: e.Dimension, DimensionID: e.DimensionID},
+				WindowEnd: w.end, Stats: e.Stats}
+			for j, a := range e.Attrs {
+				if a != nil {
+					if pa.Attrs == nil {
+						pa.Attrs = make(map[string]string, len(spec.Attributes))
+					}
+					pa.Attrs[spec.Attributes[j]] = *a
+				}
+			}
+			b.Partials = append(b.Partials, pa)
+		}
+	}
+	return b
 }
 
 // checkPartial checks partial i of source's batch: its window, its end against the batch's
