@@ -115,6 +115,7 @@
 // so each Windows can run on its own goroutine. The partials returned by Close are
 // sealed (values sorted, digests folded): MarshalBinary and Merge then read them without
 // changing them. Adding to a Windows does not allocate per event: value buffers come from
-// large pointer-free chunks with outgrown buffers reused, and a closed window's key map is
-// reused by a later window.
+// large pointer-free chunks with outgrown buffers reused, and a closed window's key index is
+// reused by a later window. An open window stores each key once, in first-Add order, beside a
+// table of 4-byte positions.
 package window

@@ -64,22 +64,20 @@ type Windows[K comparable] struct {
 	buf    scratch
 	retain func(K) K
 	limit  int32 // exact limit of new Stats, in the form of exactLimitSetting
-	// spare holds the index maps and key slices of closed windows, cleared, for reuse:
-	// a window's key set resembles the previous one's, so reusing them avoids regrowing
-	// a map of thousands of keys every window.
+	// spare holds the key indexes of closed windows, cleared, for reuse: a window's key
+	// set resembles the previous one's, so reusing them avoids regrowing an index of
+	// thousands of keys every window.
 	spare []*openWindow[K]
 	hint  int   // keys in the last closed window: the likely size of the next
 	bytes int64 // estimate of the memory the open windows hold (Bytes)
 	kcost int64 // estimate of what a new key costs its window, besides its values
 }
 
-// openWindow keeps each key once, in its index map: the position a key maps to is its
-// place in first-Add order, the order partials are returned in. A slice of the keys in that
-// order as well cost a second copy of every key (48 bytes for the OV example's, a sixth of
-// an open key's memory).
+// openWindow keeps each key once, in its index: a key's position is its place in first-Add
+// order, the order partials are returned in, and the place of its Stats.
 type openWindow[K comparable] struct {
 	start int64
-	index map[K]int32 // key -> position in stats: first-Add order
+	index keyIndex[K]
 	stats []Stats
 	bytes int64 // estimate of what the window holds (see Windows.Bytes)
 }
@@ -98,14 +96,14 @@ func New[K comparable](cfg Config[K]) (*Windows[K], error) {
 	w := &Windows[K]{size: int64(cfg.Size), closed: math.MinInt64, retain: cfg.Retain, limit: limit}
 	w.buf.slab = true
 	var k K
-	// A map slot holds the key and its int32 position, at most 7 of 8 slots used, plus a
-	// control byte; the key's Stats sits in the window's slice.
-	w.kcost = (int64(unsafe.Sizeof(k))+4)*8/7 + 1 + int64(unsafe.Sizeof(Stats{}))
+	// The index holds the key and a slot of its table; the key's Stats sits in the window's
+	// slice.
+	w.kcost = bytesPerKey(int64(unsafe.Sizeof(k))) + int64(unsafe.Sizeof(Stats{}))
 	return w, nil
 }
 
 // Bytes returns an estimate of the memory the open windows hold: for each (window, key) its
-// map slot, its Stats and the capacity of its value buffer or digest. Memory that keys point
+// place in the window's key index, its Stats and the capacity of its value buffer or digest. Memory that keys point
 // to (the text of a string key) is not counted: keys are usually interned or shared.
 func (w *Windows[K]) Bytes() int64 { return w.bytes }
 
@@ -176,7 +174,7 @@ func (w *Windows[K]) window(t time.Time) (*openWindow[K], error) {
 	return w.last, nil
 }
 
-// newWindow returns an empty window, reusing a closed window's map if there is one. Its
+// newWindow returns an empty window, reusing a closed window's key index if there is one. Its
 // Stats slice is new (the old one belongs to the partials) and sized for the last closed
 // window's keys and a little more, so that it rarely grows: growing copies every Stats.
 func (w *Windows[K]) newWindow(start int64) *openWindow[K] {
@@ -185,27 +183,25 @@ func (w *Windows[K]) newWindow(start int64) *openWindow[K] {
 		o := w.spare[n-1]
 		w.spare = w.spare[:n-1]
 		o.start = start
+		o.index.reset(size)
 		o.stats = make([]Stats, 0, size)
 		return o
 	}
-	return &openWindow[K]{
-		start: start,
-		index: make(map[K]int32, size),
-		stats: make([]Stats, 0, size),
-	}
+	o := &openWindow[K]{start: start, stats: make([]Stats, 0, size)}
+	o.index = *newKeyIndex[K](size)
+	return o
 }
 
 // add adds v under key, with w's key retention, exact limit, key cost and scratch space,
 // and returns by how much the estimate of the window's memory grew.
 func (o *openWindow[K]) add(key K, v float64, w *Windows[K]) int64 {
 	var grew int64
-	i, ok := o.index[key]
+	i, slot, ok := o.index.find(key)
 	if !ok {
 		if w.retain != nil {
 			key = w.retain(key)
 		}
-		i = int32(len(o.stats))
-		o.index[key] = i
+		i = o.index.add(key, slot)
 		o.stats = append(o.stats, Stats{limit: w.limit})
 		grew = w.kcost
 	}
@@ -246,14 +242,11 @@ func (w *Windows[K]) Close(watermark time.Time) []Partial[K] {
 		start, end := fromNano(o.start), fromNano(o.start+w.size)
 		base := len(out)
 		out = out[:base+len(o.stats)]
-		for key, i := range o.index {
-			out[base+int(i)].Key = key
-		}
 		for i := range o.stats {
 			st := &o.stats[i]
 			st.sealWith(&w.buf)
 			p := &out[base+i]
-			p.Start, p.End, p.Stats = start, end, st
+			p.Start, p.End, p.Key, p.Stats = start, end, o.index.keys[i], st
 		}
 		if o == w.last {
 			w.last = nil
@@ -267,7 +260,7 @@ func (w *Windows[K]) Close(watermark time.Time) []Partial[K] {
 	return out
 }
 
-// recycle keeps o's map for a later window; its Stats now belong to the partials.
+// recycle keeps o's index for a later window; its Stats now belong to the partials.
 func (w *Windows[K]) recycle(o *openWindow[K]) {
 	w.hint = len(o.stats)
 	o.stats = nil
@@ -275,7 +268,7 @@ func (w *Windows[K]) recycle(o *openWindow[K]) {
 	if len(w.spare) >= 2 {
 		return
 	}
-	clear(o.index) // drops references held by keys such as strings
+	o.index.reset(w.hint) // drops references held by keys such as strings
 	w.spare = append(w.spare, o)
 }
 
