@@ -8,9 +8,9 @@ import "hash/maphash"
 // the table adds 4 bytes per slot: a map from keys to positions stores every key in its
 // slots, and at its load factors takes about twice the key's size per key.
 //
-// The hash seed is random, but nothing observable depends on it: positions, and so the
-// order of partials, are the order of first Adds. Hashing a key type that holds pointers
-// other than strings makes maphash.Comparable move the key to the heap.
+// Positions, and so the order of partials, are the order of first Adds whatever the hash
+// seed, which maphash draws. Hashing a key type that holds pointers other than strings
+// makes maphash.Comparable move the key to the heap.
 type keyIndex[K comparable] struct {
 	seed  maphash.Seed
 	keys  []K     // in first-Add order
@@ -21,8 +21,8 @@ type keyIndex[K comparable] struct {
 const minSlots = 8
 
 // newKeyIndex returns an index with room for about n keys.
-func newKeyIndex[K comparable](n int) *keyIndex[K] {
-	x := &keyIndex[K]{seed: maphash.MakeSeed()}
+func newKeyIndex[K comparable](n int) keyIndex[K] {
+	x := keyIndex[K]{seed: maphash.MakeSeed()}
 	x.reset(n)
 	return x
 }
@@ -94,6 +94,6 @@ func (x *keyIndex[K]) grow() {
 	}
 }
 
-// bytesPerKey estimates what a key costs the index: its place in the slice and a third
-// more than a table slot, for a table between three eighths and three quarters full.
+// bytesPerKey estimates what a key costs the index: its place in the slice and two table
+// slots, about the average of a table between three eighths and three quarters full.
 func bytesPerKey(keySize int64) int64 { return keySize + 4*2 }

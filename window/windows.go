@@ -103,8 +103,9 @@ func New[K comparable](cfg Config[K]) (*Windows[K], error) {
 }
 
 // Bytes returns an estimate of the memory the open windows hold: for each (window, key) its
-// place in the window's key index, its Stats and the capacity of its value buffer or digest. Memory that keys point
-// to (the text of a string key) is not counted: keys are usually interned or shared.
+// place in the window's key index, its Stats and the capacity of its value buffer or
+// digest. Memory that keys point to (the text of a string key) is not counted: keys are
+// usually interned or shared.
 func (w *Windows[K]) Bytes() int64 { return w.bytes }
 
 // Size returns the window size.
@@ -174,9 +175,10 @@ func (w *Windows[K]) window(t time.Time) (*openWindow[K], error) {
 	return w.last, nil
 }
 
-// newWindow returns an empty window, reusing a closed window's key index if there is one. Its
-// Stats slice is new (the old one belongs to the partials) and sized for the last closed
-// window's keys and a little more, so that it rarely grows: growing copies every Stats.
+// newWindow returns an empty window, reusing a closed window's key index if there is one.
+// Its Stats slice is new (the old one belongs to the partials) and sized for the last
+// closed window's keys and a little more, so that it rarely grows: growing copies every
+// Stats.
 func (w *Windows[K]) newWindow(start int64) *openWindow[K] {
 	size := w.hint + w.hint/8
 	if n := len(w.spare); n > 0 {
@@ -187,9 +189,7 @@ func (w *Windows[K]) newWindow(start int64) *openWindow[K] {
 		o.stats = make([]Stats, 0, size)
 		return o
 	}
-	o := &openWindow[K]{start: start, stats: make([]Stats, 0, size)}
-	o.index = *newKeyIndex[K](size)
-	return o
+	return &openWindow[K]{start: start, index: newKeyIndex[K](size), stats: make([]Stats, 0, size)}
 }
 
 // add adds v under key, with w's key retention, exact limit, key cost and scratch space,

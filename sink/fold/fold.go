@@ -98,7 +98,8 @@ func (c *Call) planWindow(out *Plan, w *pending) error {
 		}
 		return nil
 	case c.isComplete(w.end):
-		return c.fold(out, w)
+		c.fold(out, w)
+		return nil
 	}
 	for _, src := range sortedSources(w.batch) {
 		out.Partials = append(out.Partials, Partials{Start: w.start, End: w.end, Source: src,
@@ -131,7 +132,7 @@ func (w *pending) sources(skip func(sink.TopicPartition) bool) ([]sink.TopicPart
 
 // fold plans the first fold of a complete window: every key merged over its sources, as
 // [Plan.Merged] asks for the rows.
-func (c *Call) fold(out *Plan, w *pending) error {
+func (c *Call) fold(out *Plan, w *pending) {
 	srcs, lists := w.sources(nil)
 	f := firstFold{w: w, lists: lists}
 	for i, s := range srcs {
@@ -143,7 +144,6 @@ func (c *Call) fold(out *Plan, w *pending) error {
 	if len(w.stored) > 0 {
 		out.Delete = append(out.Delete, w.start)
 	}
-	return nil
 }
 
 // mergeFirst merges the keys of a first fold in chunks of about size keys, passes each
