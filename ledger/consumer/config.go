@@ -188,9 +188,12 @@ type Config[K comparable] struct {
 	// become committable when the writes have returned nil, as with SyncWrites. Rebalances and
 	// the shutdown wait for writes in flight, and the sink is never called concurrently by
 	// the consumer from two goroutines at once (but see WriteConcurrency). A tick that comes
-	// while writes are in flight waits for them, deciding nothing meanwhile, and then runs:
-	// the consumer runs at most one FlushInterval ahead of the sink, and a sink slower than
-	// that writes back to back.
+	// while writes are in flight runs as soon as they are done, with everything decided
+	// until then, so that a sink slower than FlushInterval writes back to back in larger
+	// rounds. Meanwhile the workers go on deciding while the write backlog stays under a
+	// quarter of the BufferLimit budget; past it, or with no bound, the loop waits for the
+	// writes, deciding nothing, and the consumer runs at most one FlushInterval ahead of the
+	// sink.
 	SyncWrites bool
 	// Workers is how many goroutines decode and decide messages. Decoding runs ahead in
 	// parallel, also within one partition; each partition's messages are decided in offset

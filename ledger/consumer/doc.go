@@ -100,9 +100,12 @@
 //
 // The windows are closed and serialized at the tick, but the writes run on a goroutine of
 // their own while the workers go on deciding messages (unless [Config.SyncWrites]): at most
-// one tick's writes are in flight, messages decided meanwhile join the next tick's, and a
-// tick that comes meanwhile waits for them (deciding nothing), so the consumer runs at most
-// one tick ahead of the sink. The ledgers learn a write's outcome once it returned, and only
+// one tick's writes are in flight, and messages decided meanwhile join the next tick's. A
+// tick that comes meanwhile is due: it runs as soon as the writes are done, and the loop
+// goes on deciding until then while the write backlog stays under a quarter of the
+// [Config.BufferLimit] budget; past it, or without a bound, the loop waits for the writes
+// (deciding nothing), so that the consumer runs at most one tick ahead of the sink. The
+// ledgers learn a write's outcome once it returned, and only
 // then are its entries committable, with a commit right away. Rebalances and the shutdown
 // wait for writes in flight.
 //

@@ -263,8 +263,9 @@ type TickInfo struct {
 	// SinceAssignment is the time since its assignment last changed.
 	Unassigned, SinceAssignment time.Duration
 	// Waited is how long the tick waited, deciding nothing, for the previous tick's writes
-	// before it ran (it came while they were in flight; see Config.SyncWrites). Where ticks
-	// wait long, the sink holds the loop back, not the client or the handlers.
+	// before it ran: it came while they were in flight and the write backlog had passed a
+	// quarter of the buffer budget, or there was no bound (see Config.SyncWrites). Where
+	// ticks wait long, the sink holds the loop back, not the client or the handlers.
 	Waited time.Duration
 }
 

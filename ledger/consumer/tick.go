@@ -22,8 +22,8 @@ import (
 // It starts at a barrier, so it sees every message dispatched before it decided. The writes
 // run off the loop (see writeJob); the commit here carries what earlier writes, dead-letter
 // reports and late messages made durable, and poll commits what this tick's writes make
-// durable once they are done. A tick that comes while writes are in flight is due: the next
-// poll waits for them, then runs it.
+// durable once they are done. A tick that comes while writes are in flight is due: a poll
+// runs it once they are done, waiting for them first if holdsTick says so.
 func (p *processor[K]) tick(ctx context.Context, reason CommitReason) {
 	if p.fatal() != nil || ctx.Err() != nil {
 		return

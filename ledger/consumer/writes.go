@@ -364,11 +364,10 @@ func (p *processor[K]) hookWrite(w WriteInfo) {
 
 // poll is the loop's side of a job in flight: once its writes are done it applies them,
 // commits what they made durable, and runs the tick that waited for them, if any. When a tick
-// is due and the writes still run, it waits for them: the consumer decides at most one
-// tick's messages ahead of the sink, which bounds the rows and ledger entries waiting for
-// writes.
+// is due and the writes still run, it waits for them if holdsTick says so; otherwise the
+// loop goes on deciding, and the due tick runs as soon as the writes are done.
 func (p *processor[K]) poll(ctx context.Context) {
-	if p.tickDue && p.job != nil {
+	if p.tickDue && p.job != nil && p.holdsTick() {
 		start := time.Now()
 		p.await(ctx)
 		p.waited = time.Since(start)
@@ -386,4 +385,19 @@ func (p *processor[K]) poll(ctx context.Context) {
 	p.drainReports()
 	p.retrySeeks()
 	p.commit(ctx, CommitTick, p.tracker.AppendCommits(p.commitBuf[:0]))
+}
+
+// holdsTick reports whether a due tick stops the loop until the writes in flight are done.
+// Without a buffer bound it does: the consumer then decides at most one tick's messages
+// ahead of the sink, which bounds the rows and ledger entries waiting for writes. With one,
+// the bound does that: the loop goes on deciding while the sink writes, so that deciding
+// and writing overlap, and the due tick takes all that was decided meanwhile in one round
+// of writes (in which a state row overwritten meanwhile is written once). It waits once the
+// write backlog passes a quarter of the budget, where checkBuffer pauses every partition.
+func (p *processor[K]) holdsTick() bool {
+	if p.s.buffer <= 0 {
+		return true
+	}
+	_, backlog := p.buffered()
+	return backlog > p.s.buffer/4
 }

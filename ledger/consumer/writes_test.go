@@ -57,6 +57,7 @@ func TestOverlappedWritesDecideMessagesAndCommitOnlyWhenDone(t *testing.T) {
 	h := newHarness(t, func(c *Config[string]) {
 		c.Sink = slowCloses{Sink: c.Sink, d: 2 * time.Millisecond}
 		c.Hooks = append(c.Hooks, ticks)
+		c.BufferLimit = -1 // no bound: a due tick waits for the writes in flight
 	})
 	run := h.deferWrites()
 	p0 := tp("t", 0)
@@ -96,6 +97,58 @@ func TestOverlappedWritesDecideMessagesAndCommitOnlyWhenDone(t *testing.T) {
 	run()
 	h.p.poll(context.Background())
 	assert.Equal(t, int64(3), h.committed(p0), "2 and 3's state written, [12:05,12:10) closed; 3 waits for 12:20")
+}
+
+// With a buffer bound, a tick that comes while writes are in flight does not stop the loop
+// until the write backlog passes a quarter of the budget: the loop goes on deciding, and the
+// due tick runs once the writes are done, with everything decided meanwhile.
+func TestDueTickWaitsOnlyPastAQuarterOfTheBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		buffer int64 // the budget; 0 keeps the default
+		waits  bool
+	}{
+		{"backlog under a quarter", 0, false},
+		{"backlog past a quarter", 64, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			if tc.buffer > 0 {
+				h.p.s.buffer = tc.buffer
+			}
+			run := h.deferWrites()
+			p0 := tp("t", 0)
+			h.assign(p0, -1, "")
+			h.feed(p0, 0, "ws 1 A 1", "ws 7 A 2")
+			h.tick()
+			require.NotNil(t, h.p.job, "the tick's writes are in flight")
+			h.feed(p0, 2, "ws 8 A 3")
+			h.tick()
+			require.True(t, h.p.tickDue)
+
+			h.p.poll(context.Background())
+			if tc.waits {
+				assert.False(t, h.p.tickDue, "the due tick waited for the writes, then ran")
+				assert.Len(t, h.closes(), 1, "the first tick's close is written")
+				assert.Equal(t, int64(1), h.committed(p0))
+				return
+			}
+			assert.True(t, h.p.tickDue, "the tick stays due while the writes run")
+			assert.Empty(t, h.closes(), "nothing written yet")
+			h.feed(p0, 3, "ws 16 B 4")
+			assert.Equal(t, 2, h.p.bufferedRows(), "decided while the writes run, for the due tick")
+
+			run()
+			h.p.poll(context.Background())
+			assert.False(t, h.p.tickDue, "the due tick ran once the writes were done")
+			assert.Len(t, h.closes(), 1)
+			assert.Equal(t, int64(1), h.committed(p0))
+			assert.Zero(t, h.p.bufferedRows(), "the due tick took the rows decided meanwhile")
+			run()
+			h.p.poll(context.Background())
+			assert.Equal(t, int64(3), h.committed(p0), "2 and 3's state written, [12:05,12:10) closed")
+		})
+	}
 }
 
 func TestOverlappedCloseFailureKeepsTheBatchAndPauses(t *testing.T) {
