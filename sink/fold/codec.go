@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -30,13 +31,28 @@ const (
 	maxDecoded = 1 << 30
 )
 
-// The stats of a window's keys (sorted values as varint deltas, digests) have little
-// repetition for LZ77 alone, but their bytes are far from uniform: zstd's entropy stage
-// roughly halves them, at a cost below the merge's.
-var (
-	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
-	zdec, _ = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxDecoded), zstd.WithDecoderConcurrency(0))
-)
+// zstdCodec is the zstd encoder and decoder of every blob, made at the first blob that needs
+// one, so that importing the package allocates nothing. The stats of a window's keys (sorted
+// values as varint deltas, digests) have little repetition for LZ77 alone, but their bytes
+// are far from uniform: zstd's entropy stage roughly halves them, at a cost below the
+// merge's. EncodeAll and DecodeAll keep no state between calls and are safe for concurrent
+// use, so one pair serves every goroutine.
+var zstdCodec = sync.OnceValues(func() (codec, error) {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return codec{}, fmt.Errorf("fold: zstd encoder: %w", err)
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxDecoded), zstd.WithDecoderConcurrency(0))
+	if err != nil {
+		return codec{}, fmt.Errorf("fold: zstd decoder: %w", err)
+	}
+	return codec{enc, dec}, nil
+})
+
+type codec struct {
+	enc *zstd.Encoder
+	dec *zstd.Decoder
+}
 
 // ErrCorrupt is wrapped by every error of [Decode]: the bytes are not a blob that [Encode]
 // writes.
@@ -82,16 +98,20 @@ func Encode(dst []byte, attrs []string, b Blob) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return appendCompressed(dst, raw), nil
+	return appendCompressed(dst, raw)
 }
 
 // appendCompressed appends the blob of an uncompressed encoding: its version and
 // compression bytes, and raw, compressed past compressFrom bytes.
-func appendCompressed(dst, raw []byte) []byte {
+func appendCompressed(dst, raw []byte) ([]byte, error) {
 	if len(raw) < compressFrom {
-		return append(append(dst, Version, compressNone), raw...)
+		return append(append(dst, Version, compressNone), raw...), nil
 	}
-	return zenc.EncodeAll(raw, append(dst, Version, compressZstd))
+	z, err := zstdCodec()
+	if err != nil {
+		return nil, err
+	}
+	return z.enc.EncodeAll(raw, append(dst, Version, compressZstd)), nil
 }
 
 // encodeRaw appends the uncompressed encoding of b.
@@ -180,7 +200,7 @@ func (w *entryWriter) encode(sources []sink.TopicPartition) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return appendCompressed(nil, raw), nil
+	return appendCompressed(nil, raw)
 }
 
 func appendString(dst []byte, s string) []byte {
@@ -220,8 +240,11 @@ func Decode(data []byte, attrs []string) (Blob, error) {
 			return Blob{}, corrupt("%d uncompressed bytes, want fewer than %d", len(raw), compressFrom)
 		}
 	case compressZstd:
-		var err error
-		if raw, err = zdec.DecodeAll(raw, nil); err != nil {
+		z, err := zstdCodec()
+		if err != nil {
+			return Blob{}, err
+		}
+		if raw, err = z.dec.DecodeAll(raw, nil); err != nil {
 			return Blob{}, corrupt("zstd: %v", err)
 		}
 		if len(raw) < compressFrom {
