@@ -8,9 +8,10 @@ import "hash/maphash"
 // the table adds 4 bytes per slot: a map from keys to positions stores every key in its
 // slots, and at its load factors takes about twice the key's size per key.
 //
-// Positions, and so the order of partials, are the order of first Adds whatever the hash
-// seed, which maphash draws. Hashing a key type that holds pointers other than strings
-// makes maphash.Comparable move the key to the heap.
+// A key's position, and so the order of partials, is its place in first-Add order: the hash
+// only decides where the table looks, so the random seed never shows in the output. Keys of
+// a type that holds pointers other than strings escape to the heap when hashed
+// (maphash.Comparable), so such key types allocate on every lookup.
 type keyIndex[K comparable] struct {
 	seed  maphash.Seed
 	keys  []K     // in first-Add order
@@ -40,6 +41,13 @@ func (x *keyIndex[K]) reset(n int) {
 	if cap(x.keys) < n || cap(x.keys) > 4*n+minSlots {
 		x.keys = make([]K, 0, n)
 	}
+	x.keys = x.keys[:0]
+}
+
+// release drops x's references to its keys (the text of string keys, say), keeping their
+// storage; x finds nothing until the next reset.
+func (x *keyIndex[K]) release() {
+	clear(x.keys)
 	x.keys = x.keys[:0]
 }
 

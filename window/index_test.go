@@ -57,3 +57,23 @@ func TestSlotsFor(t *testing.T) {
 		assert.Equal(t, tc.want, slotsFor(tc.n), "n=%d", tc.n)
 	}
 }
+
+// release drops the references the keys hold, and the index works again after a reset.
+func TestKeyIndexRelease(t *testing.T) {
+	x := newKeyIndex[string](4)
+	for _, k := range []string{"a", "b", "c"} {
+		_, slot, ok := x.find(k)
+		require.False(t, ok)
+		x.add(k, slot)
+	}
+	x.release()
+	assert.Empty(t, x.keys)
+	assert.Equal(t, []string{"", "", ""}, x.keys[:3], "the storage holds no key")
+	x.reset(4)
+	_, slot, ok := x.find("b")
+	require.False(t, ok, "nothing is found after a reset")
+	assert.Equal(t, int32(0), x.add("b", slot))
+	pos, _, ok := x.find("b")
+	assert.True(t, ok)
+	assert.Equal(t, int32(0), pos)
+}

@@ -268,7 +268,7 @@ func (w *Windows[K]) recycle(o *openWindow[K]) {
 	if len(w.spare) >= 2 {
 		return
 	}
-	o.index.reset(w.hint) // drops references held by keys such as strings
+	o.index.release() // newWindow resets the table when it takes o
 	w.spare = append(w.spare, o)
 }
 

@@ -29,10 +29,9 @@
 // the writes of state flushes and close batches to Postgres, and commits) and the sink wait (a
 // tick that came while the previous tick's writes were in flight, with the write backlog past
 // a quarter of the memory budget, waits for them, deciding nothing: consumer.TickInfo.Waited),
-// counted while messages are still being decided; the
-// drain, from the last message decided to the last commit, is apart. The runtime has no hook
-// between its windowing and its ledger, so apply is one figure; a CPU profile (--cpuprofile)
-// splits it.
+// counted while messages are still being decided; the drain, from the last message decided to
+// the last commit, is apart. The runtime has no hook between its windowing and its ledger, so
+// apply is one figure; a CPU profile (--cpuprofile) splits it.
 //
 // # Memory
 //
