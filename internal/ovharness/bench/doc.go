@@ -13,9 +13,9 @@
 //   - pipeline: the OV processor (package pipeline) against its own Postgres schema, timed
 //     from the first message decided to the commit that reaches the end of every partition
 //     (the drain: committed offsets equal the high watermarks), so the time includes the last
-//     windows' writes. Once every record is consumed the processor's clock jumps an hour
-//     ahead, so that its partitions go idle and close their last windows at the next tick
-//     instead of after seven minutes of wall time.
+//     windows' writes. The run is bounded (consumer.Config.Until with End): each partition
+//     stops at its end offset as of the start, its last windows close with the end-of-input
+//     watermark at the next tick, and Run returns once everything is written and committed.
 //
 // The ratio pipeline/raw is the processing overhead, measured in the same process on the same
 // machine, which is steadier than either rate on a shared machine.
