@@ -35,7 +35,7 @@ func (s *Sink) WriteClose(ctx context.Context, batches ...sink.CloseBatch) error
 // writeClose is WriteClose without the report; it returns the plan of the last attempt and
 // the attempts made.
 func (s *Sink) writeClose(ctx context.Context, batches []sink.CloseBatch) (plan *fold.Plan, attempts int, err error) {
-	c, err := fold.NewCall(s.cfg.Aggregates, batches)
+	c, err := fold.NewCall(s.codec, s.cfg.Aggregates, batches)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -147,7 +147,7 @@ func (s *Sink) readStored(ctx context.Context, tx *sql.Tx, c *fold.Call) ([]fold
 	err := query(ctx, tx, "read stored partials", s.partialsQuery(bounded, len(srcs)), args,
 		[]any{&start, &end, &p.Source.Topic, &p.Source.Partition, &blob}, func() error {
 			p.Start, p.End = start.Time, end.Time
-			bl, err := fold.Decode(blob, attrs)
+			bl, err := s.codec.Decode(blob, attrs)
 			if err != nil {
 				return fmt.Errorf("compact partials of %s at %s: %w", p.Source, p.Start.Format(time.RFC3339), err)
 			}
@@ -169,7 +169,7 @@ func (s *Sink) readStored(ctx context.Context, tx *sql.Tx, c *fold.Call) ([]fold
 	var f fold.Folded
 	err = query(ctx, tx, "read folded windows", s.foldedQuery(len(windows), bounded), args, []any{&start, &end, &blob}, func() error {
 		f.Start, f.End = start.Time, end.Time
-		bl, err := fold.Decode(blob, attrs)
+		bl, err := s.codec.Decode(blob, attrs)
 		if err != nil {
 			return fmt.Errorf("folded window at %s: %w", f.Start.Format(time.RFC3339), err)
 		}

@@ -55,7 +55,7 @@ func (s *Sink) writePlan(ctx context.Context, tx *sql.Tx, p *fold.Plan, now time
 	blobs := make([][]byte, len(p.Partials))
 	for i, ps := range p.Partials {
 		var err error
-		if blobs[i], err = fold.Encode(nil, attrs, fold.Blob{Entries: ps.Entries}); err != nil {
+		if blobs[i], err = s.codec.Encode(nil, attrs, fold.Blob{Entries: ps.Entries}); err != nil {
 			return err
 		}
 	}

@@ -72,6 +72,7 @@ type Effects struct {
 	db    *sql.DB
 	cfg   EffectConfig
 	table string
+	chunk int // markers per statement: markerChunk, smaller in tests
 }
 
 // NewEffects returns an effect sink writing markers through db. It does not touch the
@@ -98,7 +99,7 @@ func NewEffects(db *sql.DB, cfg EffectConfig) (*Effects, error) {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
 	}
-	return &Effects{db: db, cfg: cfg, table: quote(cfg.Table)}, nil
+	return &Effects{db: db, cfg: cfg, table: quote(cfg.Table), chunk: markerChunk}, nil
 }
 
 // Migrate creates the marker table; idempotent and safe to run concurrently.

@@ -83,10 +83,10 @@ func (e *Effects) attempt(ctx context.Context, tx *sql.Tx, b *effectbatch.Batch,
 	return nil
 }
 
-// chunks calls fn with consecutive parts of s of at most markerChunk elements.
-func chunks[T any](s []T, fn func(part []T) error) error {
+// chunks calls fn with consecutive parts of s of at most size elements.
+func chunks[T any](s []T, size int, fn func(part []T) error) error {
 	for len(s) > 0 {
-		n := min(len(s), markerChunk)
+		n := min(len(s), size)
 		if err := fn(s[:n]); err != nil {
 			return err
 		}
@@ -100,7 +100,7 @@ func chunks[T any](s []T, fn func(part []T) error) error {
 func (e *Effects) insertMarkers(ctx context.Context, tx *sql.Tx, b *effectbatch.Batch, pending []int, now time.Time) error {
 	byID := slices.Clone(pending)
 	slices.SortFunc(byID, func(i, j int) int { return cmp.Compare(b.Ops[i].ID, b.Ops[j].ID) })
-	return chunks(byID, func(part []int) error {
+	return chunks(byID, e.chunk, func(part []int) error {
 		args := make([]any, 0, 4*len(part))
 		for _, i := range part {
 			args = append(args, b.Ops[i].ID, b.Hashes[i][:], b.Token, now)
@@ -124,7 +124,7 @@ func (e *Effects) readMarkers(ctx context.Context, tx *sql.Tx, b *effectbatch.Ba
 		ids[k] = b.Ops[i].ID
 	}
 	var accepted []int
-	err := chunks(ids, func(part []any) error {
+	err := chunks(ids, e.chunk, func(part []any) error {
 		rows, err := tx.QueryContext(ctx, e.lookupSQL(len(part)), part...)
 		if err != nil {
 			return err

@@ -1,9 +1,4 @@
 package mysql
 
-// SetMarkerChunk sets how many markers one statement holds and returns a function that
-// restores it.
-func SetMarkerChunk(n int) (restore func()) {
-	old := markerChunk
-	markerChunk = n
-	return func() { markerChunk = old }
-}
+// SetMarkerChunk sets how many markers one statement of e holds.
+func SetMarkerChunk(e *Effects, n int) { e.chunk = n }

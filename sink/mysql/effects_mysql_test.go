@@ -64,9 +64,9 @@ func TestEffectIDs(t *testing.T) {
 // into statements, and the results are those of one statement.
 func TestEffectChunks(t *testing.T) {
 	ctx := effecttest.Ctx(t)
-	defer mysink.SetMarkerChunk(3)()
 	db := newBank(t, map[string]int64{"a": 0, "b": 0})
 	e := db.Effects(t, effecttest.Config{}, false)
+	mysink.SetMarkerChunk(e.(effects).e, 3)
 	var batch []effecttest.Credit
 	var want []sink.Outcome
 	for i := range 20 {

@@ -7,7 +7,7 @@ import (
 
 // markerChunk bounds the markers of one statement: 4 placeholders each keeps an INSERT far
 // within MySQL's 65,535 placeholders, and a statement's packet small.
-var markerChunk = 4096
+const markerChunk = 4096
 
 // values returns n rows of width placeholders each, as in a multi-row VALUES list:
 // "(?, ?), (?, ?)".

@@ -16,6 +16,7 @@ type Sink struct {
 	db     *sql.DB
 	cfg    Config
 	pruner *fold.Pruner
+	codec  *fold.Codec
 
 	lockRead, lockAdd string
 
@@ -65,7 +66,11 @@ func New(db *sql.DB, cfg Config) (*Sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sink{db: db, cfg: cfg, pruner: &fold.Pruner{Horizon: horizon}, states: make(map[string]*stateTable, len(cfg.States))}
+	codec, err := fold.NewCodec()
+	if err != nil {
+		return nil, err
+	}
+	s := &Sink{db: db, cfg: cfg, pruner: &fold.Pruner{Horizon: horizon}, codec: codec, states: make(map[string]*stateTable, len(cfg.States))}
 	s.buildCloseSQL()
 	s.buildReadSQL()
 	for _, st := range cfg.States {
