@@ -24,9 +24,10 @@ func BenchmarkFold(b *testing.B) {
 			for i := range registered {
 				registered[i] = fold.Progress{Source: batches[i].Source, ClosedThrough: t0}
 			}
+			z := newCodec(b)
 			b.ReportAllocs()
 			for b.Loop() {
-				c, err := fold.NewCall(spec, batches)
+				c, err := fold.NewCall(z, spec, batches)
 				if err != nil {
 					b.Fatal(err)
 				}

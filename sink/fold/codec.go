@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -31,31 +30,33 @@ const (
 	maxDecoded = 1 << 30
 )
 
-// zstdCodec is the zstd encoder and decoder of every blob, made at the first blob that needs
-// one, so that importing the package allocates nothing. The stats of a window's keys (sorted
-// values as varint deltas, digests) have little repetition for LZ77 alone, but their bytes
-// are far from uniform: zstd's entropy stage roughly halves them, at a cost below the
-// merge's. EncodeAll and DecodeAll keep no state between calls and are safe for concurrent
-// use, so one pair serves every goroutine.
-var zstdCodec = sync.OnceValues(func() (codec, error) {
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
-	if err != nil {
-		return codec{}, fmt.Errorf("fold: zstd encoder: %w", err)
-	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxDecoded), zstd.WithDecoderConcurrency(0))
-	if err != nil {
-		return codec{}, fmt.Errorf("fold: zstd decoder: %w", err)
-	}
-	return codec{enc, dec}, nil
-})
-
-type codec struct {
+// Codec encodes and decodes blobs ([Codec.Encode], [Codec.Decode]). A blob past a size is
+// compressed with zstd: the stats of a window's keys (sorted values as varint deltas,
+// digests) have little repetition for LZ77 alone, but their bytes are far from uniform, and
+// zstd's entropy stage roughly halves them at a cost below the merge's. A Codec is safe for
+// concurrent use (it only compresses and decompresses whole buffers, which keeps no state
+// between calls), so a sink makes one and shares it between its writes. The zero Codec is
+// not usable; make one with [NewCodec].
+type Codec struct {
 	enc *zstd.Encoder
 	dec *zstd.Decoder
 }
 
-// ErrCorrupt is wrapped by every error of [Decode]: the bytes are not a blob that [Encode]
-// writes.
+// NewCodec returns a Codec. It starts no goroutine and holds nothing that needs closing.
+func NewCodec() (*Codec, error) {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return nil, fmt.Errorf("fold: zstd encoder: %w", err)
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxDecoded), zstd.WithDecoderConcurrency(0))
+	if err != nil {
+		return nil, fmt.Errorf("fold: zstd decoder: %w", err)
+	}
+	return &Codec{enc, dec}, nil
+}
+
+// ErrCorrupt is wrapped by every error of [Codec.Decode]: the bytes are not a blob that
+// [Codec.Encode] writes.
 var ErrCorrupt = errors.New("fold: corrupt blob")
 
 // Entry is one key's part of a stored row: its dimension and id, its attributes and its
@@ -91,27 +92,23 @@ func compareEntries(a, b *Entry) int {
 // byte, then, compressed past a size, the attribute names,
 // the sources, then the entries, each string after the shared prefix with the previous
 // entry's (keys sorted by dimension and id repeat long prefixes). Each entry's Attrs must
-// have len(attrs) elements. Equal blobs give identical bytes; [Decode] accepts exactly what
-// Encode writes.
-func Encode(dst []byte, attrs []string, b Blob) ([]byte, error) {
+// have len(attrs) elements. Equal blobs give identical bytes, from any Codec;
+// [Codec.Decode] accepts exactly what Encode writes.
+func (z *Codec) Encode(dst []byte, attrs []string, b Blob) ([]byte, error) {
 	raw, err := encodeRaw(nil, attrs, b)
 	if err != nil {
 		return nil, err
 	}
-	return appendCompressed(dst, raw)
+	return z.appendCompressed(dst, raw), nil
 }
 
 // appendCompressed appends the blob of an uncompressed encoding: its version and
 // compression bytes, and raw, compressed past compressFrom bytes.
-func appendCompressed(dst, raw []byte) ([]byte, error) {
+func (z *Codec) appendCompressed(dst, raw []byte) []byte {
 	if len(raw) < compressFrom {
-		return append(append(dst, Version, compressNone), raw...), nil
+		return append(append(dst, Version, compressNone), raw...)
 	}
-	z, err := zstdCodec()
-	if err != nil {
-		return nil, err
-	}
-	return z.enc.EncodeAll(raw, append(dst, Version, compressZstd)), nil
+	return z.enc.EncodeAll(raw, append(dst, Version, compressZstd))
 }
 
 // encodeRaw appends the uncompressed encoding of b.
@@ -194,13 +191,13 @@ func (w *entryWriter) appendRaw(dst []byte, sources []sink.TopicPartition) ([]by
 	return append(dst, w.entries...), nil
 }
 
-// encode returns the blob of sources and the entries added, as Encode writes it.
-func (w *entryWriter) encode(sources []sink.TopicPartition) ([]byte, error) {
+// encode returns the blob of sources and the entries added, as z.Encode writes it.
+func (w *entryWriter) encode(z *Codec, sources []sink.TopicPartition) ([]byte, error) {
 	raw, err := w.appendRaw(nil, sources)
 	if err != nil {
 		return nil, err
 	}
-	return appendCompressed(nil, raw)
+	return z.appendCompressed(nil, raw), nil
 }
 
 func appendString(dst []byte, s string) []byte {
@@ -225,11 +222,11 @@ func commonPrefix(a, b string) int {
 	return n
 }
 
-// Decode parses a blob written by [Encode] and returns it with each entry's attributes
+// Decode parses a blob written by [Codec.Encode] and returns it with each entry's attributes
 // rearranged to attrs: a name the blob lacks is nil in every entry, and a stored name
 // missing from attrs is dropped. Input that is truncated, garbled or not canonical is
 // rejected with an error wrapping [ErrCorrupt]. The stats are not decoded here.
-func Decode(data []byte, attrs []string) (Blob, error) {
+func (z *Codec) Decode(data []byte, attrs []string) (Blob, error) {
 	if len(data) < 2 || data[0] != Version {
 		return Blob{}, corrupt("missing or unknown version byte")
 	}
@@ -240,10 +237,7 @@ func Decode(data []byte, attrs []string) (Blob, error) {
 			return Blob{}, corrupt("%d uncompressed bytes, want fewer than %d", len(raw), compressFrom)
 		}
 	case compressZstd:
-		z, err := zstdCodec()
-		if err != nil {
-			return Blob{}, err
-		}
+		var err error
 		if raw, err = z.dec.DecodeAll(raw, nil); err != nil {
 			return Blob{}, corrupt("zstd: %v", err)
 		}

@@ -36,7 +36,14 @@ func blob(t testing.TB, n int, sources ...sink.TopicPartition) fold.Blob {
 
 var attrs = []string{"owner", "colour"}
 
+func newCodec(tb testing.TB) *fold.Codec {
+	z, err := fold.NewCodec()
+	require.NoError(tb, err)
+	return z
+}
+
 func TestBlobRoundTrip(t *testing.T) {
+	z, other := newCodec(t), newCodec(t)
 	srcs := []sink.TopicPartition{{Topic: "arrivals", Partition: 0}, {Topic: "arrivals", Partition: 7}, {Topic: "b", Partition: 1}}
 	for name, b := range map[string]fold.Blob{
 		"empty":                    {},
@@ -46,21 +53,21 @@ func TestBlobRoundTrip(t *testing.T) {
 		"entry whose id is prefix": {Entries: []fold.Entry{{Dimension: "a", DimensionID: "x", Attrs: make([]*string, 2), Stats: stats(t, 1)}, {Dimension: "a", DimensionID: "xy", Attrs: make([]*string, 2), Stats: stats(t, 2)}}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			enc, err := fold.Encode(nil, attrs, b)
+			enc, err := z.Encode(nil, attrs, b)
 			require.NoError(t, err)
-			got, err := fold.Decode(enc, attrs)
+			got, err := z.Decode(enc, attrs)
 			require.NoError(t, err)
 			assert.Equal(t, len(b.Entries), len(got.Entries))
 			for i := range b.Entries {
 				assert.Equal(t, b.Entries[i], got.Entries[i])
 			}
 			assert.Equal(t, b.Sources, got.Sources)
-			again, err := fold.Encode(nil, attrs, got)
+			again, err := other.Encode(nil, attrs, got)
 			require.NoError(t, err)
-			assert.Equal(t, enc, again, "canonical: equal blobs, identical bytes")
+			assert.Equal(t, enc, again, "canonical: equal blobs, identical bytes, from any codec")
 		})
 	}
-	enc, err := fold.Encode(nil, attrs, blob(t, 2000))
+	enc, err := z.Encode(nil, attrs, blob(t, 2000))
 	require.NoError(t, err)
 	assert.Less(t, len(enc), 2000*20, "a large blob is compressed")
 }
@@ -68,20 +75,22 @@ func TestBlobRoundTrip(t *testing.T) {
 // Attributes are stored by name: decoding with another attribute list keeps the names it
 // shares and drops the others.
 func TestBlobAttributesByName(t *testing.T) {
+	z := newCodec(t)
 	b := blob(t, 9)
 	b.Entries[1].Attrs[1] = str("red")
-	enc, err := fold.Encode(nil, attrs, b)
+	enc, err := z.Encode(nil, attrs, b)
 	require.NoError(t, err)
-	got, err := fold.Decode(enc, []string{"colour", "size"})
+	got, err := z.Decode(enc, []string{"colour", "size"})
 	require.NoError(t, err)
 	assert.Equal(t, []*string{str("red"), nil}, got.Entries[1].Attrs)
 	assert.Equal(t, []*string{nil, nil}, got.Entries[0].Attrs, "operator is not asked for")
-	got, err = fold.Decode(enc, nil)
+	got, err = z.Decode(enc, nil)
 	require.NoError(t, err)
 	assert.Nil(t, got.Entries[0].Attrs)
 }
 
 func TestEncodeRefusesNonCanonical(t *testing.T) {
+	z := newCodec(t)
 	e := func(dim, id string) fold.Entry {
 		return fold.Entry{Dimension: dim, DimensionID: id, Attrs: make([]*string, 2), Stats: stats(t, 1)}
 	}
@@ -93,15 +102,16 @@ func TestEncodeRefusesNonCanonical(t *testing.T) {
 		"attributes short":     {Entries: []fold.Entry{{Dimension: "a", Stats: stats(t, 1)}}},
 		"no stats":             {Entries: []fold.Entry{{Dimension: "a", Attrs: make([]*string, 2)}}},
 	} {
-		_, err := fold.Encode(nil, attrs, b)
+		_, err := z.Encode(nil, attrs, b)
 		assert.Error(t, err, name)
 	}
 }
 
 func TestDecodeRejectsCorrupt(t *testing.T) {
-	small, err := fold.Encode(nil, attrs, blob(t, 2))
+	z := newCodec(t)
+	small, err := z.Encode(nil, attrs, blob(t, 2))
 	require.NoError(t, err)
-	large, err := fold.Encode(nil, attrs, blob(t, 200))
+	large, err := z.Encode(nil, attrs, blob(t, 200))
 	require.NoError(t, err)
 	uncompressedLarge := []byte{fold.Version, 0}
 	uncompressedLarge = append(uncompressedLarge, bytes.Repeat([]byte{0}, 600)...)
@@ -127,7 +137,7 @@ func TestDecodeRejectsCorrupt(t *testing.T) {
 		"garbled zstd":          append(bytes.Clone(large[:20]), bytes.Repeat([]byte{0xff}, 40)...),
 		"longer prefix allowed": loose,
 	} {
-		_, err := fold.Decode(data, attrs)
+		_, err := z.Decode(data, attrs)
 		assert.ErrorIs(t, err, fold.ErrCorrupt, name)
 	}
 }
@@ -136,19 +146,20 @@ func TestDecodeRejectsCorrupt(t *testing.T) {
 // re-encodes to a blob that decodes to the same entries (to the same bytes when the blob
 // names the attributes as given).
 func FuzzDecode(f *testing.F) {
+	z := newCodec(f)
 	for _, n := range []int{0, 1, 3, 40} {
-		enc, err := fold.Encode(nil, attrs, blob(f, n, sink.TopicPartition{Topic: "t", Partition: 2}))
+		enc, err := z.Encode(nil, attrs, blob(f, n, sink.TopicPartition{Topic: "t", Partition: 2}))
 		require.NoError(f, err)
 		f.Add(enc)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		b, err := fold.Decode(data, attrs)
+		b, err := z.Decode(data, attrs)
 		if err != nil {
 			return
 		}
-		enc, err := fold.Encode(nil, attrs, b)
+		enc, err := z.Encode(nil, attrs, b)
 		require.NoError(t, err)
-		again, err := fold.Decode(enc, attrs)
+		again, err := z.Decode(enc, attrs)
 		require.NoError(t, err)
 		assert.Equal(t, b, again)
 		if bytes.HasPrefix(data, append([]byte{fold.Version, 0, 2, 8}, "operator\x06colour"...)) {

@@ -33,7 +33,9 @@
 //
 // A window that is not complete keeps its partials compactly: one row per (window, source)
 // holding every key's entry in one [Blob]. A later batch of the same window and source
-// replaces the keys it carries and keeps the others.
+// replaces the keys it carries and keeps the others. Blobs are written and read by a
+// [Codec], which an implementation makes once and shares between its calls; every Codec
+// writes the same bytes for the same blob.
 //
 // # Folded rows and the horizon
 //

@@ -171,7 +171,7 @@ func (c *Call) mergeFirst(f firstFold, size int, fn func(rows []Row, insert bool
 	if ew.n == 0 {
 		return FoldedBlob{}, nil
 	}
-	blob, err := ew.encode(f.sources)
+	blob, err := ew.encode(c.codec, f.sources)
 	return FoldedBlob{Start: f.w.start, End: f.w.end, Keys: ew.n, Blob: blob}, err
 }
 
@@ -311,7 +311,7 @@ func (c *Call) refold(out *Plan, w *pending) error {
 	if err != nil {
 		return err
 	}
-	blob, err := ew.encode(sources)
+	blob, err := ew.encode(c.codec, sources)
 	if err != nil {
 		return err
 	}

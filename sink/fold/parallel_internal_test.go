@@ -46,9 +46,15 @@ func parallelBatches(t *testing.T, sources, keys int) []sink.CloseBatch {
 	return out
 }
 
+func codec(tb testing.TB) *Codec {
+	z, err := NewCodec()
+	require.NoError(tb, err)
+	return z
+}
+
 func planWith(t *testing.T, spec sink.AggregateSpec, batches []sink.CloseBatch, procs int) (*Plan, error) {
 	t.Helper()
-	c, err := newCall(spec, batches, procs)
+	c, err := newCall(codec(t), spec, batches, procs)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +114,7 @@ func TestMergedInChunksEqualsWhole(t *testing.T) {
 	whole := merged(t, p, 0)
 	require.Len(t, whole.chunks, 1)
 	keys := len(whole.rows())
-	blob, err := Decode(whole.folded[0].Blob, spec.Attributes)
+	blob, err := codec(t).Decode(whole.folded[0].Blob, spec.Attributes)
 	require.NoError(t, err)
 	require.Len(t, blob.Entries, keys, "the folded row holds every merged key")
 	assert.Equal(t, keys, whole.folded[0].Keys)

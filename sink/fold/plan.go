@@ -38,7 +38,7 @@ type Folded struct {
 }
 
 // FoldedBlob is one folded row to write: its window, how many keys it holds and its blob,
-// what [Encode] writes for the [Folded] it stands for.
+// what [Codec.Encode] writes for the [Folded] it stands for.
 type FoldedBlob struct {
 	Start, End time.Time
 	Keys       int
@@ -144,6 +144,7 @@ func (p *Plan) Report(info *sink.WriteCloseInfo) {
 // [Call.SetProgress], [Call.Plan].
 type Call struct {
 	spec    sink.AggregateSpec
+	codec   *Codec
 	batches []prepared
 	windows map[time.Time]time.Time // start -> end of every window the batches hold partials of
 
@@ -161,15 +162,18 @@ type Call struct {
 // every partial's window ends after it starts and at or before its batch's ClosedThrough, and it carries only
 // attributes the spec declares; the stats of every partial kept decode and hold a value; the
 // partials of one window start agree on its end. Errors wrap [sink.ErrInvalid]; nothing may be written then. spec
-// must have its defaults applied.
-func NewCall(spec sink.AggregateSpec, batches []sink.CloseBatch) (*Call, error) {
-	return newCall(spec, batches, procs())
+// must have its defaults applied. The plan's folded blobs are encoded with z.
+func NewCall(z *Codec, spec sink.AggregateSpec, batches []sink.CloseBatch) (*Call, error) {
+	if z == nil {
+		return nil, fmt.Errorf("%w: fold: nil Codec", sink.ErrInvalid)
+	}
+	return newCall(z, spec, batches, procs())
 }
 
 // newCall is NewCall with its goroutines given: it prepares the batches on up to procs of
 // them, then checks them in order, so that the error is the one a single goroutine finds.
-func newCall(spec sink.AggregateSpec, batches []sink.CloseBatch, procs int) (*Call, error) {
-	c := &Call{spec: spec, batches: make([]prepared, len(batches)), windows: map[time.Time]time.Time{}, procs: procs}
+func newCall(z *Codec, spec sink.AggregateSpec, batches []sink.CloseBatch, procs int) (*Call, error) {
+	c := &Call{spec: spec, codec: z, batches: make([]prepared, len(batches)), windows: map[time.Time]time.Time{}, procs: procs}
 	errs := make([]error, len(batches))
 	_ = each(procs, len(batches), func(i int) error {
 		c.batches[i], errs[i] = prepare(spec, batches[i])

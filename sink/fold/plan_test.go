@@ -50,9 +50,10 @@ func partial(t *testing.T, id string, values ...float64) sink.Partial {
 // only changed progress; the second folds stored and in-memory partials, deletes the
 // compact rows and writes the folded row, without storing its own partials.
 func TestPlanStraddle(t *testing.T) {
+	z := newCodec(t)
 	a0, a1 := src("a", 0), src("a", 1)
 	registered := []fold.Progress{{Source: a0}, {Source: a1}}
-	c, err := fold.NewCall(spec, []sink.CloseBatch{{Source: a0, ClosedThrough: end0, Partials: []sink.Partial{partial(t, "x", 1, 2)}}, {Source: a1}})
+	c, err := fold.NewCall(z, spec, []sink.CloseBatch{{Source: a0, ClosedThrough: end0, Partials: []sink.Partial{partial(t, "x", 1, 2)}}, {Source: a1}})
 	require.NoError(t, err)
 	c.SetProgress(registered, nil)
 	_, ok := c.Through()
@@ -66,7 +67,7 @@ func TestPlanStraddle(t *testing.T) {
 	assert.Empty(t, rows)
 	assert.Empty(t, folded)
 
-	c, err = fold.NewCall(spec, []sink.CloseBatch{{Source: a1, ClosedThrough: end0, Partials: []sink.Partial{partial(t, "x", 3), partial(t, "y", 4)}}})
+	c, err = fold.NewCall(z, spec, []sink.CloseBatch{{Source: a1, ClosedThrough: end0, Partials: []sink.Partial{partial(t, "x", 3), partial(t, "y", 4)}}})
 	require.NoError(t, err)
 	c.SetProgress([]fold.Progress{{Source: a0, ClosedThrough: end0}, {Source: a1}}, []string{"a"})
 	through, ok := c.Through()
@@ -84,7 +85,7 @@ func TestPlanStraddle(t *testing.T) {
 	assert.Equal(t, want, rows[0].Summary)
 	require.Len(t, folded, 1)
 	assert.Equal(t, 2, folded[0].Keys)
-	blob, err := fold.Decode(folded[0].Blob, spec.Attributes)
+	blob, err := z.Decode(folded[0].Blob, spec.Attributes)
 	require.NoError(t, err)
 	assert.Equal(t, []sink.TopicPartition{a0, a1}, blob.Sources)
 	assert.Len(t, blob.Entries, 2)
@@ -112,4 +113,10 @@ func merged(t *testing.T, p *fold.Plan) ([]fold.Row, []fold.FoldedBlob) {
 	})
 	require.NoError(t, err)
 	return rows, folded
+}
+
+func TestNewCallWithoutCodec(t *testing.T) {
+	_, err := fold.NewCall(nil, spec, nil)
+	require.ErrorIs(t, err, sink.ErrInvalid)
+	assert.ErrorContains(t, err, "nil Codec")
 }

@@ -47,7 +47,7 @@ func (s *Sink) WriteClose(ctx context.Context, batches ...sink.CloseBatch) error
 // writeClose is WriteClose without the report; it returns the plan of the last attempt and
 // the attempts made.
 func (s *Sink) writeClose(ctx context.Context, batches []sink.CloseBatch) (plan *fold.Plan, attempts int, err error) {
-	c, err := fold.NewCall(s.cfg.Aggregates, batches)
+	c, err := fold.NewCall(s.codec, s.cfg.Aggregates, batches)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -158,7 +158,7 @@ func (s *Sink) readStored(ctx context.Context, tx pgx.Tx, c *fold.Call) ([]fold.
 	var p fold.Partials
 	var blob []byte
 	err := forEach(br, "read stored partials", []any{&p.Start, &p.End, &p.Source.Topic, &p.Source.Partition, &blob}, func() error {
-		bl, err := fold.Decode(blob, attrs)
+		bl, err := s.codec.Decode(blob, attrs)
 		if err != nil {
 			return fmt.Errorf("compact partials of %s at %s: %w", p.Source, p.Start.Format(time.RFC3339), err)
 		}
@@ -173,7 +173,7 @@ func (s *Sink) readStored(ctx context.Context, tx pgx.Tx, c *fold.Call) ([]fold.
 	var folded []fold.Folded
 	var f fold.Folded
 	err = forEach(br, "read folded windows", []any{&f.Start, &f.End, &blob}, func() error {
-		bl, err := fold.Decode(blob, attrs)
+		bl, err := s.codec.Decode(blob, attrs)
 		if err != nil {
 			return fmt.Errorf("folded window at %s: %w", f.Start.Format(time.RFC3339), err)
 		}
@@ -306,7 +306,7 @@ func (s *Sink) partialArgs(ps []fold.Partials, now time.Time) ([]any, error) {
 	topics, parts, keys := make([]string, n), make([]int32, n), make([]int32, n)
 	blobs := make([][]byte, n)
 	for i, p := range ps {
-		blob, err := fold.Encode(nil, s.cfg.Aggregates.Attributes, fold.Blob{Entries: p.Entries})
+		blob, err := s.codec.Encode(nil, s.cfg.Aggregates.Attributes, fold.Blob{Entries: p.Entries})
 		if err != nil {
 			return nil, err
 		}

@@ -37,7 +37,7 @@ func firstFold(t *testing.T, s *Sink, start time.Time, ids []string, counts []in
 		}
 		b.Partials = append(b.Partials, p)
 	}
-	c, err := fold.NewCall(s.cfg.Aggregates, []sink.CloseBatch{b})
+	c, err := fold.NewCall(s.codec, s.cfg.Aggregates, []sink.CloseBatch{b})
 	require.NoError(t, err)
 	c.SetProgress([]fold.Progress{{Source: source}}, nil)
 	p, err := c.Plan(nil, nil, nil)

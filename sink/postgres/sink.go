@@ -19,6 +19,7 @@ type Sink struct {
 	pool   *pgxpool.Pool
 	cfg    Config
 	pruner *fold.Pruner
+	codec  *fold.Codec
 
 	// closeLock is the key of the advisory lock that serializes the close writes of the
 	// aggregates table: FNV-1a of the schema and the table's name.
@@ -67,7 +68,11 @@ func New(pool *pgxpool.Pool, cfg Config) (*Sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sink{pool: pool, cfg: cfg, pruner: &fold.Pruner{Horizon: horizon}, states: make(map[string]*stateTable, len(cfg.States))}
+	codec, err := fold.NewCodec()
+	if err != nil {
+		return nil, err
+	}
+	s := &Sink{pool: pool, cfg: cfg, pruner: &fold.Pruner{Horizon: horizon}, codec: codec, states: make(map[string]*stateTable, len(cfg.States))}
 	s.closeLock = int64(lockorder.NewFNV().String("streamledger close").Byte(0).String(cfg.Schema).Byte(0).String(cfg.Aggregates.Table))
 	s.buildAggregateSQL()
 	for _, st := range cfg.States {

@@ -108,7 +108,7 @@ func (s *Sink) oldLayoutCall(ctx context.Context, tx pgx.Tx, old string) (*fold.
 	}); err != nil {
 		return nil, fmt.Errorf("read progress: %w", err)
 	}
-	c, err := fold.NewCall(cfg.Aggregates, nil)
+	c, err := fold.NewCall(s.codec, cfg.Aggregates, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -43,6 +43,7 @@ type Memory struct {
 	states map[string]*memState
 	clock  func() time.Time
 	pruner *fold.Pruner
+	codec  *fold.Codec
 
 	progress map[sink.TopicPartition]fold.Progress
 	topics   map[string]bool
@@ -72,8 +73,13 @@ func NewMemory(cfg MemoryConfig) (*Memory, error) {
 	if err != nil {
 		return nil, err
 	}
+	codec, err := fold.NewCodec()
+	if err != nil {
+		return nil, err
+	}
 	m := &Memory{
 		agg:      agg,
+		codec:    codec,
 		states:   make(map[string]*memState, len(cfg.States)),
 		clock:    cfg.Clock,
 		pruner:   &fold.Pruner{Horizon: horizon},
@@ -139,7 +145,7 @@ func (m *Memory) WriteClose(ctx context.Context, batches ...sink.CloseBatch) err
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	c, err := fold.NewCall(m.agg, batches)
+	c, err := fold.NewCall(m.codec, m.agg, batches)
 	if err != nil || len(batches) == 0 {
 		return err
 	}
@@ -268,7 +274,7 @@ func (m *Memory) written(p *fold.Plan) (written, error) {
 		return written{}, err
 	}
 	for _, f := range blobs {
-		b, err := fold.Decode(f.Blob, m.agg.Attributes)
+		b, err := m.codec.Decode(f.Blob, m.agg.Attributes)
 		if err != nil {
 			return written{}, err
 		}
