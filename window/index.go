@@ -8,10 +8,10 @@ import "hash/maphash"
 // the table adds 4 bytes per slot: a map from keys to positions stores every key in its
 // slots, and at its load factors takes about twice the key's size per key.
 //
-// A key's position, and so the order of partials, is its place in first-Add order: the hash
-// only decides where the table looks, so the random seed never shows in the output. Keys of
-// a type that holds pointers other than strings escape to the heap when hashed
-// (maphash.Comparable), so such key types allocate on every lookup.
+// A key's position, and so the order of partials, is its place in first-Add order, whatever
+// the hash seed: the hash only chooses the slots the table probes. Keys of a type that holds
+// pointers other than strings escape to the heap when hashed (maphash.Comparable), so such key
+// types allocate on every lookup.
 type keyIndex[K comparable] struct {
 	seed  maphash.Seed
 	keys  []K     // in first-Add order
@@ -45,7 +45,8 @@ func (x *keyIndex[K]) reset(n int) {
 }
 
 // release drops x's references to its keys (the text of string keys, say), keeping their
-// storage; x finds nothing until the next reset.
+// storage. The table still points at the dropped positions, so x must be reset before its
+// next find or add.
 func (x *keyIndex[K]) release() {
 	clear(x.keys)
 	x.keys = x.keys[:0]
