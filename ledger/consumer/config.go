@@ -45,6 +45,11 @@ const (
 	defaultMaxPollInterval = 300 * time.Second
 	// maxPrefetch bounds the client's share of BufferLimit.
 	maxPrefetch = 64 << 20
+	// prefetchMessageCost is what the client's share of BufferLimit allows per prefetched
+	// message when it sets queued.min.messages: queued.max.messages.kbytes counts payload
+	// bytes only, while each queued message also holds librdkafka's own structures and keeps
+	// its fetch buffer alive, which for small messages costs more than the payload.
+	prefetchMessageCost = 2 << 10
 	// minBufferLimit is the smallest BufferLimit.
 	minBufferLimit = 64 << 10
 	// fetchQueueBackoff is the fetch.queue.backoff.ms the consumer gives librdkafka
@@ -243,8 +248,9 @@ type Config[K comparable] struct {
 
 	// BufferLimit bounds, in bytes, the memory the consumer holds for what it consumed. An
 	// eighth of it, at most 64 MiB, is the client's prefetch of messages not yet decided:
-	// queued.max.messages.kbytes and fetch.max.bytes, unless the Kafka configuration sets
-	// them. The rest is the budget of what was decided: the write backlog (state rows not
+	// queued.max.messages.kbytes and fetch.max.bytes, and queued.min.messages at one message
+	// per 2 KiB of it (librdkafka counts payload bytes only, and a small message costs the
+	// client more than its payload), unless the Kafka configuration sets them. The rest is the budget of what was decided: the write backlog (state rows not
 	// flushed, closed partials not written, dead letters not confirmed) and the open windows.
 	// Past a quarter of the budget the backlog is written at once by a tick run early, and
 	// while writes are in flight every partition is paused until the backlog is back under
@@ -600,6 +606,9 @@ func (s *settings[K]) bufferLimit() error {
 	prefetch := min(s.BufferLimit/8, maxPrefetch)
 	if _, ok := s.kafka["queued.max.messages.kbytes"]; !ok {
 		s.kafka["queued.max.messages.kbytes"] = int(max(prefetch>>10, 1))
+	}
+	if _, ok := s.kafka["queued.min.messages"]; !ok {
+		s.kafka["queued.min.messages"] = int(max(prefetch/prefetchMessageCost, 1))
 	}
 	if _, ok := s.kafka["fetch.max.bytes"]; !ok {
 		// librdkafka wants fetch.max.bytes at least max.partition.fetch.bytes (1 MiB unless set).

@@ -77,12 +77,16 @@ func TestConfigBufferLimit(t *testing.T) {
 		limit         int64
 		kafka         kafka.ConfigMap
 		queued, fetch any
+		messages      any
 		buffer        int64
 	}{
-		{"large: prefetch at most 64 MiB", 4 << 30, nil, 64 << 10, 64 << 20, 4<<30 - 64<<20},
-		{"small: fetch.max.bytes at least 1 MiB", 1 << 20, nil, 128, 1 << 20, 1<<20 - 128<<10},
-		{"set by the user: kept", 1 << 30, kafka.ConfigMap{"queued.max.messages.kbytes": 1000, "fetch.max.bytes": 2 << 20}, 1000, 2 << 20, 1<<30 - 64<<20},
-		{"no bound: librdkafka's defaults", -1, nil, nil, nil, 0},
+		{"large: prefetch at most 64 MiB", 4 << 30, nil, 64 << 10, 64 << 20, 32 << 10, 4<<30 - 64<<20},
+		{"default: an eighth", DefaultBufferLimit, nil, 32 << 10, 32 << 20, 16 << 10, DefaultBufferLimit - 32<<20},
+		{"small: fetch.max.bytes at least 1 MiB", 1 << 20, nil, 128, 1 << 20, 64, 1<<20 - 128<<10},
+		{"smallest: at least one message", minBufferLimit, nil, 8, 1 << 20, 4, minBufferLimit - 8<<10},
+		{"set by the user: kept", 1 << 30, kafka.ConfigMap{"queued.max.messages.kbytes": 1000, "fetch.max.bytes": 2 << 20,
+			"queued.min.messages": 500}, 1000, 2 << 20, 500, 1<<30 - 64<<20},
+		{"no bound: librdkafka's defaults", -1, nil, nil, nil, nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := validConfig(t)
@@ -94,6 +98,7 @@ func TestConfigBufferLimit(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.queued, s.kafka["queued.max.messages.kbytes"])
 			assert.Equal(t, tc.fetch, s.kafka["fetch.max.bytes"])
+			assert.Equal(t, tc.messages, s.kafka["queued.min.messages"])
 			assert.Equal(t, tc.buffer, s.buffer)
 		})
 	}
