@@ -358,9 +358,11 @@ func runPipeline(ctx context.Context, cfg Config, c Case, brokers string, ends m
 	m := newMeter(res.Records, ends)
 	m.atProbe = cfg.AtProbe
 
-	// Return what the raw phase freed to the OS, so that the pipeline's peak RSS is its own
-	// and not the raw consumer's high-water mark.
+	// Return what the raw phase freed to the OS, the Go heap's and the C heap's (the raw
+	// consumer's client), so that the pipeline's peak RSS is its own and not the raw
+	// consumer's high-water mark.
 	debug.FreeOSMemory()
+	trimCHeap()
 	m.baseHeap = liveHeap()
 	rssBase := rssNow()
 	resetPeakRSS()
