@@ -34,7 +34,8 @@ import (
 // Polling goes on meanwhile, so the group never evicts the consumer.
 
 // buffered returns the bytes of the open windows and of the write backlog, as estimated by
-// the workers after each chunk and by the loop for what waits for a write.
+// the workers after each chunk and by the loop for what waits for a write (a failed flush's
+// rows included).
 func (p *processor[K]) buffered() (windows, backlog int64) {
 	for _, pt := range p.order {
 		windows += pt.winBytes.Load()
@@ -43,7 +44,7 @@ func (p *processor[K]) buffered() (windows, backlog int64) {
 	if p.job != nil {
 		backlog += p.job.bytes
 	}
-	return windows, backlog
+	return windows, backlog + p.retryBytes
 }
 
 // checkBuffer applies the buffer bound to the write backlog; it runs on the loop after every

@@ -267,6 +267,10 @@ type TickInfo struct {
 	// quarter of the buffer budget, or there was no bound (see Config.SyncWrites). Where
 	// ticks wait long, the sink holds the loop back, not the client or the handlers.
 	Waited time.Duration
+	// WindowBytes and BacklogBytes are the estimates Config.BufferLimit bounds, after the
+	// tick: the memory of the open windows, and of the write backlog (state rows not
+	// flushed, closed partials not written, dead letters not confirmed).
+	WindowBytes, BacklogBytes int64
 }
 
 // hooks holds the configured hooks split by interface.

@@ -59,6 +59,7 @@ type processor[K comparable] struct {
 	// deciding; it changes only at barriers.
 	seq        uint64
 	stateRetry map[string][]sink.StateRow     // rows of a failed flush, written with the next
+	retryBytes int64                          // estimate of stateRetry's memory (rowBytes)
 	registered map[ledger.TopicPartition]bool // partitions the sink took a batch of
 	toRegister []ledger.TopicPartition        // partitions to register with the next close write
 

@@ -167,6 +167,38 @@ func TestAccountingConsumedIsAdmittedPlusLatePlusDeadLettered(t *testing.T) {
 	assert.Equal(t, int64(3), parts[1].DeadLettered)
 }
 
+func TestTickReportsTheBufferedBytes(t *testing.T) {
+	var ticks []TickInfo
+	h := newHarness(t, func(c *Config[string]) {
+		c.Hooks = append(c.Hooks, tickHook(func(i TickInfo) { ticks = append(ticks, i) }))
+	})
+	p0, p1 := tp("t", 0), tp("t", 1)
+	h.assign(p0, -1, "")
+	h.assign(p1, -1, "")
+	h.feed(p0, 0, "w 1 A 1", "w 2 B 2", "w 7 A 3", "s 4")
+	h.feed(p1, 0, "w 1 C 1")
+	h.tick()
+
+	require.Len(t, ticks, 1)
+	var want int64
+	for _, pt := range h.p.order {
+		want += pt.win.Bytes()
+	}
+	assert.Positive(t, want, "windows are open")
+	assert.Equal(t, want, ticks[0].WindowBytes, "the open windows' estimate, over every partition")
+	assert.Zero(t, ticks[0].BacklogBytes, "the tick wrote the state row and the closes")
+
+	h.mem.FailNext(errors.New("database down"))
+	h.feed(p0, 4, "s 5")
+	h.tick()
+	require.Len(t, ticks, 2)
+	assert.Positive(t, ticks[1].BacklogBytes, "the failed write's closes wait for the next tick")
+}
+
+type tickHook func(TickInfo)
+
+func (f tickHook) OnTick(i TickInfo) { f(i) }
+
 type partitionHook func(PartitionInfo)
 
 func (f partitionHook) OnPartition(pi PartitionInfo) { f(pi) }

@@ -336,6 +336,7 @@ func (p *processor[K]) report(d time.Duration, caughtUp bool) {
 		}
 	}
 	ti.MinWatermark, _ = p.marks.Min()
+	ti.WindowBytes, ti.BacklogBytes = p.buffered()
 	for _, h := range p.s.hooks.tick {
 		h.OnTick(ti)
 	}

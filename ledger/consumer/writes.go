@@ -112,6 +112,7 @@ func (p *processor[K]) takeState() map[string][]sink.StateRow {
 		}
 	}
 	clear(p.stateRetry)
+	p.retryBytes = 0
 	for _, pt := range p.order {
 		pt.state.appendTo(out)
 		pt.stateBytes.Store(0)
@@ -286,6 +287,9 @@ func (p *processor[K]) completeState(job *writeJob[K]) bool {
 			p.log.Warn("state flush failed; retrying at the next tick", "table", table, "rows", len(rows), "error", r.err)
 		}
 		p.stateRetry[table] = append(rows, p.stateRetry[table]...)
+		for _, r := range rows {
+			p.retryBytes += rowBytes(r)
+		}
 	}
 	if job.seq == 0 || !flushed {
 		return true

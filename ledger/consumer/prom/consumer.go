@@ -21,6 +21,7 @@ type consumerMetrics struct {
 	uncommitted, openWindows, watermark prometheus.Gauge
 	assigned, unassigned, sinceAssign   prometheus.Gauge
 	lag, partWatermark, closedThrough   *prometheus.GaugeVec
+	windowBytes, backlogBytes           prometheus.Gauge
 	writeDuration                       *prometheus.HistogramVec
 	tickDuration                        prometheus.Histogram
 }
@@ -47,6 +48,9 @@ func (m *consumerMetrics) init(cs []prometheus.Collector) []prometheus.Collector
 	m.assigned = gauge(&cs, "processor_assigned_partitions", "Partitions assigned to this processor.")
 	m.unassigned = gauge(&cs, "processor_unassigned_seconds", "How long the processor has held no partition; 0 while it holds some.")
 	m.sinceAssign = gauge(&cs, "processor_since_assignment_seconds", "Time since the processor's assignment last changed.")
+	buffered := gaugeVec(&cs, "processor_buffered_bytes",
+		"Estimated memory the buffer bound (BufferLimit) holds, by kind: windows (open windows), backlog (state rows, partials and dead letters waiting for a write).", "kind")
+	m.windowBytes, m.backlogBytes = buffered.WithLabelValues("windows"), buffered.WithLabelValues("backlog")
 	m.lag = gaugeVec(&cs, "processor_consumer_lag", "High watermark minus position, per partition.", "topic", "partition")
 	m.partWatermark = gaugeVec(&cs, "processor_partition_watermark_seconds", "Partition watermark (max event time - lateness), Unix seconds.", "topic", "partition")
 	m.closedThrough = gaugeVec(&cs, "processor_partition_closed_through_seconds", "Partition progress written to the sink, Unix seconds.", "topic", "partition")
@@ -143,6 +147,8 @@ func (m *consumerMetrics) OnTick(i consumer.TickInfo) {
 	}
 	m.unassigned.Set(i.Unassigned.Seconds())
 	m.sinceAssign.Set(i.SinceAssignment.Seconds())
+	m.windowBytes.Set(float64(i.WindowBytes))
+	m.backlogBytes.Set(float64(i.BacklogBytes))
 	m.tickDuration.Observe(i.Duration.Seconds())
 }
 

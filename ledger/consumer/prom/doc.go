@@ -45,6 +45,7 @@
 //	processor_assigned_partitions
 //	processor_unassigned_seconds                 how long the processor has held no partition, 0 while it holds some
 //	processor_since_assignment_seconds           time since the assignment last changed
+//	processor_buffered_bytes{kind}               what BufferLimit bounds, estimated: windows, backlog
 //
 // Histograms: processor_sink_write_duration_seconds{kind} (the consumer's sink writes, as
 // the consumer times them) and processor_tick_duration_seconds. A partition's series are

@@ -57,7 +57,7 @@ func report(m *prom.Metrics) {
 	m.OnPartition(consumer.PartitionInfo{TopicPartition: p0, Lag: 3, Watermark: time.Unix(2000, 0)})
 	m.OnPartition(consumer.PartitionInfo{TopicPartition: p1, Lag: 4, ClosedThrough: time.Unix(900, 0)})
 	m.OnTick(consumer.TickInfo{Partitions: 2, Pending: 17, OpenKeys: 6994, MinWatermark: time.Unix(1500, 0), Duration: time.Millisecond,
-		SinceAssignment: 90 * time.Second})
+		SinceAssignment: 90 * time.Second, WindowBytes: 3 << 20, BacklogBytes: 1 << 20})
 
 	m.OnWriteClose(sink.WriteCloseInfo{Batches: 2, Partials: 30, Merged: 12, Compact: 1, Folded: 1, Ignored: 2, Progress: 2, Attempts: 3, Duration: time.Millisecond})
 	m.OnWriteClose(sink.WriteCloseInfo{Batches: 1, Partials: 5, Attempts: 1, Err: errors.New("refused")})
@@ -92,6 +92,8 @@ func TestHooksExport(t *testing.T) {
 		`processor_assigned_partitions`:                                          2,
 		`processor_unassigned_seconds`:                                           0,
 		`processor_since_assignment_seconds`:                                     90,
+		`processor_buffered_bytes{kind="windows"}`:                               3 << 20,
+		`processor_buffered_bytes{kind="backlog"}`:                               1 << 20,
 		`processor_consumer_lag{partition="0",topic="pred"}`:                     3,
 		`processor_consumer_lag{partition="1",topic="pred"}`:                     4,
 		`processor_partition_watermark_seconds{partition="0",topic="pred"}`:      2000,
