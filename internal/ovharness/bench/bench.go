@@ -383,7 +383,10 @@ func runPipeline(ctx context.Context, cfg Config, c Case, brokers string, ends m
 	if err != nil {
 		return err
 	}
-	if err := drain(ctx, p, m); err != nil {
+	stopOutside := sampleOutsideGo()
+	err = drain(ctx, p, m)
+	res.PeakOutsideGo = stopOutside()
+	if err != nil {
 		return err
 	}
 	m.fill(res, p.Counters(), cpuTime()-cpuStart, gcCPU()-gcStart)

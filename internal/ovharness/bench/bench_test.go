@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,10 @@ func TestRun(t *testing.T) {
 	assert.Positive(t, st.WALBytes)
 	assert.Positive(t, st.MergedBytes)
 	assert.GreaterOrEqual(t, res.TickP99Ms, res.TickP50Ms)
+	if runtime.GOOS == "linux" {
+		assert.Positive(t, res.PeakOutsideGo, "the client's buffers and the binary, sampled while it ran")
+		assert.Less(t, res.PeakOutsideGo, res.PeakRSS)
+	}
 
 	rep := NewReport("test")
 	rep.Cases = append(rep.Cases, res)
@@ -52,6 +57,7 @@ func TestRun(t *testing.T) {
 	assert.Contains(t, tables.String(), "sink wait")
 	assert.Contains(t, tables.String(), "drain")
 	assert.Contains(t, tables.String(), "writes/row")
+	assert.Contains(t, tables.String(), "outside Go MB")
 	assert.Positive(t, res.Stages.DrainSeconds, "a bounded run ends with its last writes and commit")
 	assert.Less(t, res.DrainShare(), 1.0)
 	require.NoError(t, rep.WriteJSON(&js))

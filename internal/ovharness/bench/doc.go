@@ -35,9 +35,13 @@
 //
 // # Memory
 //
-// Broker, producer and processor share the process, so peak RSS (VmHWM, reset before each
-// phase where the kernel allows it) includes the broker's copy of the feed; the table also
-// gives the RSS growth during the pipeline phase. Memory per open (window, key) is the growth
+// The consuming phases run in a child process, apart from the broker and its copy of the
+// feed (unless --in-process). Its peak RSS (VmHWM) is the pipeline phase's own: before it the
+// Go heap and the C heap the raw consumer freed are returned to the operating system and the
+// peak is reset where the kernel allows it. The table also gives the RSS growth during the
+// pipeline phase and the largest resident memory outside the Go runtime, sampled every 250 ms:
+// librdkafka's buffers, the C allocator's arenas, the binary (a lower bound, as the runtime's
+// mapped but untouched pages count as the runtime's). Memory per open (window, key) is the growth
 // of the live Go heap over the baseline taken after the feed was produced (a forced GC when
 // the open keys reach a new high, at a tick; that pause is excluded from the rates) divided by
 // the open keys at that moment. It is an upper bound: it also holds the ledgers, the buffered
