@@ -11,7 +11,6 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/window"
 )
 
 // Version is the first byte of every encoded [Blob]. The second says how the rest is
@@ -69,8 +68,6 @@ type Entry struct {
 	Attrs []*string
 	// Stats is a serialized window.Stats.
 	Stats []byte
-
-	decoded *window.Stats // Stats decoded, for a partial of the call being planned; nil otherwise
 }
 
 // Blob is what a stored row holds in one value: for a compact partial row the entries of

@@ -326,12 +326,9 @@ func (c *Call) merge(w *pending, g []*Entry) (Row, Entry, error) {
 	key := sink.Key{WindowStart: w.start, Dimension: g[0].Dimension, DimensionID: g[0].DimensionID}
 	stats := make([]*window.Stats, len(g))
 	for i, e := range g {
-		if stats[i] = e.decoded; stats[i] != nil {
-			continue
-		}
 		var err error
 		if stats[i], err = c.spec.Decode(e.Stats); err != nil {
-			return Row{}, Entry{}, fmt.Errorf("stored stats of %s/%s at %s: %w",
+			return Row{}, Entry{}, fmt.Errorf("stats of %s/%s at %s: %w",
 				key.Dimension, key.DimensionID, w.start.Format(time.RFC3339), err)
 		}
 	}

@@ -10,8 +10,10 @@ import (
 
 // prepared is a batch as a call plans it: its source, closed_through and Empty (Partials
 // nil), and its partials as entries, collapsed to the last one per key, in key order (window
-// start, dimension, dimension id), their stats decoded, so that every attempt's plan slices
-// them instead of converting them again and a fold merges them without decoding them again.
+// start, dimension, dimension id), so that every attempt's plan slices them instead of
+// converting them again. Their stats are checked here and decoded again where a plan merges
+// them: holding a whole batch's decoded stats until the call ends would keep a second copy of
+// every closed window alive through the write.
 type prepared struct {
 	sink.CloseBatch
 	entries []Entry
@@ -75,7 +77,7 @@ func prepare(spec sink.AggregateSpec, b sink.CloseBatch) (prepared, error) {
 			return prepared{}, fmt.Errorf("%w: partials of the window starting at %s end at %s and at %s", sink.ErrInvalid,
 				p.WindowStart.Format(time.RFC3339), end.Format(time.RFC3339), p.WindowEnd.Format(time.RFC3339))
 		}
-		e := Entry{Dimension: p.Dimension, DimensionID: p.DimensionID, Stats: p.Stats, decoded: st}
+		e := Entry{Dimension: p.Dimension, DimensionID: p.DimensionID, Stats: p.Stats}
 		if na > 0 {
 			e.Attrs, slots = slots[:na:na], slots[na:]
 			for j, name := range spec.Attributes {
