@@ -250,8 +250,9 @@ type Config[K comparable] struct {
 	// eighth of it, at most 64 MiB, is the client's prefetch of messages not yet decided:
 	// queued.max.messages.kbytes and fetch.max.bytes, and queued.min.messages at one message
 	// per 2 KiB of it (librdkafka counts payload bytes only, and a small message costs the
-	// client more than its payload), unless the Kafka configuration sets them. The rest is the budget of what was decided: the write backlog (state rows not
-	// flushed, closed partials not written, dead letters not confirmed) and the open windows.
+	// client more than its payload), unless the Kafka configuration sets them. The rest is
+	// the budget of what was decided: the write backlog (state rows not flushed, closed
+	// partials not written, dead letters not confirmed) and the open windows.
 	// Past a quarter of the budget the backlog is written at once by a tick run early, and
 	// while writes are in flight every partition is paused until the backlog is back under
 	// ResumeAt of that quarter. Open windows past what the budget leaves beside the backlog

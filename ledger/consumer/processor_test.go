@@ -192,7 +192,8 @@ func TestTickReportsTheBufferedBytes(t *testing.T) {
 	h.feed(p0, 4, "s 5")
 	h.tick()
 	require.Len(t, ticks, 2)
-	assert.Positive(t, ticks[1].BacklogBytes, "the failed write's closes wait for the next tick")
+	assert.Positive(t, ticks[1].BacklogBytes, "the failed flush's row waits for the next tick")
+	assert.Equal(t, h.p.retryBytes, ticks[1].BacklogBytes, "and is all the backlog: nothing else is unwritten")
 }
 
 type tickHook func(TickInfo)
