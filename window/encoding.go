@@ -100,7 +100,21 @@ func corrupt(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
 }
 
-func decodeStats(data []byte) (Stats, error) {
+// CheckBinary reports whether data is a serialized [Stats] that [Stats.UnmarshalBinary]
+// accepts, and returns its count, without building the Stats: it allocates nothing, so a
+// reader that only needs to validate a partial (or learn its count) pays for no copy of its
+// values. Its errors are those of UnmarshalBinary.
+func CheckBinary(data []byte) (count int64, err error) {
+	s, err := readStats(data, false)
+	return s.count, err
+}
+
+func decodeStats(data []byte) (Stats, error) { return readStats(data, true) }
+
+// readStats validates data and returns the Stats it holds. Without keep it builds nothing
+// that allocates: the values are checked but not stored (the result then holds the count, the
+// sum and, for a digest, the min and max).
+func readStats(data []byte, keep bool) (Stats, error) {
 	if len(data) < 2 {
 		return Stats{}, corrupt("%d bytes, want at least 2", len(data))
 	}
@@ -134,57 +148,74 @@ func decodeStats(data []byte) (Stats, error) {
 	if !(math.Abs(s.sum) <= float64(count)*MaxValue) {
 		return Stats{}, corrupt("sum is %v, want a finite number of magnitude at most count·MaxValue", s.sum)
 	}
+	if kind == kindDigest {
+		return readDigest(s, p, keep)
+	}
+	if count > MaxExactLimit {
+		return Stats{}, corrupt("exact stats with count %d, want at most MaxExactLimit (%d)", count, MaxExactLimit)
+	}
+	var vals []float64 // nil: values checked, not stored
+	if keep {
+		vals = make([]float64, count)
+	}
 	var err error
-	switch kind {
-	case kindFloats, kindInts:
-		if count > MaxExactLimit {
-			return Stats{}, corrupt("exact stats with count %d, want at most MaxExactLimit (%d)", count, MaxExactLimit)
-		}
-		s.vals = make([]float64, count)
-		if kind == kindFloats {
-			err = decodeFloats(p, s.vals)
-		} else {
-			err = decodeInts(p, s.vals)
-		}
-		if err != nil {
-			return Stats{}, err
-		}
-		s.min, s.max = s.vals[0], s.vals[len(s.vals)-1]
-	case kindDigest:
-		if len(p) < 16 {
-			return Stats{}, corrupt("truncated min and max")
-		}
-		s.min = math.Float64frombits(binary.LittleEndian.Uint64(p))
-		s.max = math.Float64frombits(binary.LittleEndian.Uint64(p[8:]))
-		p = p[16:]
-		if !validValue(s.min) || !validValue(s.max) || s.min > s.max {
-			return Stats{}, corrupt("min %v and max %v, want finite values with min <= max", s.min, s.max)
-		}
-		if err := checkSmallEncoding(p, count); err != nil {
-			return Stats{}, err
-		}
+	if kind == kindFloats {
+		err = decodeFloats(p, int(count), vals)
+	} else {
+		err = decodeInts(p, int(count), vals)
+	}
+	if err != nil {
+		return Stats{}, err
+	}
+	if keep {
+		s.vals, s.min, s.max = vals, vals[0], vals[len(vals)-1]
+	}
+	return s, nil
+}
+
+// readDigest reads the min, max and digest that follow a digest's count and sum into s.
+func readDigest(s Stats, p []byte, keep bool) (Stats, error) {
+	if len(p) < 16 {
+		return Stats{}, corrupt("truncated min and max")
+	}
+	s.min = math.Float64frombits(binary.LittleEndian.Uint64(p))
+	s.max = math.Float64frombits(binary.LittleEndian.Uint64(p[8:]))
+	p = p[16:]
+	if !validValue(s.min) || !validValue(s.max) || s.min > s.max {
+		return Stats{}, corrupt("min %v and max %v, want finite values with min <= max", s.min, s.max)
+	}
+	if err := checkSmallEncoding(p, uint64(s.count)); err != nil {
+		return Stats{}, err
+	}
+	if keep {
 		s.dig = &digest{enc: bytes.Clone(p)}
 	}
 	return s, nil
 }
 
-func decodeFloats(p []byte, vals []float64) error {
-	if len(p) != 8*len(vals) {
-		return corrupt("%d bytes of values, want %d", len(p), 8*len(vals))
+// decodeFloats checks the n float64 values in p (ascending, valid, not all integers) and, if
+// vals is not nil, stores them there.
+func decodeFloats(p []byte, n int, vals []float64) error {
+	if len(p) != 8*n {
+		return corrupt("%d bytes of values, want %d", len(p), 8*n)
 	}
 	ints := true
-	for i := range vals {
+	prev := 0.0
+	for i := range n {
 		v := math.Float64frombits(binary.LittleEndian.Uint64(p[8*i:]))
 		if !validValue(v) || (v == 0 && math.Signbit(v)) {
 			return corrupt("value %d is %v, want a finite value of magnitude at most %g, not -0", i, v, float64(MaxValue))
 		}
-		if i > 0 && v < vals[i-1] {
-			return corrupt("value %d (%v) below value %d (%v), want ascending", i, v, i-1, vals[i-1])
+		if i > 0 && v < prev {
+			return corrupt("value %d (%v) below value %d (%v), want ascending", i, v, i-1, prev)
 		}
 		if v != math.Trunc(v) || v > maxExactInt || v < -maxExactInt {
 			ints = false
 		}
-		vals[i] = v
+		if vals != nil {
+			vals[i] = v
+		}
+		prev = v
 	}
 	if ints {
 		return corrupt("integer values in float form, want the integer encoding")
@@ -192,7 +223,9 @@ func decodeFloats(p []byte, vals []float64) error {
 	return nil
 }
 
-func decodeInts(p []byte, vals []float64) error {
+// decodeInts checks the n integer values in p (a zigzag first value, then ascending gaps,
+// each within 2^53) and, if vals is not nil, stores them there.
+func decodeInts(p []byte, n int, vals []float64) error {
 	zz, k := readUvarint(p)
 	if k <= 0 {
 		return corrupt("bad first value varint")
@@ -205,9 +238,11 @@ func decodeInts(p []byte, vals []float64) error {
 		return corrupt("first value %d, want magnitude at most 2^53", first)
 	}
 	p = p[k:]
-	vals[0] = float64(first)
+	if vals != nil {
+		vals[0] = float64(first)
+	}
 	prev := first
-	for i := 1; i < len(vals); i++ {
+	for i := 1; i < n; i++ {
 		gap, k := readUvarint(p)
 		if k <= 0 {
 			return corrupt("bad gap varint before value %d", i)
@@ -217,7 +252,9 @@ func decodeInts(p []byte, vals []float64) error {
 			return corrupt("value %d exceeds 2^53", i)
 		}
 		prev += int64(gap)
-		vals[i] = float64(prev)
+		if vals != nil {
+			vals[i] = float64(prev)
+		}
 	}
 	if len(p) != 0 {
 		return corrupt("%d bytes after the last value", len(p))
