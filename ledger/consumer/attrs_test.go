@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/window"
 )
 
 // The maps come from Config.Series, which may share one between series: merging the
@@ -74,4 +75,38 @@ func TestSeriesMapsAreOnlyRead(t *testing.T) {
 	assert.Equal(t, map[string]string{"owner": "op-AB"}, got[0].Attrs)
 	assert.Empty(t, none, "the first key's map is not written")
 	assert.Equal(t, map[string]string{"owner": "op-AB"}, owned)
+}
+
+// A close's stats share blocks: each must read as MarshalBinary's bytes, and appending to
+// one must never reach the next, whatever the sizes (a stats larger than a block gets an
+// allocation of its own).
+func TestStatsBlocksHoldEachStatsApart(t *testing.T) {
+	var stats []*window.Stats
+	for i := range 3000 {
+		s := window.NewStats()
+		n := 1 + i%7
+		if i%1000 == 999 {
+			n = 20000 // a digest larger than what a block has left
+		}
+		for v := range n {
+			require.NoError(t, s.Add(float64(i*v)+0.5))
+		}
+		stats = append(stats, s)
+	}
+	var blocks statsBlocks
+	got := make([][]byte, len(stats))
+	for i, s := range stats {
+		b, err := blocks.append(s)
+		require.NoError(t, err)
+		require.Equal(t, len(b), cap(b), "stats %d: capacity not capped", i)
+		got[i] = b
+	}
+	for i := range got {
+		_ = append(got[i], 0xff, 0xff, 0xff) // must copy, not write into the block
+	}
+	for i, s := range stats {
+		want, err := s.MarshalBinary()
+		require.NoError(t, err)
+		assert.Equal(t, want, got[i], "stats %d", i)
+	}
 }

@@ -200,14 +200,40 @@ func (p *processor[K]) toSink(closed []window.Partial[K]) ([]sink.Partial, error
 			Attrs:     sk.Attrs,
 		})
 	}
+	var blocks statsBlocks
 	for i := range out {
-		b, err := stats[i].MarshalBinary()
+		b, err := blocks.append(stats[i])
 		if err != nil {
 			return nil, err
 		}
 		out[i].Stats = b
 	}
 	return out, nil
+}
+
+// statsBlockSize is the size of the blocks that hold a close's serialized stats.
+const statsBlockSize = 64 << 10
+
+// statsBlocks serializes the stats of one close into shared blocks rather than one
+// allocation each: a close's partials are written, kept and dropped together, so one block
+// lives as long as each of its stats would, and the collector tracks a block per few
+// thousand partials instead of one object per partial.
+type statsBlocks struct{ free []byte }
+
+// append returns s serialized, with its capacity capped at its length so that no append to
+// it reaches the next stats in the block.
+func (b *statsBlocks) append(s *window.Stats) ([]byte, error) {
+	if cap(b.free) < statsBlockSize/16 {
+		b.free = make([]byte, 0, statsBlockSize)
+	}
+	out, err := s.AppendBinary(b.free)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) <= cap(b.free) { // in the block: append did not move it
+		b.free = b.free[len(out):len(out)]
+	}
+	return out[:len(out):len(out)], nil
 }
 
 // addAttrs returns into with the attributes of from that it lacks. The maps come from
