@@ -1,8 +1,10 @@
 package consumer
 
 import (
+	"fmt"
 	"maps"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -108,5 +110,39 @@ func TestStatsBlocksHoldEachStatsApart(t *testing.T) {
 		want, err := s.MarshalBinary()
 		require.NoError(t, err)
 		assert.Equal(t, want, got[i], "stats %d", i)
+	}
+}
+
+// The index of a close's sink keys finds every key again however their hashes collide.
+func TestSeriesIndexSurvivesCollisions(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var keys []sink.Key
+	for w := range 3 {
+		for id := range 50 {
+			keys = append(keys, sink.Key{WindowStart: t0.Add(time.Duration(w) * time.Minute),
+				Dimension: []string{"line", "stop"}[id%2], DimensionID: fmt.Sprint(id / 2)})
+		}
+	}
+	hashes := map[string]func(seriesKey) uint64{
+		"seeded":    newSeriesIndex(0).hash,
+		"collide":   func(seriesKey) uint64 { return 7 },
+		"by window": func(k seriesKey) uint64 { return uint64(k.start) },
+	}
+	for name, hash := range hashes {
+		t.Run(name, func(t *testing.T) {
+			x := newSeriesIndex(len(keys))
+			x.hash = hash
+			var out []sink.Partial
+			for _, k := range keys {
+				_, found := x.find(out, k)
+				require.False(t, found, "%v found before it was added", k)
+				out = append(out, sink.Partial{Key: k})
+			}
+			for want, k := range keys {
+				got, found := x.find(out, k)
+				require.True(t, found, "%v lost", k)
+				assert.Equal(t, want, got, "%v", k)
+			}
+		})
 	}
 }
