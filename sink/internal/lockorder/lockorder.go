@@ -12,11 +12,11 @@ import (
 	"github.com/streamledger/streamledger/sink"
 )
 
-// Rows returns rows in the order every writer sends them: by a seedless hash of the
-// key ([Hash]), then by the key itself where two hashes are equal. Any total order of the
-// keys avoids deadlocks between writers; this one sorts 16-byte (hash, index) pairs by an
-// integer instead of the rows by their boxed key values, which costs pointer chasing
-// through []any.
+// Rows puts rows in the order every writer sends them, in place, and returns them: by a
+// seedless hash of the key ([Hash]), then by the key itself where two hashes are equal. Any
+// total order of the keys avoids deadlocks between writers; this one sorts 16-byte (hash,
+// index) pairs by an integer instead of the rows by their boxed key values, which costs
+// pointer chasing through []any, and then moves each row once to its place.
 func Rows(rows []sink.StateRow) []sink.StateRow {
 	type keyed struct {
 		h uint64
@@ -32,11 +32,24 @@ func Rows(rows []sink.StateRow) []sink.StateRow {
 		}
 		return Compare(rows[a.i].Key, rows[b.i].Key)
 	})
-	out := make([]sink.StateRow, len(rows))
-	for j, o := range ord {
-		out[j] = rows[o.i]
+	// Place row ord[j].i at j, one cycle of the permutation at a time; a placed position's
+	// index becomes -1.
+	for j := range ord {
+		if ord[j].i < 0 {
+			continue
+		}
+		first, k := rows[j], j
+		for {
+			src := ord[k].i
+			ord[k].i = -1
+			if src == j {
+				rows[k] = first
+				break
+			}
+			rows[k], k = rows[src], src
+		}
 	}
-	return out
+	return rows
 }
 
 // Hash hashes a key tuple: each value's type tag and bytes (times as Unix nanoseconds),
