@@ -256,15 +256,16 @@ func BenchmarkCloseSerialize(b *testing.B) {
 }
 
 // BenchmarkMerge12 merges the 12 partials of one key decoded from bytes, as the sink
-// does: a hot key whose partials are digests, and a typical key whose partials are exact.
+// does: a hot key whose partials are digests, and a typical key whose partials are exact;
+// and the 6 exact partials (40 values each) of a busier key of a 6-partition topic.
 func BenchmarkMerge12(b *testing.B) {
 	for _, tc := range []struct {
-		name string
-		n    int
-	}{{"digest", 2000}, {"exact", 10}} {
+		name     string
+		n, parts int
+	}{{"digest", 2000, benchPartitions}, {"exact", 10, benchPartitions}, {"exact-6", 40, 6}} {
 		b.Run(tc.name, func(b *testing.B) {
 			r := rand.New(rand.NewPCG(1, 1))
-			parts := make([]*Stats, benchPartitions)
+			parts := make([]*Stats, tc.parts)
 			for i := range parts {
 				s := NewStats()
 				for range tc.n {

@@ -3,6 +3,7 @@ package window
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Merge returns the aggregate of parts, as if every value added to any part had been
@@ -56,15 +57,55 @@ func Merge(parts ...*Stats) (*Stats, error) {
 		return c, nil
 	}
 	if exact && out.count <= int64(out.ExactLimit()) {
-		out.vals = make([]float64, 0, out.count)
-		for _, p := range parts {
-			out.vals = append(out.vals, p.vals...)
-		}
-		sortFloats(out.vals, nil)
+		out.vals = mergeExact(parts, int(out.count))
 		return out, nil
 	}
 	out.dig = &digest{enc: mergeDigest(out.count, parts)}
 	return out, nil
+}
+
+// mergeSelectMax is the most non-empty parts whose sorted values mergeExact merges by
+// picking the smallest head each time; past it a sort is cheaper.
+const mergeSelectMax = 8
+
+// mergeExact returns the values of exact parts, n in all, in ascending order. Sealed parts
+// (those decoded, or closed by a Windows) hold ascending values, so a merge of them costs a
+// pass over the values instead of a sort; otherwise they are sorted. Equal values are
+// identical bits (add never stores -0), so either way gives the same slice.
+func mergeExact(parts []*Stats, n int) []float64 {
+	out := make([]float64, 0, n)
+	var buf [mergeSelectMax][]float64
+	heads := buf[:0]
+	for _, p := range parts {
+		if len(p.vals) == 0 {
+			continue
+		}
+		if len(heads) == mergeSelectMax || !slices.IsSorted(p.vals) {
+			heads = nil
+			break
+		}
+		heads = append(heads, p.vals)
+	}
+	if heads == nil {
+		for _, p := range parts {
+			out = append(out, p.vals...)
+		}
+		sortFloats(out, nil)
+		return out
+	}
+	for len(heads) > 0 {
+		m := 0
+		for i := 1; i < len(heads); i++ {
+			if heads[i][0] < heads[m][0] {
+				m = i
+			}
+		}
+		out = append(out, heads[m][0])
+		if heads[m] = heads[m][1:]; len(heads[m]) == 0 {
+			heads = slices.Delete(heads, m, m+1)
+		}
+	}
+	return out
 }
 
 // mergeDigest returns the encoded digest of the parts' values and centroids, count in all.

@@ -1,6 +1,7 @@
 package window
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -129,5 +130,47 @@ func TestMergeDeterministic(t *testing.T) {
 	require.NoError(t, err)
 	for _, q := range []float64{0.1, 0.5, 0.9, 0.99} {
 		assert.Equal(t, first.Quantile(Linear, q), m.Quantile(Linear, q), "q=%v", q)
+	}
+}
+
+// Exact parts merge to the same values whether they are sealed (their values ascending,
+// merged in one pass) or not (sorted), and whatever their number.
+func TestMergeExactSealedOrNot(t *testing.T) {
+	for _, k := range []int{2, 3, 6, 8, 9, 12} {
+		t.Run(fmt.Sprint(k, " parts"), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(k), 5))
+			raw, sealed := make([]*Stats, k), make([]*Stats, k)
+			var all []float64
+			for i := range k {
+				raw[i] = NewStats()
+				for range r.IntN(20) { // some parts empty
+					v := float64(r.IntN(15)) + []float64{0, 0.5}[i%2]
+					require.NoError(t, raw[i].Add(v))
+					all = append(all, v)
+				}
+				b, err := raw[i].MarshalBinary() // seals raw[i] too: rebuild it below
+				require.NoError(t, err)
+				sealed[i] = NewStats()
+				require.NoError(t, sealed[i].UnmarshalBinary(b))
+			}
+			for i := range raw { // unsorted: the values in the order added
+				vals := slices.Clone(sealed[i].vals)
+				r.Shuffle(len(vals), func(a, b int) { vals[a], vals[b] = vals[b], vals[a] })
+				raw[i] = NewStats()
+				for _, v := range vals {
+					require.NoError(t, raw[i].Add(v))
+				}
+			}
+			slices.Sort(all)
+			for name, parts := range map[string][]*Stats{"sealed": sealed, "unsorted": raw} {
+				m, err := Merge(parts...)
+				require.NoError(t, err)
+				if len(all) == 0 {
+					assert.Zero(t, m.Count(), name)
+					continue
+				}
+				assert.Equal(t, all, m.vals, name)
+			}
+		})
 	}
 }
