@@ -3,6 +3,8 @@ package postgres
 import (
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
+
 	"github.com/streamledger/streamledger/sink"
 )
 
@@ -93,12 +95,12 @@ func (r *stateRows) Columns(lo, hi int) []any {
 	}
 	nk, nv := len(rows[0].Key), len(rows[0].Values)
 	out := make([]any, 0, nk+1+nv)
-	col := make([]any, len(rows))
 	for j := range nk {
+		col := make(valueArray, len(rows))
 		for i, x := range rows {
 			col[i] = x.Key[j]
 		}
-		out = append(out, typedColumn(col))
+		out = append(out, col)
 	}
 	obs := make([]time.Time, len(rows))
 	for i, x := range rows {
@@ -106,71 +108,28 @@ func (r *stateRows) Columns(lo, hi int) []any {
 	}
 	out = append(out, obs)
 	for j := range nv {
+		col := make(valueArray, len(rows))
 		for i, x := range rows {
 			col[i] = x.Values[j]
 		}
-		out = append(out, typedColumn(col))
+		out = append(out, col)
 	}
 	return out
 }
 
-// typedColumn returns the values as a typed slice when they all have one common basic type
-// (nil allowed, as a nil pointer), so that pgx encodes the array without reflection per
-// element; otherwise a copy of the []any.
-func typedColumn(vals []any) any {
-	var first any
-	for _, v := range vals {
-		if v != nil {
-			first = v
-			break
-		}
-	}
-	switch first.(type) {
-	case string:
-		return typed[string](vals)
-	case int64:
-		return typed[int64](vals)
-	case int32:
-		return typed[int32](vals)
-	case int:
-		return typed[int](vals)
-	case float64:
-		return typed[float64](vals)
-	case bool:
-		return typed[bool](vals)
-	case time.Time:
-		return typed[time.Time](vals)
-	}
-	return append([]any(nil), vals...)
+// valueArray is a column of state rows' values as a one-dimensional array parameter
+// (pgtype.ArrayGetter): pgx encodes each element by its own type, taking the value as the row
+// holds it, so that no element is converted or boxed again; a nil element is NULL.
+type valueArray []any
+
+func (a valueArray) Dimensions() []pgtype.ArrayDimension {
+	return []pgtype.ArrayDimension{{Length: int32(len(a)), LowerBound: 1}}
 }
 
-// typed converts vals to []T, or to []*T if some are nil; to a copy of the []any if some
-// value is of another type.
-func typed[T any](vals []any) any {
-	out := make([]T, len(vals))
-	var ptrs []*T
-	for i, v := range vals {
-		switch x := v.(type) {
-		case T:
-			out[i] = x
-		case nil:
-			if ptrs == nil {
-				ptrs = make([]*T, len(vals))
-			}
-		default:
-			return append([]any(nil), vals...)
-		}
-	}
-	if ptrs == nil {
-		return out
-	}
-	for i, v := range vals {
-		if v != nil {
-			ptrs[i] = &out[i]
-		}
-	}
-	return ptrs
-}
+func (a valueArray) Index(i int) any { return a[i] }
+
+// IndexType reports no element type: the elements' own types choose their encoding.
+func (a valueArray) IndexType() any { return nil }
 
 func (r *stateRows) Consts() []any {
 	if r.updatedAt {
