@@ -259,9 +259,10 @@ type Config[K comparable] struct {
 	// pause the partitions holding the most, one tick at a time (a partition's windows close
 	// only as its own watermark moves). The sizes are estimates of the Go heap the structures
 	// hold; the process needs room beside them for the garbage collector (GOGC, GOMEMLIMIT),
-	// the client and the rest of the program. fetch.max.bytes is at least 1 MiB, which
-	// librdkafka requires. Zero means DefaultBufferLimit (256 MiB); below 64 KiB is refused;
-	// negative means no bound, and librdkafka's prefetch defaults.
+	// the client, the rest of the program, and the sink's working copy of a write in flight
+	// (up to about as much again as the rows and partials it writes). fetch.max.bytes is at
+	// least 1 MiB, which librdkafka requires. Zero means DefaultBufferLimit (256 MiB); below
+	// 64 KiB is refused; negative means no bound, and librdkafka's prefetch defaults.
 	BufferLimit int64
 	// ResumeAt is the low-water mark of the BufferLimit bounds, as a fraction of a bound in
 	// [0, 1): paused partitions resume once what they wait for falls to it. Zero means
