@@ -87,7 +87,7 @@ func allInts(vals []float64) bool {
 // error wrapping [ErrCorrupt], and an unknown version byte with one wrapping [ErrVersion];
 // on error s is unchanged.
 func (s *Stats) UnmarshalBinary(data []byte) error {
-	t, err := decodeStats(data)
+	t, err := readStats(data, true)
 	if err != nil {
 		return err
 	}
@@ -108,8 +108,6 @@ func CheckBinary(data []byte) (count int64, err error) {
 	s, err := readStats(data, false)
 	return s.count, err
 }
-
-func decodeStats(data []byte) (Stats, error) { return readStats(data, true) }
 
 // readStats validates data and returns the Stats it holds. Without keep it builds nothing
 // that allocates: the values are checked but not stored (the result then holds the count, the

@@ -75,18 +75,18 @@ const mergeSelectMax = 8
 func mergeExact(parts []*Stats, n int) []float64 {
 	out := make([]float64, 0, n)
 	var buf [mergeSelectMax][]float64
-	heads := buf[:0]
+	heads, merge := buf[:0], true
 	for _, p := range parts {
 		if len(p.vals) == 0 {
 			continue
 		}
 		if len(heads) == mergeSelectMax || !slices.IsSorted(p.vals) {
-			heads = nil
+			merge = false
 			break
 		}
 		heads = append(heads, p.vals)
 	}
-	if heads == nil {
+	if !merge {
 		for _, p := range parts {
 			out = append(out, p.vals...)
 		}

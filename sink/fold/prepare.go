@@ -13,8 +13,8 @@ import (
 // nil), and its partials as entries, collapsed to the last one per key, in key order (window
 // start, dimension, dimension id), so that every attempt's plan slices them instead of
 // converting them again. Their stats are checked here, without decoding, and decoded where a
-// plan merges them: holding a whole batch's decoded stats until the call ends would keep a second copy of
-// every closed window alive through the write.
+// plan merges them: holding a whole batch's decoded stats until the call ends would keep a
+// second copy of every closed window alive through the write.
 type prepared struct {
 	sink.CloseBatch
 	entries []Entry
@@ -68,7 +68,8 @@ func prepare(spec sink.AggregateSpec, b sink.CloseBatch) (prepared, error) {
 		// Checked, not decoded: a plan decodes only the partials it merges.
 		count, err := window.CheckBinary(p.Stats)
 		if err != nil {
-			return prepared{}, fmt.Errorf("partial %d of %s (%s/%s): %w: stats: %w", i, b.Source, p.Dimension, p.DimensionID, sink.ErrInvalid, err)
+			return prepared{}, fmt.Errorf("partial %d of %s (%s/%s): %w: stats: %w",
+				i, b.Source, p.Dimension, p.DimensionID, sink.ErrInvalid, err)
 		}
 		if count == 0 {
 			return prepared{}, fmt.Errorf("%w: partial %d of %s (%s/%s) holds no value; a closed window yields partials only for keys that saw one",
