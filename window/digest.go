@@ -143,6 +143,10 @@ func (sc *scratch) grow(vals []float64, limit int) []float64 {
 	return out
 }
 
+// dropFree empties the free lists. A buffer on them keeps its whole chunk alive, and the
+// chunks of closed windows would otherwise outlive the partials that use them.
+func (sc *scratch) dropFree() { sc.free = [sizeClasses][][]float64{} }
+
 // sizeClass returns the free-list index of a buffer capacity, if it has one.
 func sizeClass(c int) (int, bool) {
 	for i := range sizeClasses {

@@ -1,6 +1,9 @@
 package window
 
-import "hash/maphash"
+import (
+	"hash/maphash"
+	"unsafe"
+)
 
 // keyIndex holds the keys of one open window in first-Add order and finds a key's position
 // among them. It is an open-addressing table of positions (linear probing on a maphash of
@@ -50,6 +53,12 @@ func (x *keyIndex[K]) reset(n int) {
 func (x *keyIndex[K]) release() {
 	clear(x.keys)
 	x.keys = x.keys[:0]
+}
+
+// capBytes returns the bytes of x's storage: its key array and its table.
+func (x *keyIndex[K]) capBytes() int64 {
+	var k K
+	return int64(cap(x.keys))*int64(unsafe.Sizeof(k)) + int64(cap(x.slots))*4
 }
 
 // slotsFor returns the table size for n keys: a power of two at least 4/3 n, so that the

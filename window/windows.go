@@ -64,9 +64,9 @@ type Windows[K comparable] struct {
 	buf    scratch
 	retain func(K) K
 	limit  int32 // exact limit of new Stats, in the form of exactLimitSetting
-	// spare holds the key indexes of closed windows, cleared, for reuse: a window's key
-	// set resembles the previous one's, so reusing them avoids regrowing an index of
-	// thousands of keys every window.
+	// spare holds the key index of a closed window, cleared, for reuse: a window's key set
+	// resembles the previous one's, so reusing it avoids regrowing an index of thousands of
+	// keys every window. One is kept at most: each counts in Bytes until it is reused.
 	spare []*openWindow[K]
 	hint  int   // keys in the last closed window: the likely size of the next
 	bytes int64 // estimate of the memory the open windows hold (Bytes)
@@ -104,8 +104,9 @@ func New[K comparable](cfg Config[K]) (*Windows[K], error) {
 
 // Bytes returns an estimate of the memory the open windows hold: for each (window, key) its
 // place in the window's key index, its Stats and the capacity of its value buffer or
-// digest. Memory that keys point to (the text of a string key) is not counted: keys are
-// usually interned or shared.
+// digest, and the storage of the key indexes kept from closed windows for the next ones.
+// Memory that keys point to (the text of a string key) is not counted: keys are usually
+// interned or shared.
 func (w *Windows[K]) Bytes() int64 { return w.bytes }
 
 // Size returns the window size.
@@ -184,6 +185,7 @@ func (w *Windows[K]) newWindow(start int64) *openWindow[K] {
 	if n := len(w.spare); n > 0 {
 		o := w.spare[n-1]
 		w.spare = w.spare[:n-1]
+		w.bytes -= o.index.capBytes()
 		o.start = start
 		o.index.reset(size)
 		o.stats = make([]Stats, 0, size)
@@ -257,6 +259,7 @@ func (w *Windows[K]) Close(watermark time.Time) []Partial[K] {
 	m := copy(w.open, w.open[n:])
 	clear(w.open[m:])
 	w.open = w.open[:m]
+	w.buf.dropFree()
 	return out
 }
 
@@ -265,11 +268,12 @@ func (w *Windows[K]) recycle(o *openWindow[K]) {
 	w.hint = len(o.stats)
 	o.stats = nil
 	o.bytes = 0
-	if len(w.spare) >= 2 {
+	if len(w.spare) > 0 {
 		return
 	}
 	o.index.release() // newWindow resets the table when it takes o
 	w.spare = append(w.spare, o)
+	w.bytes += o.index.capBytes()
 }
 
 // ClosedThrough returns the highest watermark passed to [Windows.Close], and false if
