@@ -23,6 +23,16 @@ type stateTable struct {
 	buf      []byte // scratch for composite keys
 }
 
+// indexedRowBytes is the estimated cost of a buffered key besides its row's own memory
+// (rowBytes): its entry in the table's index map and its place in the rows and sizes slices,
+// with the slack their growth leaves.
+const indexedRowBytes = 96
+
+// keepIndexBelow is the size up to which a table keeps its index and slices, emptied, from
+// one flush to the next; a table that held more starts the next flush anew, so that a burst
+// of keys does not leave its storage behind, unaccounted, once the load falls.
+const keepIndexBelow = 4096
+
 // add buffers r and returns the change in the buffer's estimated bytes.
 func (b *stateBuffer) add(r sink.StateRow) int64 {
 	if b.tables == nil {
@@ -30,7 +40,7 @@ func (b *stateBuffer) add(r sink.StateRow) int64 {
 	}
 	t := b.tables[r.Table]
 	if t == nil {
-		t = &stateTable{byString: make(map[string]int), byKey: make(map[any]int)}
+		t = newStateTable()
 		b.tables[r.Table] = t
 	}
 	i, ok := t.find(r.Key)
@@ -38,7 +48,7 @@ func (b *stateBuffer) add(r sink.StateRow) int64 {
 	if !ok {
 		t.rows = append(t.rows, r)
 		t.sizes = append(t.sizes, size)
-		return size
+		return size + indexedRowBytes
 	}
 	if sink.AtPrecision(r.ObservedAt).Before(sink.AtPrecision(t.rows[i].ObservedAt)) {
 		return 0 // an older row of the key: the buffered one is what the flush writes
@@ -46,6 +56,10 @@ func (b *stateBuffer) add(r sink.StateRow) int64 {
 	delta := size - t.sizes[i]
 	t.rows[i], t.sizes[i] = r, size
 	return delta
+}
+
+func newStateTable() *stateTable {
+	return &stateTable{byString: make(map[string]int), byKey: make(map[any]int)}
 }
 
 // find returns the index of key's row, or registers the next index for it.
@@ -77,6 +91,10 @@ func (b *stateBuffer) appendTo(out map[string][]sink.StateRow) {
 			continue
 		}
 		out[name] = append(out[name], t.rows...)
+		if len(t.rows) > keepIndexBelow {
+			b.tables[name] = newStateTable()
+			continue
+		}
 		clear(t.rows) // the buffer must not keep the rows' values alive
 		t.rows, t.sizes = t.rows[:0], t.sizes[:0]
 		clear(t.byString)

@@ -85,7 +85,7 @@ func TestStateBufferKeepsTheLatestRowOfAKey(t *testing.T) {
 			var want int64
 			for _, rows := range tt.want {
 				for _, r := range rows {
-					want += rowBytes(r)
+					want += rowBytes(r) + indexedRowBytes
 				}
 			}
 			assert.Equal(t, want, bytes, "the estimate follows the rows buffered")
@@ -97,6 +97,31 @@ func TestStateBufferKeepsTheLatestRowOfAKey(t *testing.T) {
 			}
 			b.appendTo(got)
 			assert.Equal(t, tt.want, got, "nothing is taken twice")
+		})
+	}
+}
+
+// A flush empties a table; one that held more than keepIndexBelow keys starts anew, so that
+// its index does not stay grown, and uncounted, after a burst.
+func TestStateBufferDropsTheIndexOfABurst(t *testing.T) {
+	for _, tc := range []struct {
+		keys int
+		kept bool
+	}{{keepIndexBelow, true}, {keepIndexBelow + 1, false}} {
+		t.Run(fmt.Sprint(tc.keys, " keys"), func(t *testing.T) {
+			var b stateBuffer
+			for i := range tc.keys {
+				b.add(sink.StateRow{Table: "a", Key: []any{strconv.Itoa(i)}, ObservedAt: T0, Values: []any{i}})
+			}
+			before := b.tables["a"]
+			out := map[string][]sink.StateRow{}
+			b.appendTo(out)
+			require.Len(t, out["a"], tc.keys)
+			assert.Zero(t, b.len("a"))
+			assert.Equal(t, tc.kept, b.tables["a"] == before)
+			assert.Empty(t, b.tables["a"].byString)
+			b.add(sink.StateRow{Table: "a", Key: []any{"0"}, ObservedAt: T0, Values: []any{1}})
+			assert.Equal(t, 1, b.len("a"), "the table takes rows again")
 		})
 	}
 }
