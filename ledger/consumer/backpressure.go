@@ -28,8 +28,16 @@ import (
 //     mark; a partition that alone holds more is never paused. They resume when the windows
 //     fall to the low-water mark, or at the next tick at which they are back under the bound:
 //     paused partitions cannot make the total fall, so waiting for the low-water mark alone
-//     could hold them forever behind the others' working set. Growth is so throttled to the
-//     bound, one tick at a time.
+//     could hold them forever behind the others' working set; and they resume at a tick
+//     before which the running ones decided nothing, whose windows then close only as their
+//     watermarks advance while idle, if ever. Growth is so throttled to the bound, one tick
+//     at a time. Open windows count twice against it (windowCharge): a close
+//     turns them into partials waiting for their write, and the sink's working copy of
+//     those, while the windows still open go on growing.
+//
+// A write in flight counts twice in the backlog for the same reason: the sink works on a
+// copy of what it writes (rows collapsed by key, columns, encoded statements) while the job
+// still holds it.
 //
 // Polling goes on meanwhile, so the group never evicts the consumer.
 
@@ -42,7 +50,7 @@ func (p *processor[K]) buffered() (windows, backlog int64) {
 		backlog += pt.stateBytes.Load() + pt.letterBytes.Load() + pt.unwrittenBytes
 	}
 	if p.job != nil {
-		backlog += p.job.bytes
+		backlog += 2 * p.job.bytes
 	}
 	return windows, backlog + p.retryBytes
 }
@@ -80,14 +88,17 @@ func (p *processor[K]) throttleWindows() {
 		return
 	}
 	windows, backlog := p.buffered()
+	windows = windowCharge(windows)
 	bound := max(p.s.buffer-backlog, p.s.buffer/2)
 	low := int64(float64(bound) * p.s.ResumeAt)
-	if windows <= low || (windows <= bound && p.ticks > p.windowsPausedAt) {
+	stalled := p.dispatched == p.throttledCount
+	p.throttledCount = p.dispatched
+	if stalled || windows <= low || (windows <= bound && p.ticks > p.windowsPausedAt) {
 		for _, pt := range p.order {
 			p.unpause(pt, pauseWindows)
 		}
 	}
-	if windows <= bound {
+	if stalled || windows <= bound {
 		return
 	}
 	loads := slices.Clone(p.order)
@@ -95,11 +106,11 @@ func (p *processor[K]) throttleWindows() {
 	var held int64
 	for _, pt := range loads {
 		if pt.paused&pauseWindows != 0 {
-			held += pt.winBytes.Load()
+			held += windowCharge(pt.winBytes.Load())
 		}
 	}
 	for _, pt := range loads {
-		n := pt.winBytes.Load()
+		n := windowCharge(pt.winBytes.Load())
 		if pt.paused&pauseWindows != 0 || n == 0 || held+n > low {
 			continue
 		}
@@ -108,6 +119,10 @@ func (p *processor[K]) throttleWindows() {
 		held += n
 	}
 }
+
+// windowCharge is what open windows estimated at b bytes count against the bound: twice
+// their size, the second half for their close (see the bound's description above).
+func windowCharge(b int64) int64 { return 2 * b }
 
 func (p *processor[K]) pause(pt *part[K], why uint8) {
 	if pt.paused == 0 {

@@ -84,6 +84,7 @@ type processor[K comparable] struct {
 	tickedAt        time.Time // when the last tick began (now), for FlushWhenCaughtUp
 	tickedCount     int64     // dispatched when the last tick began
 	windowsPausedAt uint64    // tick of the last pause for open windows
+	throttledCount  int64     // dispatched when the open windows were last throttled
 
 	assignedOnce   bool // an assignment came (a bounded run may end)
 	endedSinceTick bool // a partition reached its stop since the last tick

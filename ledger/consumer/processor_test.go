@@ -500,8 +500,9 @@ func TestBufferBoundOnOpenWindows(t *testing.T) {
 	keys(p1, 30, 1, 6) // a later window: wm 6:00-2:00, nothing closed yet
 	w0, w1 := h.p.parts[p0].winBytes.Load(), h.p.parts[p1].winBytes.Load()
 	require.Greater(t, w1, 2*w0)
-	// The bound sits below both together, and its low-water mark (half of both) between them.
-	h.p.s.buffer = 2 * (w0 + w1) / 3
+	// The bound sits below what both together count against it, and its low-water mark (half
+	// of both) between them.
+	h.p.s.buffer = 2 * windowCharge(w0+w1) / 3
 	h.p.s.ResumeAt = 0.75
 	h.tick()
 	assert.True(t, h.cl.paused[p0], "the smaller one fits under the low-water mark: paused")
@@ -510,6 +511,32 @@ func TestBufferBoundOnOpenWindows(t *testing.T) {
 	h.feed(p1, 31, "w 12 C 1") // wm 10:00 closes p1's windows
 	h.tick()
 	assert.False(t, h.cl.paused[p0], "back under the bound at a later tick: resumed")
+}
+
+// A partition paused for the open windows resumes at a tick before which the running
+// partitions decided nothing: their windows may never close, and waiting for them would stall
+// the consumer.
+func TestWindowsPauseEndsWhenTheOthersStall(t *testing.T) {
+	h := newHarness(t, nil)
+	p0, p1 := tp("t", 0), tp("t", 1)
+	h.assign(p0, -1, "")
+	h.assign(p1, -1, "")
+	for i := range 10 {
+		h.feed(p0, int64(i), fmt.Sprintf("w 1 K%d 1", i))
+	}
+	for i := range 30 {
+		h.feed(p1, int64(i), fmt.Sprintf("w 1 K%d 1", i))
+	}
+	w0, w1 := h.p.parts[p0].winBytes.Load(), h.p.parts[p1].winBytes.Load()
+	h.p.s.buffer = 2 * windowCharge(w0+w1) / 3
+	h.p.s.ResumeAt = 0.75
+	h.tick()
+	require.True(t, h.cl.paused[p0], "paused for the open windows")
+	h.tick()
+	assert.False(t, h.cl.paused[p0], "nothing decided since the last tick: resumed")
+	h.feed(p1, 30, "w 1 K30 1")
+	h.tick()
+	assert.True(t, h.cl.paused[p0], "paused again once the others move while over the bound")
 }
 
 func TestMessagesOfUnknownPartitionsAndDuplicatesAreIgnored(t *testing.T) {
