@@ -43,8 +43,20 @@ const (
 	defaultSessionTimeout = 45 * time.Second
 	// defaultMaxPollInterval is librdkafka's max.poll.interval.ms default.
 	defaultMaxPollInterval = 300 * time.Second
+	// prefetchShare is the client's share of BufferLimit, as a divisor: a sixteenth. What the
+	// client holds in C memory for a prefetched byte is about twice the byte (librdkafka's
+	// structures, fetch buffers kept alive by their last message), and none of it is in the Go
+	// heap the rest of the bound estimates.
+	prefetchShare = 16
 	// maxPrefetch bounds the client's share of BufferLimit.
 	maxPrefetch = 64 << 20
+	// fetchesPerPrefetch is how many fetch responses (fetch.max.bytes) the prefetch holds: a
+	// response stays in memory until its last message is consumed, so smaller ones turn over
+	// sooner and keep less alive beside the queue.
+	fetchesPerPrefetch = 8
+	// minFetchBytes is the smallest fetch.max.bytes: librdkafka wants it at least
+	// max.partition.fetch.bytes, whose default is 1 MiB.
+	minFetchBytes = 1 << 20
 	// prefetchMessageCost is what the client's share of BufferLimit allows per prefetched
 	// message when it sets queued.min.messages: queued.max.messages.kbytes counts payload
 	// bytes only, while each queued message also holds librdkafka's own structures and keeps
@@ -246,23 +258,25 @@ type Config[K comparable] struct {
 	// Zero means DefaultCloseTimeout (10 s).
 	CloseTimeout time.Duration
 
-	// BufferLimit bounds, in bytes, the memory the consumer holds for what it consumed. An
-	// eighth of it, at most 64 MiB, is the client's prefetch of messages not yet decided:
-	// queued.max.messages.kbytes and fetch.max.bytes, and queued.min.messages at one message
-	// per 2 KiB of it (librdkafka counts payload bytes only, and a small message costs the
-	// client more than its payload), unless the Kafka configuration sets them. The rest is
-	// the budget of what was decided: the write backlog (state rows not flushed, closed
-	// partials not written, dead letters not confirmed) and the open windows.
+	// BufferLimit bounds, in bytes, the memory the consumer holds for what it consumed. A
+	// sixteenth of it, at most 64 MiB, is the client's prefetch of messages not yet decided:
+	// queued.max.messages.kbytes, queued.min.messages at one message per 2 KiB of it
+	// (librdkafka counts payload bytes only, and a small message costs the client more than
+	// its payload) and fetch.max.bytes at an eighth of it (at least 1 MiB and at least
+	// max.partition.fetch.bytes, as librdkafka requires), unless the Kafka configuration sets
+	// them. The client holds about twice its share in C memory. The rest is the budget of
+	// what was decided: the write backlog (state rows not flushed, closed partials not
+	// written, dead letters not confirmed; a write in flight counts twice, for the sink's
+	// working copy) and the open windows (counted twice, for the write their close makes).
 	// Past a quarter of the budget the backlog is written at once by a tick run early, and
 	// while writes are in flight every partition is paused until the backlog is back under
 	// ResumeAt of that quarter. Open windows past what the budget leaves beside the backlog
 	// pause the partitions holding the most, one tick at a time (a partition's windows close
 	// only as its own watermark moves). The sizes are estimates of the Go heap the structures
-	// hold; the process needs room beside them for the garbage collector (GOGC, GOMEMLIMIT),
-	// the client, the rest of the program, and the sink's working copy of a write in flight
-	// (up to about as much again as the rows and partials it writes). fetch.max.bytes is at
-	// least 1 MiB, which librdkafka requires. Zero means DefaultBufferLimit (256 MiB); below
-	// 64 KiB is refused; negative means no bound, and librdkafka's prefetch defaults.
+	// hold; the process needs room beside them for the garbage collector (a Go memory limit
+	// of about BufferLimit keeps the heap near it) and the rest of the program. Zero means
+	// DefaultBufferLimit (256 MiB); below 64 KiB is refused; negative means no bound, and
+	// librdkafka's prefetch defaults.
 	BufferLimit int64
 	// ResumeAt is the low-water mark of the BufferLimit bounds, as a fraction of a bound in
 	// [0, 1): paused partitions resume once what they wait for falls to it. Zero means
@@ -541,29 +555,34 @@ func kafkaConfig(user kafka.ConfigMap) (kafka.ConfigMap, error) {
 	return out, nil
 }
 
-// configMillis reads an integer millisecond property, if set.
+// configMillis reads a librdkafka property in milliseconds, if set.
 func configMillis(m kafka.ConfigMap, key string) (time.Duration, bool, error) {
+	n, ok, err := configInt(m, key, "milliseconds")
+	return time.Duration(n) * time.Millisecond, ok, err
+}
+
+// configInt reads a librdkafka property holding an integer (what says what it counts), if
+// set.
+func configInt(m kafka.ConfigMap, key, what string) (int64, bool, error) {
 	v, ok := m[key]
 	if !ok {
 		return 0, false, nil
 	}
-	var n int64
 	switch v := v.(type) {
 	case int:
-		n = int64(v)
+		return int64(v), true, nil
 	case int32:
-		n = int64(v)
+		return int64(v), true, nil
 	case int64:
-		n = v
+		return v, true, nil
 	case string:
-		var err error
-		if n, err = strconv.ParseInt(v, 10, 64); err != nil {
-			return 0, false, fmt.Errorf("%w: Kafka: %s: expected milliseconds, found %q", ErrConfig, key, v)
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, false, fmt.Errorf("%w: Kafka: %s: expected %s, found %q", ErrConfig, key, what, v)
 		}
-	default:
-		return 0, false, fmt.Errorf("%w: Kafka: %s: expected milliseconds, found %T", ErrConfig, key, v)
+		return n, true, nil
 	}
-	return time.Duration(n) * time.Millisecond, true, nil
+	return 0, false, fmt.Errorf("%w: Kafka: %s: expected %s, found %T", ErrConfig, key, what, v)
 }
 
 // secret reports whether a librdkafka property holds a secret that must never be logged.
@@ -605,7 +624,7 @@ func (s *settings[K]) bufferLimit() error {
 		return fmt.Errorf("%w: BufferLimit: expected at least %d bytes, or a negative value for no bound, found %d",
 			ErrConfig, minBufferLimit, s.BufferLimit)
 	}
-	prefetch := min(s.BufferLimit/8, maxPrefetch)
+	prefetch := min(s.BufferLimit/prefetchShare, maxPrefetch)
 	if _, ok := s.kafka["queued.max.messages.kbytes"]; !ok {
 		s.kafka["queued.max.messages.kbytes"] = int(max(prefetch>>10, 1))
 	}
@@ -613,8 +632,11 @@ func (s *settings[K]) bufferLimit() error {
 		s.kafka["queued.min.messages"] = int(max(prefetch/prefetchMessageCost, 1))
 	}
 	if _, ok := s.kafka["fetch.max.bytes"]; !ok {
-		// librdkafka wants fetch.max.bytes at least max.partition.fetch.bytes (1 MiB unless set).
-		s.kafka["fetch.max.bytes"] = int(max(prefetch, 1<<20))
+		partition, _, err := configInt(s.kafka, "max.partition.fetch.bytes", "bytes")
+		if err != nil {
+			return err
+		}
+		s.kafka["fetch.max.bytes"] = int(max(prefetch/fetchesPerPrefetch, minFetchBytes, partition))
 	}
 	s.buffer = s.BufferLimit - prefetch
 	return nil

@@ -42,9 +42,9 @@ func TestConfigDefaults(t *testing.T) {
 	assert.Equal(t, DefaultFlushInterval/5, s.FlushWhenCaughtUp, "early ticks once caught up, at most every fifth of the interval")
 	assert.Equal(t, 1, s.WriteConcurrency)
 	assert.Equal(t, int64(DefaultBufferLimit), s.BufferLimit)
-	assert.Equal(t, 32<<10, s.kafka["queued.max.messages.kbytes"], "an eighth of the bound is the client's prefetch")
-	assert.Equal(t, 32<<20, s.kafka["fetch.max.bytes"])
-	assert.Equal(t, int64(DefaultBufferLimit-32<<20), s.buffer)
+	assert.Equal(t, 16<<10, s.kafka["queued.max.messages.kbytes"], "a sixteenth of the bound is the client's prefetch")
+	assert.Equal(t, 2<<20, s.kafka["fetch.max.bytes"], "fetches of an eighth of the prefetch")
+	assert.Equal(t, int64(DefaultBufferLimit-16<<20), s.buffer)
 	assert.Equal(t, 3*45*time.Second, s.AssignmentWait, "three of librdkafka's session timeouts")
 }
 
@@ -80,10 +80,13 @@ func TestConfigBufferLimit(t *testing.T) {
 		messages      any
 		buffer        int64
 	}{
-		{"large: prefetch at most 64 MiB", 4 << 30, nil, 64 << 10, 64 << 20, 32 << 10, 4<<30 - 64<<20},
-		{"default: an eighth", DefaultBufferLimit, nil, 32 << 10, 32 << 20, 16 << 10, DefaultBufferLimit - 32<<20},
-		{"small: fetch.max.bytes at least 1 MiB", 1 << 20, nil, 128, 1 << 20, 64, 1<<20 - 128<<10},
-		{"smallest: at least one message", minBufferLimit, nil, 8, 1 << 20, 4, minBufferLimit - 8<<10},
+		{"large: prefetch at most 64 MiB", 4 << 30, nil, 64 << 10, 8 << 20, 32 << 10, 4<<30 - 64<<20},
+		{"default: a sixteenth, fetches of an eighth of it", DefaultBufferLimit, nil, 16 << 10, 2 << 20, 8 << 10,
+			DefaultBufferLimit - 16<<20},
+		{"small: fetch.max.bytes at least 1 MiB", 1 << 20, nil, 64, 1 << 20, 32, 1<<20 - 64<<10},
+		{"smallest: at least one message", minBufferLimit, nil, 4, 1 << 20, 2, minBufferLimit - 4<<10},
+		{"fetch.max.bytes at least max.partition.fetch.bytes", DefaultBufferLimit,
+			kafka.ConfigMap{"max.partition.fetch.bytes": "4194304"}, 16 << 10, 4 << 20, 8 << 10, DefaultBufferLimit - 16<<20},
 		{"set by the user: kept", 1 << 30, kafka.ConfigMap{"queued.max.messages.kbytes": 1000, "fetch.max.bytes": 2 << 20,
 			"queued.min.messages": 500}, 1000, 2 << 20, 500, 1<<30 - 64<<20},
 		{"no bound: librdkafka's defaults", -1, nil, nil, nil, nil, 0},
@@ -256,4 +259,9 @@ func TestNewRefusesAnUnknownKafkaProperty(t *testing.T) {
 	cfg.Kafka["session.timeout.ms"] = "soon"
 	_, err = New(cfg)
 	require.ErrorIs(t, err, ErrConfig, "an invalid value too")
+	delete(cfg.Kafka, "session.timeout.ms")
+	cfg.Kafka["max.partition.fetch.bytes"] = "lots"
+	_, err = New(cfg)
+	require.ErrorIs(t, err, ErrConfig, "an invalid fetch size, which the bound reads")
+	assert.Contains(t, err.Error(), `max.partition.fetch.bytes: expected bytes, found "lots"`)
 }
