@@ -16,14 +16,12 @@ import (
 // every doubling of the heap would spend a quarter of its CPU on the garbage collector.
 const gcPercent = 400
 
-// gcRoom is what a processor's Go memory limit leaves beside its buffer bound: the client's
-// Go side, the sink's connections, the program itself.
-const gcRoom = 64 << 20
-
 // setGC sets the garbage collector of a processor whose BufferLimit is limit (zero: the
-// runtime's default; negative: none): GOGC 400, and a Go memory limit of the bound plus
-// gcRoom, so that the heap stays near the bound however high GOGC lets it grow. GOGC and
-// GOMEMLIMIT in the environment win. It returns the settings in force.
+// runtime's default; negative: none): GOGC 400, and a Go memory limit of the bound, so that
+// the heap stays near the bound however high GOGC lets it grow. The consumer keeps what it
+// estimates within the bound less the client's share, with room beside it for the collector;
+// the client's C memory (about twice its share) and the program's text are outside the Go
+// limit. GOGC and GOMEMLIMIT in the environment win. It returns the settings in force.
 func setGC(limit int64) (percent int, memLimit int64) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
@@ -32,7 +30,7 @@ func setGC(limit int64) (percent int, memLimit int64) {
 		limit = consumer.DefaultBufferLimit
 	}
 	if os.Getenv("GOMEMLIMIT") == "" && limit > 0 {
-		debug.SetMemoryLimit(limit + gcRoom)
+		debug.SetMemoryLimit(limit)
 	}
 	percent = debug.SetGCPercent(-1)
 	debug.SetGCPercent(percent)

@@ -19,9 +19,9 @@ func TestSetGC(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "")
 	percent, limit := setGC(0)
 	assert.Equal(t, gcPercent, percent)
-	assert.Equal(t, int64(consumer.DefaultBufferLimit+gcRoom), limit)
+	assert.Equal(t, int64(consumer.DefaultBufferLimit), limit)
 	_, limit = setGC(1 << 30)
-	assert.Equal(t, int64(1<<30+gcRoom), limit)
+	assert.Equal(t, int64(1<<30), limit)
 
 	debug.SetGCPercent(100)
 	debug.SetMemoryLimit(math.MaxInt64)
