@@ -66,7 +66,8 @@ type Windows[K comparable] struct {
 	limit  int32 // exact limit of new Stats, in the form of exactLimitSetting
 	// spare holds the key index of a closed window, cleared, for reuse: a window's key set
 	// resembles the previous one's, so reusing it avoids regrowing an index of thousands of
-	// keys every window. One is kept at most: each counts in Bytes until it is reused.
+	// keys every window. One is kept at most, while a window is open: it counts in Bytes
+	// until it is reused.
 	spare []*openWindow[K]
 	hint  int   // keys in the last closed window: the likely size of the next
 	bytes int64 // estimate of the memory the open windows hold (Bytes)
@@ -260,7 +261,19 @@ func (w *Windows[K]) Close(watermark time.Time) []Partial[K] {
 	clear(w.open[m:])
 	w.open = w.open[:m]
 	w.buf.dropFree()
+	if m == 0 {
+		w.dropSpare() // nothing open: the data stopped (an idle partition, the end of input)
+	}
 	return out
+}
+
+// dropSpare drops the key index kept for the next window.
+func (w *Windows[K]) dropSpare() {
+	for _, o := range w.spare {
+		w.bytes -= o.index.capBytes()
+	}
+	clear(w.spare)
+	w.spare = w.spare[:0]
 }
 
 // recycle keeps o's index for a later window; its Stats now belong to the partials.

@@ -31,12 +31,14 @@ import (
 //     could hold them forever behind the others' working set; and they resume at a tick
 //     before which the running ones decided nothing, whose windows then close only as their
 //     watermarks advance while idle, if ever. Growth is so throttled to the bound, one tick
-//     at a time. Open windows count twice against it (windowCharge): a close
-//     turns them into partials waiting for their write, and the sink's working copy of
-//     those, while the windows still open go on growing.
+//     at a time. Open windows count three times against it (windowCharge): a close turns
+//     them into partials waiting for their write, and the sink's working copy of those
+//     (decoded, merged, encoded), while the windows still open go on growing. A tick's
+//     close can take every window of every partition at once (the end of a bounded run
+//     does), so the bound must hold that too.
 //
-// A write in flight counts twice in the backlog for the same reason: the sink works on a
-// copy of what it writes (rows collapsed by key, columns, encoded statements) while the job
+// A write in flight counts twice in the backlog, for the same working copy: the sink works on
+// a copy of what it writes (rows collapsed by key, columns, encoded statements) while the job
 // still holds it.
 //
 // Polling goes on meanwhile, so the group never evicts the consumer.
@@ -120,9 +122,9 @@ func (p *processor[K]) throttleWindows() {
 	}
 }
 
-// windowCharge is what open windows estimated at b bytes count against the bound: twice
-// their size, the second half for their close (see the bound's description above).
-func windowCharge(b int64) int64 { return 2 * b }
+// windowCharge is what open windows estimated at b bytes count against the bound: three
+// times their size, two of them for their close (see the bound's description above).
+func windowCharge(b int64) int64 { return 3 * b }
 
 func (p *processor[K]) pause(pt *part[K], why uint8) {
 	if pt.paused == 0 {

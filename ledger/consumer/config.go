@@ -267,7 +267,7 @@ type Config[K comparable] struct {
 	// them. The client holds about twice its share in C memory. The rest is the budget of
 	// what was decided: the write backlog (state rows not flushed, closed partials not
 	// written, dead letters not confirmed; a write in flight counts twice, for the sink's
-	// working copy) and the open windows (counted twice, for the write their close makes).
+	// working copy) and the open windows (counted three times, for the write their close makes).
 	// Past a quarter of the budget the backlog is written at once by a tick run early, and
 	// while writes are in flight every partition is paused until the backlog is back under
 	// ResumeAt of that quarter. Open windows past what the budget leaves beside the backlog
