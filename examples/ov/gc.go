@@ -20,8 +20,8 @@ const gcPercent = 400
 // runtime's default; negative: none): GOGC 400, and a Go memory limit of the bound, so that
 // the heap stays near the bound however high GOGC lets it grow. The consumer keeps what it
 // estimates within the bound less the client's share, with room beside it for the collector;
-// the client's C memory (about twice its share) and the program's text are outside the Go
-// limit. GOGC and GOMEMLIMIT in the environment win. It returns the settings in force.
+// the client's C memory and the program's text are outside the Go limit. GOGC and
+// GOMEMLIMIT in the environment win. It returns the settings in force.
 func setGC(limit int64) (percent int, memLimit int64) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)

@@ -44,7 +44,7 @@ const (
 	// defaultMaxPollInterval is librdkafka's max.poll.interval.ms default.
 	defaultMaxPollInterval = 300 * time.Second
 	// prefetchShare is the client's share of BufferLimit, as a divisor: a sixteenth. What the
-	// client holds in C memory for a prefetched byte is about twice the byte (librdkafka's
+	// client holds in C memory for a prefetched byte is more than the byte (librdkafka's
 	// structures, fetch buffers kept alive by their last message), and none of it is in the Go
 	// heap the rest of the bound estimates.
 	prefetchShare = 16
@@ -264,7 +264,7 @@ type Config[K comparable] struct {
 	// (librdkafka counts payload bytes only, and a small message costs the client more than
 	// its payload) and fetch.max.bytes at an eighth of it (at least 1 MiB and at least
 	// max.partition.fetch.bytes, as librdkafka requires), unless the Kafka configuration sets
-	// them. The client holds about twice its share in C memory. The rest is the budget of
+	// them. The client's C memory is outside the estimates. The rest is the budget of
 	// what was decided: the write backlog (state rows not flushed, closed partials not
 	// written, dead letters not confirmed; a write in flight counts twice, for the sink's
 	// working copy) and the open windows (counted three times, for the write their close makes).
