@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -135,20 +136,41 @@ func (p *processor[K]) pauseEnded(pt *part[K]) {
 	}
 }
 
-// endOfInput applies the end-of-input watermark to a partition that reached its stop, at a
-// tick: the end of its last window holding data, so that every window closes and is written,
-// while a later run of the same group still admits events of later windows.
+// nextOpenEnd is the end of pt's earliest open window holding data that ends past its
+// watermark (those at or before it close anyway), 0 if none.
+func nextOpenEnd[K comparable](pt *part[K]) int64 {
+	var from int64
+	if wm, ok := pt.wm.Watermark(); ok {
+		from = wm.UnixNano()
+	}
+	var next int64
+	for end := range pt.open {
+		if end > from {
+			next = min(cmp.Or(next, end), end)
+		}
+	}
+	return next
+}
+
+// endOfInput applies the end-of-input watermark to a partition that reached its stop, one
+// window a tick: the end of its earliest open window holding data past its watermark, until
+// the last one has closed. So every window closes and is written, while a later run of the
+// same group still admits events of later windows; and a partition that ends with several
+// windows open writes them one after another rather than holding all their partials and the
+// sink's working copy at once. Each step asks for another tick, which runs once the step's
+// write is done.
 func (p *processor[K]) endOfInput(pt *part[K]) {
 	if !pt.ended || pt.finished {
 		return
 	}
-	pt.finished = true
-	var last int64
-	for end := range pt.open {
-		last = max(last, end)
+	next := nextOpenEnd(pt)
+	if next != 0 {
+		pt.wm.EndOfInput(time.Unix(0, next).UTC())
 	}
-	if last != 0 {
-		pt.wm.EndOfInput(time.Unix(0, last).UTC())
+	if nextOpenEnd(pt) == 0 {
+		pt.finished = true
+	} else {
+		p.endedSinceTick = true
 	}
 }
 

@@ -164,7 +164,7 @@ type part[K comparable] struct {
 	emptySent      bool  // the sink knows the partition as empty (caught up, no watermark)
 	stop           int64 // a bounded run's stop offset, -1 if none
 	ended          bool  // every message below stop was dispatched
-	finished       bool  // the end-of-input watermark was applied
+	finished       bool  // the end-of-input watermark reached the last open window
 	caughtUp       bool  // position equals the high watermark at the last tick
 	committed      int64
 	lag            int64
