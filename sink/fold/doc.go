@@ -29,7 +29,9 @@
 // are what one goroutine computes. The merged rows of a window folded for the first time are
 // made as the implementation writes them ([Plan.Merged]), a range of keys at a time, and the
 // folded row is encoded as they are made: a window of many keys is never held whole beside
-// the partials it is merged from.
+// the partials it is merged from. Stored compact rows that the implementation reads as
+// blobs ([Partials].Blob) are decoded a window at a time, as that window is folded, so that a
+// call completing several windows holds one window's stored entries decoded at once.
 //
 // A window that is not complete keeps its partials compactly: one row per (window, source)
 // holding every key's entry in one [Blob]. A later batch of the same window and source

@@ -13,8 +13,8 @@ import (
 // pending is what a plan knows of one window.
 type pending struct {
 	start, end time.Time
-	stored     map[sink.TopicPartition][]Entry // compact rows read
-	batch      map[sink.TopicPartition][]Entry // this call's partials
+	stored     map[sink.TopicPartition]*Partials // compact rows read, maybe still encoded
+	batch      map[sink.TopicPartition][]Entry   // this call's partials
 	folded     *Folded
 	final      bool
 }
@@ -36,7 +36,7 @@ func (c *Call) Plan(partials []Partials, folded []Folded, final []time.Time) (*P
 		start, end = start.UTC(), end.UTC()
 		w := wins[start]
 		if w == nil {
-			w = &pending{start: start, end: end, stored: map[sink.TopicPartition][]Entry{}, batch: map[sink.TopicPartition][]Entry{}}
+			w = &pending{start: start, end: end, stored: map[sink.TopicPartition]*Partials{}, batch: map[sink.TopicPartition][]Entry{}}
 			wins[start] = w
 		} else if !w.end.Equal(end) {
 			return nil, fmt.Errorf("%w: the window starting at %s ends at %s and at %s", sink.ErrInvalid,
@@ -53,12 +53,13 @@ func (c *Call) Plan(partials []Partials, folded []Folded, final []time.Time) (*P
 			w.batch[b.Source] = b.entries[sp.lo:sp.hi]
 		}
 	}
-	for _, p := range partials {
+	for i := range partials {
+		p := &partials[i]
 		w, err := get(p.Start, p.End)
 		if err != nil {
 			return nil, err
 		}
-		w.stored[p.Source] = p.Entries
+		w.stored[p.Source] = p
 	}
 	for i := range folded {
 		w, err := get(folded[i].Start, folded[i].End)
@@ -102,15 +103,36 @@ func (c *Call) planWindow(out *Plan, w *pending) error {
 		return nil
 	}
 	for _, src := range sortedSources(w.batch) {
+		stored, err := c.storedEntries(w.stored[src])
+		if err != nil {
+			return err
+		}
 		out.Partials = append(out.Partials, Partials{Start: w.start, End: w.end, Source: src,
-			Entries: replaceEntries(w.stored[src], w.batch[src])})
+			Entries: replaceEntries(stored, w.batch[src])})
 	}
 	return nil
 }
 
+// storedEntries returns the entries of a stored compact row (none for nil), decoding its
+// blob where the reader left it encoded.
+func (c *Call) storedEntries(p *Partials) ([]Entry, error) {
+	switch {
+	case p == nil:
+		return nil, nil
+	case p.Entries != nil || p.Blob == nil:
+		return p.Entries, nil
+	}
+	bl, err := c.codec.Decode(p.Blob, c.spec.Attributes)
+	if err != nil {
+		return nil, fmt.Errorf("compact partials of %s at %s: %w", p.Source, p.Start.Format(time.RFC3339), err)
+	}
+	return bl.Entries, nil
+}
+
 // sources returns the stored and batch sources of w in order, each with its entries: the
-// stored ones with the batch's replacing them key by key. skip leaves sources out.
-func (w *pending) sources(skip func(sink.TopicPartition) bool) ([]sink.TopicPartition, [][]Entry) {
+// stored ones (decoded now where they are still encoded) with the batch's replacing them key
+// by key. skip leaves sources out.
+func (c *Call) sources(w *pending, skip func(sink.TopicPartition) bool) ([]sink.TopicPartition, [][]Entry, error) {
 	all := sortedSources(w.stored)
 	for _, s := range sortedSources(w.batch) {
 		if _, ok := w.stored[s]; !ok {
@@ -124,23 +146,20 @@ func (w *pending) sources(skip func(sink.TopicPartition) bool) ([]sink.TopicPart
 		if skip != nil && skip(s) {
 			continue
 		}
+		stored, err := c.storedEntries(w.stored[s])
+		if err != nil {
+			return nil, nil, err
+		}
 		srcs = append(srcs, s)
-		lists = append(lists, replaceEntries(w.stored[s], w.batch[s]))
+		lists = append(lists, replaceEntries(stored, w.batch[s]))
 	}
-	return srcs, lists
+	return srcs, lists, nil
 }
 
 // fold plans the first fold of a complete window: every key merged over its sources, as
 // [Plan.Merged] asks for the rows.
 func (c *Call) fold(out *Plan, w *pending) {
-	srcs, lists := w.sources(nil)
-	f := firstFold{w: w, lists: lists}
-	for i, s := range srcs {
-		if len(lists[i]) > 0 {
-			f.sources = append(f.sources, s)
-		}
-	}
-	out.firsts = append(out.firsts, f)
+	out.firsts = append(out.firsts, firstFold{w: w})
 	if len(w.stored) > 0 {
 		out.Delete = append(out.Delete, w.start)
 	}
@@ -150,8 +169,18 @@ func (c *Call) fold(out *Plan, w *pending) {
 // chunk's rows to fn as they are made, and returns the folded row (Keys zero for a window
 // without keys, which writes none).
 func (c *Call) mergeFirst(f firstFold, size int, fn func(rows []Row, insert bool) error) (FoldedBlob, error) {
-	ew := newEntryWriter(c.spec.Attributes, largest(f.lists))
-	for _, chunk := range cut(f.lists, chunks(f.lists, size)) {
+	srcs, lists, err := c.sources(f.w, nil)
+	if err != nil {
+		return FoldedBlob{}, err
+	}
+	var sources []sink.TopicPartition // those that contribute a key
+	for i, s := range srcs {
+		if len(lists[i]) > 0 {
+			sources = append(sources, s)
+		}
+	}
+	ew := newEntryWriter(c.spec.Attributes, largest(lists))
+	for _, chunk := range cut(lists, chunks(lists, size)) {
 		n := largest(chunk)
 		rows, entries, err := c.foldKeys(f.w, chunk, make([]Row, 0, n), make([]Entry, 0, n))
 		if err != nil {
@@ -171,7 +200,7 @@ func (c *Call) mergeFirst(f firstFold, size int, fn func(rows []Row, insert bool
 	if ew.n == 0 {
 		return FoldedBlob{}, nil
 	}
-	blob, err := ew.encode(c.codec, f.sources)
+	blob, err := ew.encode(c.codec, sources)
 	return FoldedBlob{Start: f.w.start, End: f.w.end, Keys: ew.n, Blob: blob}, err
 }
 
@@ -282,7 +311,10 @@ func (c *Call) refold(out *Plan, w *pending) error {
 			out.Ignored += len(es)
 		}
 	}
-	srcs, lists := w.sources(in)
+	srcs, lists, err := c.sources(w, in)
+	if err != nil {
+		return err
+	}
 	if len(w.stored) > 0 {
 		out.Delete = append(out.Delete, w.start)
 	}
@@ -297,7 +329,7 @@ func (c *Call) refold(out *Plan, w *pending) error {
 	}
 	slices.SortFunc(sources, sink.CompareSources)
 	ew := newEntryWriter(c.spec.Attributes, max(len(f.Entries), largest(lists)))
-	err := groups(append([][]Entry{f.Entries}, lists...), func(g []*Entry, from []int) error {
+	err = groups(append([][]Entry{f.Entries}, lists...), func(g []*Entry, from []int) error {
 		if len(g) == 1 && from[0] == 0 {
 			return ew.add(g[0])
 		}

@@ -122,7 +122,9 @@ func TestMergedInChunksEqualsWhole(t *testing.T) {
 		got := merged(t, p, size)
 		assert.Equal(t, whole.rows(), got.rows(), "size %d", size)
 		assert.Equal(t, whole.folded, got.folded, "size %d", size)
-		longest := largest(p.firsts[0].lists)
+		_, lists, err := p.call.sources(p.firsts[0].w, nil)
+		require.NoError(t, err)
+		longest := largest(lists)
 		assert.Len(t, got.chunks, max(1, (longest+size-1)/size), "size %d", size)
 		var info sink.WriteCloseInfo
 		p.Report(&info)

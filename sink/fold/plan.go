@@ -22,11 +22,17 @@ type Progress struct {
 // holds reports whether the partition holds windows back (when its topic contributes).
 func (p Progress) holds() bool { return !(p.Empty && p.ClosedThrough.IsZero()) }
 
-// Partials is one stored compact row: the entries of one source for one window.
+// Partials is one stored compact row: the entries of one source for one window. A reader
+// may give the row's Blob as stored (what [Codec.Encode] wrote) and leave Entries nil: the
+// plan then decodes it only where it needs the entries, a window at a time as [Plan.Merged]
+// folds it, so that a call folding several windows never holds all their stored entries
+// decoded at once. A corrupt blob then fails [Call.Plan] or [Plan.Merged], whichever decodes
+// it.
 type Partials struct {
 	Start, End time.Time
 	Source     sink.TopicPartition
 	Entries    []Entry
+	Blob       []byte
 }
 
 // Folded is one stored folded row, as read: every key's merged stats of one window and the
@@ -81,12 +87,10 @@ type Plan struct {
 	folded   int          // folded rows the last Merged returned
 }
 
-// firstFold is a window folded for the first time: its sources' entries, each list in key
-// order, and the sources that contribute a key.
+// firstFold is a window folded for the first time; its sources' entries are decoded when
+// [Plan.Merged] folds it.
 type firstFold struct {
-	w       *pending
-	lists   [][]Entry
-	sources []sink.TopicPartition
+	w *pending
 }
 
 // Inserts reports whether the plan folds a window for the first time: whether [Plan.Merged]

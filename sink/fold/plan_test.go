@@ -103,6 +103,62 @@ func TestPlanStraddle(t *testing.T) {
 	assert.Empty(t, folded)
 }
 
+// Stored partials read as blobs (Entries nil) fold as their decoded entries do, in a plan
+// that stores them again (a replay of a window not complete) and in one that completes it;
+// a corrupt blob fails the decode that needs it, naming the row.
+func TestPlanDecodesStoredBlobs(t *testing.T) {
+	z := newCodec(t)
+	a0, a1 := src("a", 0), src("a", 1)
+	first, err := fold.NewCall(z, spec, []sink.CloseBatch{{Source: a0, ClosedThrough: end0, Partials: []sink.Partial{partial(t, "x", 1, 2), partial(t, "y", 5)}}})
+	require.NoError(t, err)
+	first.SetProgress([]fold.Progress{{Source: a0}, {Source: a1}}, nil)
+	p, err := first.Plan(nil, nil, nil)
+	require.NoError(t, err)
+	require.Len(t, p.Partials, 1)
+	decoded := p.Partials[0]
+	enc, err := z.Encode(nil, spec.Attributes, fold.Blob{Sources: []sink.TopicPartition{a0}, Entries: decoded.Entries})
+	require.NoError(t, err)
+	encoded := decoded
+	encoded.Entries, encoded.Blob = nil, enc
+	corrupt := encoded
+	corrupt.Blob = enc[:len(enc)/2]
+
+	// Not complete: a0 writes the window again (a replay), a1 has closed nothing. Complete:
+	// a1 closes it after a0.
+	plan := func(complete bool, stored fold.Partials) (*fold.Plan, error) {
+		batch := sink.CloseBatch{Source: a0, ClosedThrough: end0, Partials: []sink.Partial{partial(t, "x", 3)}}
+		if complete {
+			batch.Source = a1
+		}
+		c, err := fold.NewCall(z, spec, []sink.CloseBatch{batch})
+		require.NoError(t, err)
+		c.SetProgress([]fold.Progress{{Source: a0, ClosedThrough: end0}, {Source: a1}}, []string{"a"})
+		return c.Plan([]fold.Partials{stored}, nil, nil)
+	}
+	for _, complete := range []bool{false, true} {
+		want, err := plan(complete, decoded)
+		require.NoError(t, err)
+		got, err := plan(complete, encoded)
+		require.NoError(t, err)
+		assert.Equal(t, want.Partials, got.Partials, "complete %v", complete)
+		wantRows, wantFolded := merged(t, want)
+		gotRows, gotFolded := merged(t, got)
+		assert.Equal(t, wantRows, gotRows, "complete %v", complete)
+		assert.Equal(t, wantFolded, gotFolded, "complete %v", complete)
+		assert.Len(t, gotRows, map[bool]int{false: 0, true: 2}[complete])
+		assert.Len(t, got.Partials, map[bool]int{false: 1, true: 0}[complete])
+	}
+
+	_, err = plan(false, corrupt)
+	require.ErrorIs(t, err, fold.ErrCorrupt, "storing it again decodes it in Plan")
+	assert.ErrorContains(t, err, "compact partials of a[0] at 2026-03-02T07:00:00Z")
+	p, err = plan(true, corrupt)
+	require.NoError(t, err, "a window to fold decodes its blobs as Merged folds it")
+	_, err = p.Merged(0, func([]fold.Row, bool) error { return nil })
+	require.ErrorIs(t, err, fold.ErrCorrupt)
+	assert.ErrorContains(t, err, "compact partials of a[0]")
+}
+
 // merged returns the merged rows and the folded rows p writes.
 func merged(t *testing.T, p *fold.Plan) ([]fold.Row, []fold.FoldedBlob) {
 	t.Helper()

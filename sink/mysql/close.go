@@ -146,12 +146,9 @@ func (s *Sink) readStored(ctx context.Context, tx *sql.Tx, c *fold.Call) ([]fold
 	var blob []byte
 	err := query(ctx, tx, "read stored partials", s.partialsQuery(bounded, len(srcs)), args,
 		[]any{&start, &end, &p.Source.Topic, &p.Source.Partition, &blob}, func() error {
-			p.Start, p.End = start.Time, end.Time
-			bl, err := s.codec.Decode(blob, attrs)
-			if err != nil {
-				return fmt.Errorf("compact partials of %s at %s: %w", p.Source, p.Start.Format(time.RFC3339), err)
-			}
-			p.Entries = bl.Entries
+			// The compact rows stay encoded: the plan decodes each window's as it folds it.
+			// Scan copies a []byte, so each row's blob is its own.
+			p.Start, p.End, p.Blob = start.Time, end.Time, blob
 			partials = append(partials, p)
 			return nil
 		})

@@ -154,15 +154,12 @@ func (s *Sink) readStored(ctx context.Context, tx pgx.Tx, c *fold.Call) ([]fold.
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
 	attrs := s.cfg.Aggregates.Attributes
+	// The compact rows stay encoded: the plan decodes each window's as it folds it.
 	var partials []fold.Partials
 	var p fold.Partials
 	var blob []byte
 	err := forEach(br, "read stored partials", []any{&p.Start, &p.End, &p.Source.Topic, &p.Source.Partition, &blob}, func() error {
-		bl, err := s.codec.Decode(blob, attrs)
-		if err != nil {
-			return fmt.Errorf("compact partials of %s at %s: %w", p.Source, p.Start.Format(time.RFC3339), err)
-		}
-		p.Entries = bl.Entries
+		p.Blob = blob
 		partials = append(partials, p)
 		blob = nil // the next row's bytes must not share this row's buffer
 		return nil
