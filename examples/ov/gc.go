@@ -8,6 +8,7 @@ import (
 	"runtime/metrics"
 	"time"
 
+	"github.com/streamledger/streamledger/internal/procmem"
 	"github.com/streamledger/streamledger/ledger/consumer"
 )
 
@@ -20,8 +21,9 @@ const gcPercent = 400
 // runtime's default; negative: none): GOGC 400, and a Go memory limit of the bound, so that
 // the heap stays near the bound however high GOGC lets it grow. The consumer keeps what it
 // estimates within the bound less the client's share, with room beside it for the collector;
-// the client's C memory and the program's text are outside the Go limit. GOGC and
-// GOMEMLIMIT in the environment win. It returns the settings in force.
+// followLiveHeap then lowers the Go limit by the memory outside the Go runtime (the client's C
+// heap, the binary), so that the whole process keeps near the bound. GOGC and GOMEMLIMIT in
+// the environment win. It returns the settings in force.
 func setGC(limit int64) (percent int, memLimit int64) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
@@ -40,27 +42,42 @@ func setGC(limit int64) (percent int, memLimit int64) {
 // followEvery is how often followLiveHeap compares the memory limit with the live heap.
 const followEvery = 250 * time.Millisecond
 
-// heapFollower keeps a Go memory limit of base, or a quarter above the live heap where that is
-// more. The buffer bound holds what the consumer can write and drop, but not the open windows,
+// heapFollower keeps a Go memory limit of base less the resident memory outside the Go
+// runtime (at least half of base), or a quarter above the live heap where that is more.
+//
+// Base is the bound of the whole process: Go's limit counts only what the runtime maps, while
+// the client's C heap and the binary are resident beside it, so a Go limit of base alone lets
+// the process grow past base by all of that.
+//
+// The buffer bound holds what the consumer can write and drop, but not the open windows,
 // which close only as the watermark passes: where they outgrow the bound, the live heap
 // stays above a limit set from it, and the collector then runs back to back, at up to half
 // the CPU (the runtime's cap), without freeing anything. Following the live heap leaves the
-// limit at base whenever the bound holds, and otherwise lets each collection free a quarter
-// of the live heap's worth of garbage.
+// limit at its room whenever the bound holds, and otherwise lets each collection free a
+// quarter of the live heap's worth of garbage.
 type heapFollower struct {
-	base int64
-	live func() int64            // the live heap, as the last collection marked it
-	set  func(limit int64)       // sets the memory limit
-	warn func(limit, live int64) // called when the limit first rises above base; may be nil
+	base    int64
+	live    func() int64            // the live heap, as the last collection marked it
+	outside func() int64            // resident memory outside the Go runtime; nil: none
+	set     func(limit int64)       // sets the memory limit
+	warn    func(limit, live int64) // called when the limit first rises above base; may be nil
 
 	limit  int64
 	warned bool
 }
 
-// step sets the limit for the live heap now and returns it.
+// followStep is the granularity of the limit heapFollower sets, so that the outside memory's
+// small moves do not reset it at every step.
+const followStep = 1 << 20
+
+// step sets the limit for the live heap and the outside memory now and returns it.
 func (f *heapFollower) step() int64 {
 	live := f.live()
-	want := max(f.base, live+live/4)
+	room := f.base
+	if f.outside != nil {
+		room = max(f.base-f.outside(), f.base/2) / followStep * followStep
+	}
+	want := max(room, live+live/4)
 	if want != f.limit {
 		f.limit = want
 		f.set(want)
@@ -86,7 +103,8 @@ func followLiveHeap(ctx context.Context, warn func(limit, live int64)) {
 			metrics.Read(sample)
 			return int64(sample[0].Value.Uint64())
 		},
-		set: func(limit int64) { debug.SetMemoryLimit(limit) },
+		outside: func() int64 { return int64(procmem.OutsideGo()) },
+		set:     func(limit int64) { debug.SetMemoryLimit(limit) },
 	}
 	t := time.NewTicker(followEvery)
 	defer t.Stop()

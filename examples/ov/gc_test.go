@@ -32,31 +32,38 @@ func TestSetGC(t *testing.T) {
 	assert.Equal(t, int64(math.MaxInt64), limit)
 }
 
-// The memory limit stays at its base while the live heap fits a quarter below it, follows a
-// live heap that outgrows it, and comes back as the live heap falls.
+// The memory limit stays at its base less the memory outside Go (at least half the base)
+// while the live heap fits a quarter below it, follows a live heap that outgrows it, and comes
+// back as the live heap falls.
 func TestHeapFollower(t *testing.T) {
 	const mib = 1 << 20
-	var live, set int64
+	var live, outside, set int64
 	var warned []int64
 	f := &heapFollower{base: 320 * mib, limit: 320 * mib,
-		live: func() int64 { return live },
-		set:  func(limit int64) { set = limit },
-		warn: func(limit, _ int64) { warned = append(warned, limit) },
+		live:    func() int64 { return live },
+		outside: func() int64 { return outside },
+		set:     func(limit int64) { set = limit },
+		warn:    func(limit, _ int64) { warned = append(warned, limit) },
 	}
 	for _, tc := range []struct {
-		name       string
-		live, want int64
-		set        bool
+		name                string
+		live, outside, want int64
+		set                 bool
 	}{
-		{"small live heap: base", 100 * mib, 320 * mib, false},
-		{"a quarter below the base", 256 * mib, 320 * mib, false},
-		{"outgrown: a quarter above", 300 * mib, 375 * mib, true},
-		{"grows on", 480 * mib, 600 * mib, true},
-		{"falls: lowered with it", 400 * mib, 500 * mib, true},
-		{"back under: base again", 120 * mib, 320 * mib, true},
-		{"outgrown again", 400 * mib, 500 * mib, true},
+		{"small live heap: base", 100 * mib, 0, 320 * mib, false},
+		{"a quarter below the base", 256 * mib, 0, 320 * mib, false},
+		{"outgrown: a quarter above", 300 * mib, 0, 375 * mib, true},
+		{"grows on", 480 * mib, 0, 600 * mib, true},
+		{"falls: lowered with it", 400 * mib, 0, 500 * mib, true},
+		{"back under: base again", 120 * mib, 0, 320 * mib, true},
+		{"memory outside Go: less room", 120 * mib, 64 * mib, 256 * mib, true},
+		{"a page more outside: a MiB less", 120 * mib, 64*mib + 4096, 255 * mib, true},
+		{"moves within the MiB: kept", 120 * mib, 64*mib + 8192, 255 * mib, false},
+		{"outside past half the base: half", 100 * mib, 200 * mib, 160 * mib, true},
+		{"the live heap wins over the room", 200 * mib, 200 * mib, 250 * mib, true},
+		{"outgrown again", 400 * mib, 0, 500 * mib, true},
 	} {
-		live, set = tc.live, 0
+		live, outside, set = tc.live, tc.outside, 0
 		assert.Equal(t, tc.want, f.step(), tc.name)
 		if tc.set {
 			assert.Equal(t, tc.want, set, tc.name)

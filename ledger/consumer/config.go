@@ -274,7 +274,8 @@ type Config[K comparable] struct {
 	// pause the partitions holding the most, one tick at a time (a partition's windows close
 	// only as its own watermark moves). The sizes are estimates of the Go heap the structures
 	// hold; the process needs room beside them for the garbage collector (a Go memory limit
-	// of about BufferLimit keeps the heap near it) and the rest of the program. Zero means
+	// of BufferLimit less the memory outside Go, such as the client's C heap, keeps the whole
+	// process near it) and the rest of the program. Zero means
 	// DefaultBufferLimit (256 MiB); below 64 KiB is refused; negative means no bound, and
 	// librdkafka's prefetch defaults.
 	BufferLimit int64

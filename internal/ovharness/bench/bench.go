@@ -18,6 +18,7 @@ import (
 	"github.com/streamledger/streamledger/examples/ov/feed"
 	"github.com/streamledger/streamledger/examples/ov/pipeline"
 	"github.com/streamledger/streamledger/internal/ovharness/produce"
+	"github.com/streamledger/streamledger/internal/procmem"
 	"github.com/streamledger/streamledger/ledger/consumer"
 )
 
@@ -207,7 +208,7 @@ func Consume(ctx context.Context, cfg Config, spec Spec, res *Result) error {
 	for _, e := range spec.Ends {
 		ends[partKey{e.Topic, e.Partition}] = e.Offset
 	}
-	resetPeakRSS()
+	procmem.ResetPeak()
 	cpu := cpuTime()
 	raw, err := consumeRaw(ctx, spec.Brokers, cfg.Kafka, spec.Records)
 	if err != nil {
@@ -364,8 +365,8 @@ func runPipeline(ctx context.Context, cfg Config, c Case, brokers string, ends m
 	debug.FreeOSMemory()
 	trimCHeap()
 	m.baseHeap = liveHeap()
-	rssBase := rssNow()
-	resetPeakRSS()
+	rssBase := procmem.RSS()
+	procmem.ResetPeak()
 	walStart, err := walLSN(ctx, pool)
 	if err != nil {
 		return err
@@ -390,8 +391,8 @@ func runPipeline(ctx context.Context, cfg Config, c Case, brokers string, ends m
 		return err
 	}
 	m.fill(res, p.Counters(), cpuTime()-cpuStart, gcCPU()-gcStart)
-	res.RSSGrowth = max(0, peakRSS()-rssBase)
-	res.PeakRSS = peakRSS()
+	res.RSSGrowth = max(0, procmem.Peak()-rssBase)
+	res.PeakRSS = procmem.Peak()
 	sinkPool.Close()
 	res.Storage, err = measureStorage(ctx, pool, schema, walStart)
 	return err
