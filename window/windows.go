@@ -66,9 +66,9 @@ type Windows[K comparable] struct {
 	limit  int32 // exact limit of new Stats, in the form of exactLimitSetting
 	// spare holds the key index of a closed window, cleared, for reuse: a window's key set
 	// resembles the previous one's, so reusing it avoids regrowing an index of thousands of
-	// keys every window. One is kept at most, while a window is open: it counts in Bytes
-	// until it is reused.
-	spare []*openWindow[K]
+	// keys every window. It is kept only while a window is open, and counts in Bytes until
+	// it is reused.
+	spare *openWindow[K]
 	hint  int   // keys in the last closed window: the likely size of the next
 	bytes int64 // estimate of the memory the open windows hold (Bytes)
 	kcost int64 // estimate of what a new key costs its window, besides its values
@@ -183,9 +183,8 @@ func (w *Windows[K]) window(t time.Time) (*openWindow[K], error) {
 // Stats.
 func (w *Windows[K]) newWindow(start int64) *openWindow[K] {
 	size := w.hint + w.hint/8
-	if n := len(w.spare); n > 0 {
-		o := w.spare[n-1]
-		w.spare = w.spare[:n-1]
+	if o := w.spare; o != nil {
+		w.spare = nil
 		w.bytes -= o.index.capBytes()
 		o.start = start
 		o.index.reset(size)
@@ -269,11 +268,10 @@ func (w *Windows[K]) Close(watermark time.Time) []Partial[K] {
 
 // dropSpare drops the key index kept for the next window.
 func (w *Windows[K]) dropSpare() {
-	for _, o := range w.spare {
-		w.bytes -= o.index.capBytes()
+	if w.spare != nil {
+		w.bytes -= w.spare.index.capBytes()
+		w.spare = nil
 	}
-	clear(w.spare)
-	w.spare = w.spare[:0]
 }
 
 // recycle keeps o's index for a later window; its Stats now belong to the partials.
@@ -281,11 +279,11 @@ func (w *Windows[K]) recycle(o *openWindow[K]) {
 	w.hint = len(o.stats)
 	o.stats = nil
 	o.bytes = 0
-	if len(w.spare) > 0 {
+	if w.spare != nil {
 		return
 	}
 	o.index.release() // newWindow resets the table when it takes o
-	w.spare = append(w.spare, o)
+	w.spare = o
 	w.bytes += o.index.capBytes()
 }
 

@@ -288,7 +288,7 @@ type Config[K comparable] struct {
 	// consumed up to its stop offset (see [Until]). Once every message of a partition below
 	// its stop is decided, its remaining windows are closed with an end-of-input watermark
 	// that steps, one window a tick, to the end of its last window holding data, and written
-	// (one window's partials at a time, not all at once), and Run returns nil once every
+	// (a partition's windows one at a time, not all at once), and Run returns nil once every
 	// partition it owns is written and committed through its stop. The committed metadata and
 	// closed_through of such a partition then hold that watermark, so a later run of the same
 	// group (bounded or not) decides events of the windows ending at or before it as late and

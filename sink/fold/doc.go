@@ -30,8 +30,9 @@
 // made as the implementation writes them ([Plan.Merged]), a range of keys at a time, and the
 // folded row is encoded as they are made: a window of many keys is never held whole beside
 // the partials it is merged from. Stored compact rows that the implementation reads as
-// blobs ([Partials].Blob) are decoded a window at a time, as that window is folded, so that a
-// call completing several windows holds one window's stored entries decoded at once.
+// blobs ([Partials].Blob) are decoded where the plan needs them: those of a window folded
+// for the first time as [Plan.Merged] folds it, so that a call completing several windows
+// holds one such window's stored entries decoded at once.
 //
 // A window that is not complete keeps its partials compactly: one row per (window, source)
 // holding every key's entry in one [Blob]. A later batch of the same window and source
