@@ -11,15 +11,24 @@ import (
 )
 
 // BenchmarkFold measures the client side of the call that completes a window: six
-// partitions' closes of keys keys (each key in every partition, a few values each) prepared,
-// planned and folded into merged rows and the folded row, without storing a partial, as a
-// tick of a caught-up consumer does, the rows made in chunks of 8,192 keys as the Postgres
-// sink asks for them. ns/row is per merged row.
+// partitions' closes of keys keys (a few values each) prepared, planned and folded into
+// merged rows and the folded row, without storing a partial, as a tick of a caught-up
+// consumer does, the rows made in chunks of 8,192 keys as the Postgres sink asks for them.
+// Each key is in every partition, or (disjoint) in one partition only, as where the topic is
+// keyed by what the aggregates are. ns/row is per merged row.
 func BenchmarkFold(b *testing.B) {
 	const sources, chunk = 6, 8192
-	for _, keys := range []int{1000, 20000} {
-		b.Run(fmt.Sprintf("keys=%d", keys), func(b *testing.B) {
-			batches := foldBatches(b, sources, keys)
+	for _, tc := range []struct {
+		keys     int
+		disjoint bool
+	}{{1000, false}, {20000, false}, {20000, true}} {
+		keys := tc.keys
+		name := fmt.Sprintf("keys=%d", keys)
+		if tc.disjoint {
+			name += "/disjoint"
+		}
+		b.Run(name, func(b *testing.B) {
+			batches := foldBatches(b, sources, keys, tc.disjoint)
 			registered := make([]fold.Progress, sources)
 			for i := range registered {
 				registered[i] = fold.Progress{Source: batches[i].Source, ClosedThrough: t0}
@@ -50,13 +59,17 @@ func BenchmarkFold(b *testing.B) {
 	}
 }
 
-// foldBatches returns one close batch per source, each with a partial of every key.
-func foldBatches(b *testing.B, sources, keys int) []sink.CloseBatch {
+// foldBatches returns one close batch per source, each with a partial of every key, or
+// (disjoint) of every key k with k%sources equal to the source's index.
+func foldBatches(b *testing.B, sources, keys int, disjoint bool) []sink.CloseBatch {
 	r := rand.New(rand.NewPCG(1, 2))
 	out := make([]sink.CloseBatch, sources)
 	for s := range out {
-		out[s] = sink.CloseBatch{Source: src("a", int32(s)), ClosedThrough: end0, Partials: make([]sink.Partial, keys)}
+		out[s] = sink.CloseBatch{Source: src("a", int32(s)), ClosedThrough: end0}
 		for k := range keys {
+			if disjoint && k%sources != s {
+				continue
+			}
 			st := window.NewStats()
 			for range 1 + r.IntN(4) {
 				st.Add(float64(r.IntN(600)))
@@ -65,8 +78,8 @@ func foldBatches(b *testing.B, sources, keys int) []sink.CloseBatch {
 			if err != nil {
 				b.Fatal(err)
 			}
-			out[s].Partials[k] = sink.Partial{Key: sink.Key{WindowStart: t0, Dimension: "stop", DimensionID: fmt.Sprintf("s%05d", k)},
-				WindowEnd: end0, Stats: data}
+			out[s].Partials = append(out[s].Partials, sink.Partial{Key: sink.Key{WindowStart: t0, Dimension: "stop",
+				DimensionID: fmt.Sprintf("s%05d", k)}, WindowEnd: end0, Stats: data})
 		}
 	}
 	return out

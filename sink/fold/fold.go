@@ -180,9 +180,12 @@ func (c *Call) mergeFirst(f firstFold, size int, fn func(rows []Row, insert bool
 		}
 	}
 	ew := newEntryWriter(c.spec.Attributes, largest(lists))
+	var rows []Row // a chunk's, reused by the next: fn does not keep them
+	var entries []Entry
 	for _, chunk := range cut(lists, chunks(lists, size)) {
-		n := largest(chunk)
-		rows, entries, err := c.foldKeys(f.w, chunk, make([]Row, 0, n), make([]Entry, 0, n))
+		clear(rows)
+		clear(entries)
+		rows, entries, err = c.foldKeys(f.w, chunk, rows[:0], entries[:0])
 		if err != nil {
 			return FoldedBlob{}, err
 		}
@@ -206,43 +209,40 @@ func (c *Call) mergeFirst(f firstFold, size int, fn func(rows []Row, insert bool
 
 // foldKeys merges every key of lists (each ordered by key) into its merged row and folded
 // entry, appended to rows and entries in key order. A large window's keys are cut into ranges
-// (split) merged on goroutines of their own and joined in order, so that the outcome, and the
-// error when one key fails (the first in key order), are a single goroutine's.
+// (split) merged on goroutines of their own, each into its own place in rows and entries, so
+// that the outcome, and the error when one key fails (the first in key order), are a single
+// goroutine's. The distinct keys are counted first, so that rows and entries grow once,
+// however much the lists' keys overlap.
 func (c *Call) foldKeys(w *pending, lists [][]Entry, rows []Row, entries []Entry) ([]Row, []Entry, error) {
-	mergeInto := func(lists [][]Entry, rows []Row, entries []Entry) ([]Row, []Entry, error) {
-		err := groups(lists, func(g []*Entry, _ []int) error {
-			row, e, err := c.merge(w, g)
-			if err != nil {
-				return err
-			}
-			rows, entries = append(rows, row), append(entries, e)
-			return nil
-		})
-		return rows, entries, err
-	}
 	parts := c.split(lists)
-	if len(parts) == 1 {
-		return mergeInto(lists, rows, entries)
-	}
-	type merged struct {
-		rows    []Row
-		entries []Entry
-	}
-	outs := make([]merged, len(parts))
-	err := each(len(parts), len(parts), func(k int) error {
-		n := largest(parts[k])
-		var err error
-		outs[k].rows, outs[k].entries, err = mergeInto(parts[k], make([]Row, 0, n), make([]Entry, 0, n))
-		return err
+	at := make([]int, len(parts)+1) // where each range's rows begin in rows, then the end
+	at[0] = len(rows)
+	_ = each(len(parts), len(parts), func(k int) error {
+		at[k+1] = distinctKeys(parts[k])
+		return nil
 	})
-	if err != nil {
-		return nil, nil, err
+	for k := range parts {
+		at[k+1] += at[k]
 	}
-	for k := range outs {
-		rows, entries = append(rows, outs[k].rows...), append(entries, outs[k].entries...)
-		outs[k] = merged{} // the range's copy can go while the others are appended
-	}
-	return rows, entries, nil
+	rows, entries = slices.Grow(rows, at[len(parts)]-len(rows)), slices.Grow(entries, at[len(parts)]-len(entries))
+	rows, entries = rows[:at[len(parts)]], entries[:at[len(parts)]]
+	err := each(len(parts), len(parts), func(k int) error {
+		i := at[k]
+		return groups(parts[k], func(g []*Entry, _ []int) error {
+			var err error
+			rows[i], entries[i], err = c.merge(w, g)
+			i++
+			return err
+		})
+	})
+	return rows, entries, err
+}
+
+// distinctKeys counts the distinct keys of lists (each ordered by key).
+func distinctKeys(lists [][]Entry) int {
+	n := 0
+	_ = groups(lists, func([]*Entry, []int) error { n++; return nil })
+	return n
 }
 
 // split cuts lists for c.procs goroutines: a window of fewer than parallelMin entries stays
@@ -396,7 +396,7 @@ func (c *Call) merge(w *pending, g []*Entry) (Row, Entry, error) {
 }
 
 // largest returns the length of the longest of lists: the fewest distinct keys they can
-// hold, by which a fold sizes what it appends once per key, so that growing copies little.
+// hold.
 func largest(lists [][]Entry) int {
 	n := 0
 	for _, l := range lists {

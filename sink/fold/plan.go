@@ -101,9 +101,10 @@ func (p *Plan) Inserts() bool { return len(p.firsts) > 0 }
 // are written: first the rows of windows folded for the first time (insert true), window by
 // window and in key order, merged a range of about size keys at a time (zero or negative: a
 // window at a time) as fn asks for them; then the rows of windows folded again (insert
-// false), size at a time. It returns the folded rows to write. An error of fn stops it and is
-// returned as it is. Merged may be called again, as by a write that starts over: it makes
-// the same rows and the same folded rows.
+// false), size at a time. fn must not keep rows once it returns: the next chunk reuses
+// them. It returns the folded rows to write. An error of fn stops it and is returned as it
+// is. Merged may be called again, as by a write that starts over: it makes the same rows and
+// the same folded rows.
 func (p *Plan) Merged(size int, fn func(rows []Row, insert bool) error) ([]FoldedBlob, error) {
 	p.merged, p.folded = 0, 0
 	count := func(rows []Row, insert bool) error {
