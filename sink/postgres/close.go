@@ -24,8 +24,9 @@ const (
 const closeLockSQL = `SELECT pg_advisory_xact_lock($1::int8)`
 
 // Statements of the merged rows' fast path: a window folded for the first time has no
-// merged row, so its rows go in with a plain INSERT (no speculative insertion); should one
-// exist after all, the work since the savepoint is rolled back and the rows are upserted.
+// merged row, so its rows are copied in (COPY: no speculative insertion, and the rows
+// streamed rather than encoded into statements); should one exist after all, the work since
+// the savepoint is rolled back and the rows are upserted.
 const (
 	foldSavepoint = "SAVEPOINT streamledger_fold"
 	rollbackFold  = "ROLLBACK TO SAVEPOINT streamledger_fold"
@@ -204,8 +205,8 @@ func forEach(br pgx.BatchResults, what string, dst []any, fn func() error) error
 }
 
 // writePlan writes a plan. The merged rows of windows folded for the first time go in with
-// a plain INSERT after a savepoint; on a unique violation the work is rolled back to it and
-// written again with upserts.
+// COPY after a savepoint; on a unique violation the work is rolled back to it and written
+// again with upserts.
 func (s *Sink) writePlan(ctx context.Context, tx pgx.Tx, p *fold.Plan, now time.Time) error {
 	err := s.sendPlan(ctx, tx, p, now, p.Inserts())
 	if !isUniqueViolation(err) {
@@ -217,29 +218,30 @@ func (s *Sink) writePlan(ctx context.Context, tx pgx.Tx, p *fold.Plan, now time.
 	return s.sendPlan(ctx, tx, p, now, false)
 }
 
-// flushRows is about how many merged rows one round trip of a close write carries. A plan
-// makes the rows of a large window as they are sent (fold.Plan.Merged), so that neither the
-// rows nor the statements encoding them are held whole; a plan of fewer rows goes in one
-// round trip.
+// flushRows is about how many upserted merged rows one round trip of a close write carries.
+// A plan makes the rows of a large window as they are sent (fold.Plan.Merged), so that
+// neither the rows nor the statements encoding them are held whole; a plan of fewer rows goes
+// in one round trip.
 const flushRows = 4 * unnestChunk
 
 // sendPlan sends every write of p: the merged rows as the plan makes them, a round trip
 // every flushRows or so, then the rest in one batch. With plain, the merged rows of windows
-// folded for the first time are inserted after a savepoint; otherwise every merged row is
-// upserted.
+// folded for the first time are copied in after a savepoint (COPY streams them, and skips
+// the speculative insertion of an upsert); otherwise every merged row is upserted.
 func (s *Sink) sendPlan(ctx context.Context, tx pgx.Tx, p *fold.Plan, now time.Time, plain bool) error {
 	b := &pgx.Batch{}
 	na := len(s.cfg.Aggregates.Attributes)
 	if plain {
-		b.Queue(foldSavepoint)
+		if _, err := tx.Exec(ctx, foldSavepoint); err != nil {
+			return fmt.Errorf("write close: savepoint: %w", err)
+		}
 	}
 	sent, queued := 0, 0
 	folded, err := p.Merged(unnestChunk, func(rows []fold.Row, insert bool) error {
-		sql := s.merged.unnest
 		if plain && insert {
-			sql = s.merged.insert
+			return s.copyMerged(ctx, tx, mergedOf(rows, na, now))
 		}
-		queueRows(b, sql, mergedOf(rows, na, now))
+		queueRows(b, s.merged.unnest, mergedOf(rows, na, now))
 		if queued += len(rows); queued < flushRows {
 			return nil
 		}
@@ -277,6 +279,18 @@ func (s *Sink) sendPlan(ctx context.Context, tx pgx.Tx, p *fold.Plan, now time.T
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("write close: %d merged rows, %d compact rows, %d folded windows: %w",
 			sent+queued, len(p.Partials), len(folded), err)
+	}
+	return nil
+}
+
+// copyMerged copies rows into the merged table.
+func (s *Sink) copyMerged(ctx context.Context, tx pgx.Tx, rows *mergedRows) error {
+	consts := rows.Consts()
+	src := pgx.CopyFromSlice(rows.Len(), func(i int) ([]any, error) {
+		return append(rows.Row(i), consts...), nil
+	})
+	if _, err := tx.CopyFrom(ctx, s.merged.ident, s.merged.columns(), src); err != nil {
+		return fmt.Errorf("write close: copy %d merged rows: %w", rows.Len(), err)
 	}
 	return nil
 }

@@ -46,7 +46,7 @@ func firstFold(t *testing.T, s *Sink, start time.Time, ids []string, counts []in
 	return p
 }
 
-// The merged rows of a first fold go in with a plain INSERT; a row that exists after all
+// The merged rows of a first fold go in with COPY; a row that exists after all
 // makes the write roll back to its savepoint and upsert instead, with the same outcome.
 func TestFoldFallsBackToUpsert(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -73,8 +73,8 @@ func TestFoldFallsBackToUpsert(t *testing.T) {
 	assert.Equal(t, start.Add(5*time.Minute), ct[sink.TopicPartition{Topic: "t"}], "the rest of the plan was written once")
 }
 
-// A window of more merged rows than one round trip carries is sent in several, and a row
-// that exists after all, found in a later round trip than the first, still rolls the whole
+// A window of more merged rows than one COPY carries is sent in several, and a row
+// that exists after all, found in a later COPY than the first, still rolls the whole
 // write back to the savepoint: every row is written once, by the upserts.
 func TestFoldOfManyRowsSendsThemInRoundTrips(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

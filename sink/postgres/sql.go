@@ -44,16 +44,13 @@ type upsert struct {
 	ctypes  []string // their SQL types
 
 	table    string // quoted, schema-qualified
+	ident    pgx.Identifier
 	cols     string // quoted column list: varying, then constant
 	conflict string // ON CONFLICT (...) DO UPDATE SET ... [WHERE ...]
 	tmpName  string // unquoted name of the temporary table of StrategyCopy
 
-	values string // INSERT ... VALUES ($1, ...) ON CONFLICT ...
-	unnest string // INSERT ... SELECT *, $k FROM unnest($1::t[], ...) ON CONFLICT ...; "" until types are known
-	// insert is unnest without ON CONFLICT, for rows known to be new: a plain insert skips
-	// the speculative insertion (probe, token, confirmation record) of ON CONFLICT, and a row
-	// that does exist makes it fail with unique_violation instead of being overwritten.
-	insert     string
+	values     string // INSERT ... VALUES ($1, ...) ON CONFLICT ...
+	unnest     string // INSERT ... SELECT *, $k FROM unnest($1::t[], ...) ON CONFLICT ...; "" until types are known
 	createTemp string // CREATE TEMP TABLE ... ON COMMIT DROP AS SELECT ... WITH NO DATA
 	fromTemp   string // INSERT ... SELECT ..., $1 FROM tmp ON CONFLICT ...
 }
@@ -61,7 +58,7 @@ type upsert struct {
 // newUpsert builds the statements for table (in schema), conflict target key, the given SET
 // assignments (already quoted SQL) and optional WHERE guard.
 func newUpsert(schema, table string, varying, vtypes, consts, ctypes, key, set []string, where string) *upsert {
-	u := &upsert{varying: varying, consts: consts, ctypes: ctypes, table: ident(schema, table)}
+	u := &upsert{varying: varying, consts: consts, ctypes: ctypes, table: ident(schema, table), ident: pgx.Identifier{schema, table}}
 	u.conflict = fmt.Sprintf("ON CONFLICT (%s) DO UPDATE SET %s", quoteAll("", key), strings.Join(set, ", "))
 	if where != "" {
 		u.conflict += " WHERE " + where
@@ -89,16 +86,20 @@ func newUpsert(schema, table string, varying, vtypes, consts, ctypes, key, set [
 // setTypes records the varying columns' types and builds the unnest form.
 func (u *upsert) setTypes(vtypes []string) {
 	u.vtypes = vtypes
-	u.insert = fmt.Sprintf("INSERT INTO %s (%s) SELECT *%s FROM unnest(%s)", u.table, u.cols,
-		prefixed(", ", placeholders(len(vtypes)+1, u.ctypes, "")), placeholders(1, vtypes, "[]"))
-	u.unnest = u.insert + " " + u.conflict
+	u.unnest = fmt.Sprintf("INSERT INTO %s (%s) SELECT *%s FROM unnest(%s) %s", u.table, u.cols,
+		prefixed(", ", placeholders(len(vtypes)+1, u.ctypes, "")), placeholders(1, vtypes, "[]"), u.conflict)
+}
+
+// columns returns the column names of a row: varying, then constant, as COPY takes them.
+func (u *upsert) columns() []string {
+	return append(append(make([]string, 0, len(u.varying)+len(u.consts)), u.varying...), u.consts...)
 }
 
 // statements returns every statement of u that is known.
 func (u *upsert) statements() []string {
 	out := []string{u.values, u.createTemp, u.fromTemp}
 	if u.unnest != "" {
-		out = append(out, u.unnest, u.insert)
+		out = append(out, u.unnest)
 	}
 	return out
 }
