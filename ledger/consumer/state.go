@@ -21,6 +21,10 @@ type stateTable struct {
 	byString map[string]int
 	byKey    map[any]int
 	buf      []byte // scratch for composite keys
+	// hintString and hintKey are the keys each index held at the last flush: a table started
+	// anew sizes its storage for as many at its first row, so that a steady load does not
+	// grow it by copying every tick.
+	hintString, hintKey int
 }
 
 // indexedRowBytes is the estimated cost of a buffered key besides its row's own memory
@@ -30,7 +34,8 @@ const indexedRowBytes = 96
 
 // keepIndexBelow is the size up to which a table keeps its index and slices, emptied, from
 // one flush to the next; a table that held more starts the next flush anew, so that a burst
-// of keys does not leave its storage behind, unaccounted, once the load falls.
+// of keys does not leave its storage behind, unaccounted, once the load falls. The new
+// table's storage is made at its first row, for as many rows as the last flush took.
 const keepIndexBelow = 4096
 
 // add buffers r and returns the change in the buffer's estimated bytes.
@@ -40,8 +45,11 @@ func (b *stateBuffer) add(r sink.StateRow) int64 {
 	}
 	t := b.tables[r.Table]
 	if t == nil {
-		t = newStateTable()
+		t = &stateTable{}
 		b.tables[r.Table] = t
+	}
+	if t.byString == nil {
+		t.init()
 	}
 	i, ok := t.find(r.Key)
 	size := rowBytes(r)
@@ -58,8 +66,11 @@ func (b *stateBuffer) add(r sink.StateRow) int64 {
 	return delta
 }
 
-func newStateTable() *stateTable {
-	return &stateTable{byString: make(map[string]int), byKey: make(map[any]int)}
+// init makes the table's storage, sized by its hints.
+func (t *stateTable) init() {
+	n := t.hintString + t.hintKey
+	t.rows, t.sizes = make([]sink.StateRow, 0, n), make([]int64, 0, n)
+	t.byString, t.byKey = make(map[string]int, t.hintString), make(map[any]int, t.hintKey)
 }
 
 // find returns the index of key's row, or registers the next index for it.
@@ -92,7 +103,7 @@ func (b *stateBuffer) appendTo(out map[string][]sink.StateRow) {
 		}
 		out[name] = append(out[name], t.rows...)
 		if len(t.rows) > keepIndexBelow {
-			b.tables[name] = newStateTable()
+			b.tables[name] = &stateTable{hintString: len(t.byString), hintKey: len(t.byKey)}
 			continue
 		}
 		clear(t.rows) // the buffer must not keep the rows' values alive

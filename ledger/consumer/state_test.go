@@ -102,7 +102,8 @@ func TestStateBufferKeepsTheLatestRowOfAKey(t *testing.T) {
 }
 
 // A flush empties a table; one that held more than keepIndexBelow keys starts anew, so that
-// its index does not stay grown, and uncounted, after a burst.
+// its index does not stay grown, and uncounted, after a burst, and makes its storage at its
+// next row, for as many keys as it held.
 func TestStateBufferDropsTheIndexOfABurst(t *testing.T) {
 	for _, tc := range []struct {
 		keys int
@@ -120,8 +121,12 @@ func TestStateBufferDropsTheIndexOfABurst(t *testing.T) {
 			assert.Zero(t, b.len("a"))
 			assert.Equal(t, tc.kept, b.tables["a"] == before)
 			assert.Empty(t, b.tables["a"].byString)
+			if !tc.kept {
+				assert.Nil(t, b.tables["a"].rows, "no storage before the next row")
+			}
 			b.add(sink.StateRow{Table: "a", Key: []any{"0"}, ObservedAt: T0, Values: []any{1}})
 			assert.Equal(t, 1, b.len("a"), "the table takes rows again")
+			assert.GreaterOrEqual(t, cap(b.tables["a"].rows), tc.keys, "sized for the last flush's keys")
 		})
 	}
 }
