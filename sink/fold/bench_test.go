@@ -81,6 +81,10 @@ func foldBatches(b *testing.B, sources, keys int, disjoint bool) []sink.CloseBat
 			out[s].Partials = append(out[s].Partials, sink.Partial{Key: sink.Key{WindowStart: t0, Dimension: "stop",
 				DimensionID: fmt.Sprintf("s%05d", k)}, WindowEnd: end0, Stats: data})
 		}
+		// A window's partials come in the order its keys were first seen, not by key.
+		r.Shuffle(len(out[s].Partials), func(i, j int) {
+			out[s].Partials[i], out[s].Partials[j] = out[s].Partials[j], out[s].Partials[i]
+		})
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package fold
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -42,13 +43,16 @@ func prepare(spec sink.AggregateSpec, b sink.CloseBatch) (prepared, error) {
 		attrs[a] = true
 	}
 	out := prepared{CloseBatch: sink.CloseBatch{Source: b.Source, ClosedThrough: sink.AtPrecision(b.ClosedThrough), Empty: b.Empty}}
-	// Sorting the positions by key, stably, puts the partials of one key next to each other in
-	// the order given: the last of each run is the one kept.
+	// Sorting the positions by key, then position, puts the partials of one key next to each
+	// other in the order given: the last of each run is the one kept. (A total order sorts as
+	// a stable sort by key would, without its cost.)
 	order := make([]int, len(b.Partials))
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(i, j int) int { return sink.CompareKeys(b.Partials[i].Key, b.Partials[j].Key) })
+	slices.SortFunc(order, func(i, j int) int {
+		return cmp.Or(sink.CompareKeys(b.Partials[i].Key, b.Partials[j].Key), cmp.Compare(i, j))
+	})
 	out.entries = make([]Entry, 0, len(order))
 	na := len(spec.Attributes)
 	var slots []*string // the entries' attribute slots, one backing array
