@@ -237,9 +237,16 @@ func (s *Sink) sendPlan(ctx context.Context, tx pgx.Tx, p *fold.Plan, now time.T
 		}
 	}
 	sent, queued := 0, 0
+	var cp *mergedCopy
 	folded, err := p.Merged(unnestChunk, func(rows []fold.Row, insert bool) error {
 		if plain && insert {
-			return s.copyMerged(ctx, tx, mergedOf(rows, na, now))
+			if cp == nil {
+				cp = s.startCopy(ctx, tx)
+			}
+			return cp.send(mergedOf(rows, na, now))
+		}
+		if err := cp.finish(); err != nil { // the upserts follow the copied rows
+			return err
 		}
 		queueRows(b, s.merged.unnest, mergedOf(rows, na, now))
 		if queued += len(rows); queued < flushRows {
@@ -251,6 +258,9 @@ func (s *Sink) sendPlan(ctx context.Context, tx pgx.Tx, p *fold.Plan, now time.T
 		sent, queued, b = sent+queued, 0, &pgx.Batch{}
 		return nil
 	})
+	if cerr := cp.finish(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return err
 	}
@@ -279,18 +289,6 @@ func (s *Sink) sendPlan(ctx context.Context, tx pgx.Tx, p *fold.Plan, now time.T
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("write close: %d merged rows, %d compact rows, %d folded windows: %w",
 			sent+queued, len(p.Partials), len(folded), err)
-	}
-	return nil
-}
-
-// copyMerged copies rows into the merged table.
-func (s *Sink) copyMerged(ctx context.Context, tx pgx.Tx, rows *mergedRows) error {
-	consts := rows.Consts()
-	src := pgx.CopyFromSlice(rows.Len(), func(i int) ([]any, error) {
-		return append(rows.Row(i), consts...), nil
-	})
-	if _, err := tx.CopyFrom(ctx, s.merged.ident, s.merged.columns(), src); err != nil {
-		return fmt.Errorf("write close: copy %d merged rows: %w", rows.Len(), err)
 	}
 	return nil
 }

@@ -44,13 +44,14 @@
 // trip with the lock), then the compact rows of its own (window, partition) pairs and of
 // every window that is complete after it, the folded rows of those windows, and which of its
 // windows have merged rows (a second round trip), and writes the plan: the merged rows of
-// windows folded for the first time with COPY after a savepoint, 8,192 rows to a COPY as
-// they are merged (on a unique violation it rolls back to the savepoint and upserts), the
-// merged rows of windows folded again with an upsert, the compact rows, the folded rows, the
-// deletion of folded windows' compact rows, progress and topics. Upserts of more than 32,768
-// merged rows are sent as they are merged, that many to a round trip, and the rest with the
-// last: the rows of a large window are never all in memory at once. Every upsert replaces (col = EXCLUDED.col;
-// attributes COALESCE(EXCLUDED.a, stored)); no statement adds after DO UPDATE.
+// windows folded for the first time with one COPY after a savepoint, streamed as they are
+// merged, the next 8,192 merged while Postgres inserts the last (on a unique violation it
+// rolls back to the savepoint and upserts), the merged rows of windows folded again with an
+// upsert, the compact rows, the folded rows, the deletion of folded windows' compact rows,
+// progress and topics. Upserts of more than 32,768 merged rows are sent as they are merged,
+// that many to a round trip, and the rest with the last: the rows of a large window are never
+// all in memory at once. Every upsert replaces (col = EXCLUDED.col; attributes
+// COALESCE(EXCLUDED.a, stored)); no statement adds after DO UPDATE.
 //
 // With one processor writing all its partitions per tick, a merged row is written once, and
 // the partials of a window are stored only by the partitions that close it before the last
