@@ -26,8 +26,8 @@ func (p Progress) holds() bool { return !(p.Empty && p.ClosedThrough.IsZero()) }
 // may give the row's Blob as stored (what [Codec.Encode] wrote) and leave Entries nil: the
 // plan then decodes it only where it needs the entries, and for a window folded for the
 // first time a window at a time as [Plan.Merged] folds it, so that a call completing several
-// windows never holds all their stored entries decoded at once. A corrupt blob then fails [Call.Plan] or [Plan.Merged], whichever decodes
-// it.
+// windows never holds all their stored entries decoded at once. A corrupt blob then fails
+// [Call.Plan] or [Plan.Merged], whichever decodes it.
 type Partials struct {
 	Start, End time.Time
 	Source     sink.TopicPartition

@@ -69,18 +69,13 @@ func (c *mergedCopy) send(rows *mergedRows) error {
 // finish ends the COPY and returns its error; it may be called again, and on a nil
 // mergedCopy, which returns nil.
 func (c *mergedCopy) finish() error {
-	if c == nil || c.ended {
-		return c.errOrNil()
-	}
-	c.ended = true
-	close(c.chunks)
-	c.err = c.wrap(<-c.done)
-	return c.err
-}
-
-func (c *mergedCopy) errOrNil() error {
 	if c == nil {
 		return nil
+	}
+	if !c.ended {
+		c.ended = true
+		close(c.chunks)
+		c.err = c.wrap(<-c.done)
 	}
 	return c.err
 }

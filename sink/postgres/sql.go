@@ -43,11 +43,11 @@ type upsert struct {
 	consts  []string // constant column names
 	ctypes  []string // their SQL types
 
-	table    string // quoted, schema-qualified
-	ident    pgx.Identifier
-	cols     string // quoted column list: varying, then constant
-	conflict string // ON CONFLICT (...) DO UPDATE SET ... [WHERE ...]
-	tmpName  string // unquoted name of the temporary table of StrategyCopy
+	table    string         // quoted, schema-qualified
+	ident    pgx.Identifier // the same name unquoted, as CopyFrom takes it
+	cols     string         // quoted column list: varying, then constant
+	conflict string         // ON CONFLICT (...) DO UPDATE SET ... [WHERE ...]
+	tmpName  string         // unquoted name of the temporary table of StrategyCopy
 
 	values     string // INSERT ... VALUES ($1, ...) ON CONFLICT ...
 	unnest     string // INSERT ... SELECT *, $k FROM unnest($1::t[], ...) ON CONFLICT ...; "" until types are known
