@@ -8,13 +8,13 @@ import (
 	"github.com/streamledger/streamledger/sink"
 )
 
-// Strategy is how a batch of state rows reaches its upsert ([Sink.UpsertLatest]). Close
-// writes always send their rows as unnest arrays in one pipeline.
+// Strategy is how a batch of state rows reaches its upsert ([Sink.UpsertLatest]). It does
+// not apply to close writes, whose statements are fixed (see the package documentation).
 type Strategy int
 
 const (
 	// StrategyDefault is the strategy chosen by measurement (see the package documentation):
-	// currently [StrategyUnnest].
+	// currently [StrategyCopy].
 	StrategyDefault Strategy = iota
 	// StrategyUnnest sends INSERT ... SELECT FROM unnest($1::type[], ...) ON CONFLICT
 	// statements with one array parameter per column, of at most 8,192 rows each.
@@ -92,7 +92,7 @@ func (c Config) withDefaults() Config {
 		c.ProgressTable = "streamledger_progress"
 	}
 	if c.Strategy == StrategyDefault {
-		c.Strategy = StrategyUnnest
+		c.Strategy = StrategyCopy
 	}
 	c.Retry = c.Retry.WithDefaults()
 	if c.Clock == nil {
