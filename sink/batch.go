@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/streamledger/streamledger/internal/keyindex"
 )
 
 // CompareKeys orders keys by window start, dimension, then dimension id.
@@ -90,7 +92,7 @@ func groupByTable(rows []StateRow, spec func(table string) (StateSpec, bool)) ([
 // newest row per key.
 func latestOf(spec StateSpec, rows []StateRow) ([]StateRow, error) {
 	out := make([]StateRow, 0, len(rows))
-	index := keyIndex{byString: make(map[string]int, len(rows))}
+	index := keyindex.New(DedupKey, len(rows), 0)
 	for i, r := range rows {
 		if len(r.Key) != len(spec.Key) {
 			return nil, fmt.Errorf("%w: row %d for %q has %d key values, the spec has %d key columns", ErrInvalid, i, spec.Table, len(r.Key), len(spec.Key))
@@ -103,7 +105,7 @@ func latestOf(spec StateSpec, rows []StateRow) ([]StateRow, error) {
 		}
 		r.ObservedAt = AtPrecision(r.ObservedAt)
 		r.Key, r.Values = timesAtPrecision(r.Key), timesAtPrecision(r.Values)
-		if j, ok := index.find(r.Key, len(out)); ok {
+		if j, ok := index.Find(r.Key, len(out)); ok {
 			if !r.ObservedAt.Before(out[j].ObservedAt) {
 				out[j] = r
 			}
@@ -112,38 +114,6 @@ func latestOf(spec StateSpec, rows []StateRow) ([]StateRow, error) {
 		out = append(out, r)
 	}
 	return out, nil
-}
-
-// keyIndex maps keys, as [DedupKey] identifies them, to positions: a key of one string by
-// the string itself, which hashes without the dynamic type an any key carries, others by
-// their DedupKey.
-type keyIndex struct {
-	byString map[string]int
-	byKey    map[any]int
-	buf      []byte // scratch for composite keys
-}
-
-// find returns the position of key, or records next as its position.
-func (x *keyIndex) find(key []any, next int) (int, bool) {
-	if len(key) == 1 {
-		if s, ok := key[0].(string); ok {
-			i, ok := x.byString[s]
-			if !ok {
-				x.byString[s] = next
-			}
-			return i, ok
-		}
-	}
-	var k any
-	k, x.buf = DedupKey(x.buf[:0], key)
-	i, ok := x.byKey[k]
-	if !ok {
-		if x.byKey == nil {
-			x.byKey = make(map[any]int)
-		}
-		x.byKey[k] = next
-	}
-	return i, ok
 }
 
 // timesAtPrecision returns vals with every time.Time at [Precision] in UTC: a copy when one

@@ -1,6 +1,9 @@
 package consumer
 
-import "github.com/streamledger/streamledger/sink"
+import (
+	"github.com/streamledger/streamledger/internal/keyindex"
+	"github.com/streamledger/streamledger/sink"
+)
 
 // stateBuffer holds a partition's state rows until the next flush: per table, the latest row
 // of each key. A row replaces the buffered row of its key unless it is older at
@@ -16,11 +19,9 @@ type stateBuffer struct {
 // stateTable is one table's buffered rows, their estimated bytes, and where each key's row is:
 // keys of one string value by that string, others by [sink.DedupKey].
 type stateTable struct {
-	rows     []sink.StateRow
-	sizes    []int64
-	byString map[string]int
-	byKey    map[any]int
-	buf      []byte // scratch for composite keys
+	rows  []sink.StateRow
+	sizes []int64
+	index keyindex.Index
 	// hintString and hintKey are the keys each index held at the last flush: a table started
 	// anew sizes its storage for as many at its first row, so that a steady load does not
 	// grow it by copying every tick.
@@ -48,10 +49,10 @@ func (b *stateBuffer) add(r sink.StateRow) int64 {
 		t = &stateTable{}
 		b.tables[r.Table] = t
 	}
-	if t.byString == nil {
+	if t.rows == nil {
 		t.init()
 	}
-	i, ok := t.find(r.Key)
+	i, ok := t.index.Find(r.Key, len(t.rows))
 	size := rowBytes(r)
 	if !ok {
 		t.rows = append(t.rows, r)
@@ -70,28 +71,7 @@ func (b *stateBuffer) add(r sink.StateRow) int64 {
 func (t *stateTable) init() {
 	n := t.hintString + t.hintKey
 	t.rows, t.sizes = make([]sink.StateRow, 0, n), make([]int64, 0, n)
-	t.byString, t.byKey = make(map[string]int, t.hintString), make(map[any]int, t.hintKey)
-}
-
-// find returns the index of key's row, or registers the next index for it.
-func (t *stateTable) find(key []any) (int, bool) {
-	next := len(t.rows)
-	if len(key) == 1 {
-		if s, ok := key[0].(string); ok {
-			i, ok := t.byString[s]
-			if !ok {
-				t.byString[s] = next
-			}
-			return i, ok
-		}
-	}
-	var k any
-	k, t.buf = sink.DedupKey(t.buf[:0], key)
-	i, ok := t.byKey[k]
-	if !ok {
-		t.byKey[k] = next
-	}
-	return i, ok
+	t.index = keyindex.New(sink.DedupKey, t.hintString, t.hintKey)
 }
 
 // appendTo appends the buffered rows to out, by table, and empties the buffer, keeping its
@@ -103,12 +83,12 @@ func (b *stateBuffer) appendTo(out map[string][]sink.StateRow) {
 		}
 		out[name] = append(out[name], t.rows...)
 		if len(t.rows) > keepIndexBelow {
-			b.tables[name] = &stateTable{hintString: len(t.byString), hintKey: len(t.byKey)}
+			strings, others := t.index.Len()
+			b.tables[name] = &stateTable{hintString: strings, hintKey: others}
 			continue
 		}
 		clear(t.rows) // the buffer must not keep the rows' values alive
 		t.rows, t.sizes = t.rows[:0], t.sizes[:0]
-		clear(t.byString)
-		clear(t.byKey)
+		t.index.Clear()
 	}
 }

@@ -1,0 +1,50 @@
+package keyindex_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/streamledger/streamledger/internal/keyindex"
+	"github.com/streamledger/streamledger/sink"
+)
+
+func TestFind(t *testing.T) {
+	t0 := time.Date(2026, 3, 10, 7, 45, 0, 0, time.UTC)
+	x := keyindex.New(sink.DedupKey, 0, 0)
+	for _, tc := range []struct {
+		name  string
+		key   []any
+		want  int
+		found bool
+	}{
+		{"a string", []any{"bus-1"}, 0, false},
+		{"the string again", []any{"bus-1"}, 0, true},
+		{"a number of the same text is another key", []any{int64(1)}, 2, false},
+		{"a string of that number's text", []any{"1"}, 3, false},
+		{"the number again", []any{int64(1)}, 2, true},
+		{"a composite key", []any{"bus-1", int64(1)}, 5, false},
+		{"the composite key again", []any{"bus-1", int64(1)}, 5, true},
+		{"a time", []any{t0}, 7, false},
+		{"the same instant below the precision", []any{t0.Add(time.Nanosecond)}, 7, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next := tc.want
+			if tc.found {
+				next = 99 // not recorded: the key has its position
+			}
+			got, found := x.Find(tc.key, next)
+			assert.Equal(t, tc.found, found)
+			if found {
+				assert.Equal(t, tc.want, got, "the position recorded first")
+			}
+		})
+	}
+	strings, others := x.Len()
+	assert.Equal(t, 2, strings, "bus-1 and 1")
+	assert.Equal(t, 3, others, "the number, the composite key and the time")
+	x.Clear()
+	_, found := x.Find([]any{"bus-1"}, 0)
+	assert.False(t, found, "forgotten")
+}
