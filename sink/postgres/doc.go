@@ -89,8 +89,8 @@
 // by side. COPY streams the rows through one reused buffer, where an unnest statement and its
 // Bind message are built whole in memory, several times the rows' size; COPY is the faster
 // and allocates about a third as much per row. What it costs is in the catalog: it creates
-// and drops a temporary table per transaction, which autovacuum of the system catalogs
-// cleans up. [StrategyUnnest] leaves the catalog alone.
+// and drops a temporary table per transaction, which leaves dead rows in the system
+// catalogs. [StrategyUnnest] leaves the catalog alone.
 // Columns whose value is the same for a whole batch (write time, computed_at, updated_at)
 // travel once, as scalar parameters.
 //
