@@ -15,7 +15,8 @@ type Index struct {
 // New returns an empty index with room for about strings keys of one string and others
 // other keys.
 func New(dedup Dedup, strings, others int) Index {
-	return Index{dedup: dedup, byString: make(map[string]int, strings), byKey: make(map[any]int, others)}
+	return Index{dedup: dedup,
+		byString: make(map[string]int, strings), byKey: make(map[any]int, others)}
 }
 
 // Find returns the position of key, or records next as its position and returns false.

@@ -24,6 +24,9 @@ func (s *Sink) startCopy(ctx context.Context, tx pgx.Tx) *mergedCopy {
 	c := &mergedCopy{chunks: make(chan *mergedRows, 1), done: make(chan error, 1)}
 	go func() {
 		var cur *mergedRows
+		// cause is why the rows ended early; the error CopyFrom then returns may be only the
+		// server's echo of it, which callers cannot tell apart from a server error.
+		var cause error
 		i := 0
 		src := pgx.CopyFromFunc(func() ([]any, error) {
 			for cur == nil || i == cur.Len() {
@@ -34,13 +37,17 @@ func (s *Sink) startCopy(ctx context.Context, tx pgx.Tx) *mergedCopy {
 					}
 					cur, i = next, 0
 				case <-ctx.Done():
-					return nil, ctx.Err()
+					cause = ctx.Err()
+					return nil, cause
 				}
 			}
 			i++
 			return append(cur.Row(i-1), cur.Consts()...), nil
 		})
 		_, err := tx.CopyFrom(ctx, s.merged.ident, s.merged.columns(), src)
+		if err != nil && cause != nil {
+			err = cause
+		}
 		c.done <- err
 	}()
 	return c
