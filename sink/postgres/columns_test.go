@@ -51,4 +51,20 @@ func TestStateColumnsRoundTrip(t *testing.T) {
 			}
 		})
 	}
+
+	// Values of other Go types than the columns' own go through pgx's conversions, whichever
+	// way the rows are sent.
+	for _, st := range strategies {
+		t.Run(st.String()+"/converted", func(t *testing.T) {
+			ctx := testCtx(t)
+			s, _ := newSink(t, func(c *postgres.Config) { c.Strategy = st; c.States = []sink.StateSpec{spec} })
+			row := sink.StateRow{Table: spec.Table, Key: []any{"d"}, ObservedAt: at,
+				Values: []any{"x", int64(5), int32(6), float32(0.5), nil, nil, nil, nil}}
+			require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{row}))
+			got, ok, err := s.Latest(ctx, spec.Table, "d")
+			require.NoError(t, err)
+			require.True(t, ok)
+			assert.Equal(t, []any{"x", int32(5), int64(6), 0.5, nil, nil, nil, nil}, got.Values)
+		})
+	}
 }

@@ -23,34 +23,59 @@ type mergedCopy struct {
 func (s *Sink) startCopy(ctx context.Context, tx pgx.Tx) *mergedCopy {
 	c := &mergedCopy{chunks: make(chan *mergedRows, 1), done: make(chan error, 1)}
 	go func() {
-		var cur *mergedRows
-		// cause is why the rows ended early; the error CopyFrom then returns may be only the
-		// server's echo of it, which callers cannot tell apart from a server error.
-		var cause error
-		i := 0
-		src := pgx.CopyFromFunc(func() ([]any, error) {
-			for cur == nil || i == cur.Len() {
-				select {
-				case next, ok := <-c.chunks:
-					if !ok {
-						return nil, nil
-					}
-					cur, i = next, 0
-				case <-ctx.Done():
-					cause = ctx.Err()
-					return nil, cause
-				}
-			}
-			i++
-			return append(cur.Row(i-1), cur.Consts()...), nil
-		})
-		_, err := tx.CopyFrom(ctx, s.merged.ident, s.merged.columns(), src)
-		if err != nil && cause != nil {
-			err = cause
+		bin, err := s.binaryMerged(ctx, tx)
+		switch {
+		case err != nil:
+		case bin:
+			err = s.copyBinary(ctx, tx, c.chunks)
+		default:
+			err = s.copyGeneric(ctx, tx, c.chunks)
 		}
 		c.done <- err
 	}()
 	return c
+}
+
+// copyBinary copies the chunks' rows in the binary format it encodes itself.
+func (s *Sink) copyBinary(ctx context.Context, tx pgx.Tx, chunks <-chan *mergedRows) error {
+	var cause error
+	r := &binaryReader{next: chunkSource(ctx, chunks, &cause)}
+	_, err := tx.Conn().PgConn().CopyFrom(ctx, r, fmt.Sprintf("COPY %s (%s) FROM STDIN BINARY", s.merged.table, s.merged.cols))
+	// The error CopyFrom returns after the rows ended early may be only the server's echo
+	// of why, which callers cannot tell apart from a server error.
+	if err != nil && cause != nil {
+		err = cause
+	}
+	return err
+}
+
+// copyGeneric copies the chunks' rows with pgx's CopyFrom, which encodes them for whatever
+// column types the table has.
+func (s *Sink) copyGeneric(ctx context.Context, tx pgx.Tx, chunks <-chan *mergedRows) error {
+	var cur *mergedRows
+	var cause error // as in copyBinary
+	i := 0
+	src := pgx.CopyFromFunc(func() ([]any, error) {
+		for cur == nil || i == cur.Len() {
+			select {
+			case next, ok := <-chunks:
+				if !ok {
+					return nil, nil
+				}
+				cur, i = next, 0
+			case <-ctx.Done():
+				cause = ctx.Err()
+				return nil, cause
+			}
+		}
+		i++
+		return append(cur.Row(i-1), cur.Consts()...), nil
+	})
+	_, err := tx.CopyFrom(ctx, s.merged.ident, s.merged.columns(), src)
+	if err != nil && cause != nil {
+		err = cause
+	}
+	return err
 }
 
 // send hands rows to the COPY, waiting while it still holds a chunk besides the one it

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -86,4 +87,114 @@ func TestMergedCopy(t *testing.T) {
 		return c.finish()
 	})
 	assert.ErrorIs(t, err, context.Canceled)
+}
+
+// copyChunk runs copy over one chunk of rows in a transaction of its own.
+func copyChunk(ctx context.Context, pool interface {
+	Begin(context.Context) (pgx.Tx, error)
+}, rows *mergedRows, copy func(context.Context, pgx.Tx, <-chan *mergedRows) error) error {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // after Commit, a no-op
+	ch := make(chan *mergedRows, 1)
+	ch <- rows
+	close(ch)
+	if err := copy(ctx, tx, ch); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// The merged rows' binary encoding stores what pgx's CopyFrom stores for the same rows:
+// timestamps cut to microseconds, NULL and empty attributes, text beyond ASCII, negative,
+// huge and non-integral numbers.
+func TestMergedCopyBinaryMatchesPgx(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db := pgtest.New(t)
+	s, err := New(db.Pool, Config{Schema: db.Schema, Aggregates: sink.AggregateSpec{Attributes: []string{"owner", "mode"}}})
+	require.NoError(t, err)
+	require.NoError(t, s.Migrate(ctx))
+	empty, owner := "", "Qbuzz — Groningen"
+	rowsAt := func(start time.Time) *mergedRows {
+		now := start.Add(90*time.Minute + 1234567*time.Nanosecond)
+		m := newMergedRows(4, 2, now)
+		m.add(sink.Key{WindowStart: start, Dimension: "line", DimensionID: "Zürich ☃"},
+			start.Add(5*time.Minute+999*time.Nanosecond), []*string{&owner, nil},
+			sink.Summary{Count: 1, Mean: -0.5, Quantile: 1e-300, Max: math.MaxFloat64, Min: -math.MaxFloat64})
+		m.add(sink.Key{WindowStart: start, Dimension: "stop", DimensionID: ""},
+			start.Add(5*time.Minute), []*string{nil, &empty},
+			sink.Summary{Count: math.MaxInt64, Mean: 3.25, Quantile: 2, Max: 7, Min: 0})
+		m.add(sink.Key{WindowStart: start, Dimension: "x", DimensionID: "1"},
+			start.Add(5*time.Minute), []*string{nil, nil}, sink.Summary{Count: -3, Mean: math.Inf(1), Quantile: math.Inf(-1)})
+		return m
+	}
+	bin, err := s.binaryMerged(ctx, mustBegin(t, db.Pool))
+	require.NoError(t, err)
+	require.True(t, bin, "the migrated table takes the binary encoding")
+
+	a := time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)
+	b := a.Add(time.Hour)
+	require.NoError(t, copyChunk(ctx, db.Pool, rowsAt(a), s.copyBinary))
+	require.NoError(t, copyChunk(ctx, db.Pool, rowsAt(b), s.copyGeneric))
+	got, err := s.Aggregates(ctx, a)
+	require.NoError(t, err)
+	want, err := s.Aggregates(ctx, b)
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	require.Len(t, want, 3)
+	for i := range got {
+		g, w := got[i], want[i]
+		assert.Equal(t, w.WindowStart.Add(-time.Hour), g.WindowStart)
+		assert.Equal(t, w.WindowEnd.Add(-time.Hour), g.WindowEnd)
+		assert.Equal(t, w.ComputedAt.Add(-time.Hour), g.ComputedAt)
+		w.WindowStart, w.WindowEnd, w.ComputedAt = g.WindowStart, g.WindowEnd, g.ComputedAt
+		assert.Equal(t, w, g)
+	}
+	assert.Equal(t, "Zürich ☃", got[0].DimensionID)
+	assert.Equal(t, map[string]string{"owner": owner}, got[0].Attrs)
+	assert.Equal(t, a.Add(5*time.Minute), got[0].WindowEnd, "cut to microseconds")
+}
+
+func mustBegin(t *testing.T, pool interface {
+	Begin(context.Context) (pgx.Tx, error)
+}) pgx.Tx {
+	t.Helper()
+	tx, err := pool.Begin(context.Background())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	return tx
+}
+
+// A merged table whose columns have other types than Migrate gives them (made by its owner
+// before Migrate) takes its rows through pgx's encoding, which converts them.
+func TestMergedCopyOtherColumnTypes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db := pgtest.New(t)
+	s, err := New(db.Pool, Config{Schema: db.Schema})
+	require.NoError(t, err)
+	_, err = db.Pool.Exec(ctx, fmt.Sprintf(`CREATE TABLE %s ("window_start" timestamptz NOT NULL, `+
+		`"window_end" timestamptz NOT NULL, "dimension" varchar(20) NOT NULL, "dimension_id" text NOT NULL, `+
+		`"event_count" integer NOT NULL, "mean_value" numeric NOT NULL, "quantile_value" real NOT NULL, `+
+		`"max_value" float8 NOT NULL, "min_value" float8 NOT NULL, "computed_at" timestamptz NOT NULL, PRIMARY KEY ("window_start", "dimension", "dimension_id"))`,
+		ident(db.Schema, s.cfg.Aggregates.Table)))
+	require.NoError(t, err)
+	require.NoError(t, s.Migrate(ctx))
+	start := time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)
+
+	require.NoError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+		c := s.startCopy(ctx, tx)
+		require.NoError(t, c.send(chunkOf(start, "a", "b")))
+		return c.finish()
+	}))
+	bin, err := s.binaryMerged(ctx, mustBegin(t, db.Pool))
+	require.NoError(t, err)
+	assert.False(t, bin, "count integer, mean numeric and quantile real are not the binary encoding's")
+	got, err := s.Aggregates(ctx, start)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.Equal(t, sink.Summary{Count: 1, Mean: 1, Quantile: 1, Max: 1, Min: 1}, got[1].Summary)
 }

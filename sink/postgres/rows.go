@@ -78,6 +78,7 @@ type stateRows struct {
 	updatedAt bool
 	now       time.Time
 	row       []any
+	oids      []uint32 // the varying columns' types, for appendBinary
 }
 
 func (r *stateRows) Len() int { return len(r.rows) }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -53,6 +54,9 @@ type upsert struct {
 	unnest     string // INSERT ... SELECT *, $k FROM unnest($1::t[], ...) ON CONFLICT ...; "" until types are known
 	createTemp string // CREATE TEMP TABLE ... ON COMMIT DROP AS SELECT ... WITH NO DATA
 	fromTemp   string // INSERT ... SELECT ..., $1 FROM tmp ON CONFLICT ...
+
+	oidsMu sync.Mutex
+	oids   []uint32 // the columns' type OIDs, varying then constant; nil until read
 }
 
 // newUpsert builds the statements for table (in schema), conflict target key, the given SET

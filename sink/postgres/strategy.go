@@ -66,11 +66,25 @@ func writeRows(ctx context.Context, tx pgx.Tx, u *upsert, rs rowSet, st Strategy
 }
 
 // copyRows creates u's temporary table (dropped at commit) and copies rs's varying columns
-// into it.
+// into it: state rows in the binary format appendValue writes when every value fits its
+// column's type, other rows with pgx's CopyFrom.
 func copyRows(ctx context.Context, tx pgx.Tx, u *upsert, rs rowSet) error {
 	n := rs.Len()
 	if _, err := tx.Exec(ctx, u.createTemp); err != nil {
 		return fmt.Errorf("create temporary table for %s: %w", u.table, err)
+	}
+	if sr, ok := rs.(*stateRows); ok {
+		oids, err := u.columnTypes(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if sr.fitBinary(oids[:len(u.varying)]) {
+			sql := fmt.Sprintf("COPY %s (%s) FROM STDIN BINARY", ident(u.tmpName), quoteAll("", u.varying))
+			if _, err := tx.Conn().PgConn().CopyFrom(ctx, &binaryReader{next: onceSource(sr)}, sql); err != nil {
+				return fmt.Errorf("copy %d rows for %s: %w", n, u.table, err)
+			}
+			return nil
+		}
 	}
 	i := 0
 	src := pgx.CopyFromFunc(func() ([]any, error) {
