@@ -99,6 +99,30 @@ func appendValue(b []byte, oid uint32, v any) ([]byte, bool) {
 	return b, false
 }
 
+// fitsValue reports whether appendValue encodes v for a column of type oid. It reads only v's
+// dynamic type (and a byte slice's length), not the memory v points to.
+func fitsValue(oid uint32, v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case string:
+		return oid == pgtype.TextOID || oid == pgtype.VarcharOID
+	case float64:
+		return oid == pgtype.Float8OID
+	case int64, int:
+		return oid == pgtype.Int8OID
+	case int32:
+		return oid == pgtype.Int4OID || oid == pgtype.Int8OID
+	case bool:
+		return oid == pgtype.BoolOID
+	case time.Time:
+		return oid == pgtype.TimestamptzOID
+	case []byte:
+		return oid == pgtype.ByteaOID && x != nil
+	}
+	return false
+}
+
 func boolByte(v bool) byte {
 	if v {
 		return 1
@@ -207,17 +231,17 @@ func (r *stateRows) fitBinary(oids []uint32) bool {
 		oids[len(r.rows[0].Key)] != pgtype.TimestamptzOID {
 		return false
 	}
-	var scratch [64]byte
+	nk := len(r.rows[0].Key)
 	for _, x := range r.rows {
-		c := 0
-		for _, vs := range [2][]any{x.Key, x.Values} {
-			for _, v := range vs {
-				if _, ok := appendValue(scratch[:0], oids[c], v); !ok {
-					return false
-				}
-				c++
+		for c, v := range x.Key {
+			if !fitsValue(oids[c], v) {
+				return false
 			}
-			c++ // observed-at
+		}
+		for c, v := range x.Values {
+			if !fitsValue(oids[nk+1+c], v) {
+				return false
+			}
 		}
 	}
 	r.oids = oids

@@ -12,7 +12,7 @@ import (
 )
 
 // appendValue writes what pgx writes for the values and column types it takes, and takes
-// nothing else.
+// nothing else; fitsValue tells which those are.
 func TestAppendValueMatchesPgx(t *testing.T) {
 	at := time.Date(2026, 3, 10, 7, 45, 0, 123456789, time.FixedZone("CET", 3600))
 	m := pgtype.NewMap()
@@ -48,6 +48,7 @@ func TestAppendValueMatchesPgx(t *testing.T) {
 	} {
 		got, ok := appendValue([]byte{9}, tc.oid, tc.v)
 		require.Equal(t, tc.ok, ok, "%T for OID %d", tc.v, tc.oid)
+		require.Equal(t, ok, fitsValue(tc.oid, tc.v), "fitsValue agrees: %T for OID %d", tc.v, tc.oid)
 		if !ok {
 			assert.Equal(t, []byte{9}, got, "nothing appended")
 			continue
