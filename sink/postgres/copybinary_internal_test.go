@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -9,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/streamledger/streamledger/sink"
 )
 
 // appendValue writes what pgx writes for the values and column types it takes, and takes
@@ -103,4 +106,64 @@ func TestBinaryReader(t *testing.T) {
 		assert.Equal(t, want, got, "reads of %d bytes", size)
 		assert.LessOrEqual(t, waits, 4, "reads of %d bytes", size)
 	}
+}
+
+// BenchmarkCopyEncode encodes a chunk of merged rows and a batch of state rows for COPY, in
+// the binary format written here and the way pgx's CopyFrom does (each value boxed and
+// encoded through the type map), per row.
+func BenchmarkCopyEncode(b *testing.B) {
+	const n = 8192
+	start := time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)
+	owner := "GVB"
+	merged := newMergedRows(n, 1, start)
+	states := &stateRows{rows: make([]sink.StateRow, n), oids: []uint32{pgtype.TextOID, pgtype.TimestamptzOID,
+		pgtype.TextOID, pgtype.TextOID, pgtype.TextOID, pgtype.Float8OID, pgtype.Float8OID, pgtype.Float8OID}}
+	for i := range n {
+		id := fmt.Sprintf("GVB:%05d", i)
+		merged.add(sink.Key{WindowStart: start, Dimension: "line", DimensionID: id}, start.Add(5*time.Minute),
+			[]*string{&owner}, sink.Summary{Count: int64(i), Mean: 61.5, Quantile: 180, Max: 240, Min: -30})
+		states.rows[i] = sink.StateRow{Table: "vehicle_latest", Key: []any{id}, ObservedAt: start,
+			Values: []any{"GVB:17:" + id, "GVB:17", owner, 52.37, 4.89, 270.0}}
+	}
+	mergedOIDs := []uint32{pgtype.TimestamptzOID, pgtype.TimestamptzOID, pgtype.TextOID, pgtype.TextOID,
+		pgtype.TextOID, pgtype.Int8OID, pgtype.Float8OID, pgtype.Float8OID, pgtype.Float8OID, pgtype.Float8OID,
+		pgtype.TimestamptzOID}
+	viaPgx := func(b *testing.B, oids []uint32, row func(i int) []any) {
+		m := pgtype.NewMap()
+		var buf []byte
+		for b.Loop() {
+			buf = buf[:0]
+			for i := range n {
+				for c, v := range row(i) {
+					sp := len(buf)
+					buf = binary.BigEndian.AppendUint32(buf, math.MaxUint32)
+					enc, err := m.Encode(oids[c], pgtype.BinaryFormatCode, v, buf)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if enc != nil {
+						buf = enc
+						binary.BigEndian.PutUint32(buf[sp:], uint32(len(buf)-sp-4))
+					}
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/row")
+	}
+	binaryOf := func(b *testing.B, rows binaryRows) {
+		var buf []byte
+		for b.Loop() {
+			buf = buf[:0]
+			for i := range n {
+				buf = rows.appendBinary(buf, i)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/row")
+	}
+	b.Run("merged/binary", func(b *testing.B) { binaryOf(b, merged) })
+	b.Run("merged/pgx", func(b *testing.B) {
+		viaPgx(b, mergedOIDs, func(i int) []any { return append(merged.Row(i), merged.Consts()...) })
+	})
+	b.Run("state/binary", func(b *testing.B) { binaryOf(b, states) })
+	b.Run("state/pgx", func(b *testing.B) { viaPgx(b, states.oids, states.Row) })
 }

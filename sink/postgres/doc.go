@@ -94,6 +94,15 @@
 // Columns whose value is the same for a whole batch (write time, computed_at, updated_at)
 // travel once, as scalar parameters.
 //
+// Both COPYs (merged rows, state rows) write Postgres's binary format straight from the
+// rows' values when the table's columns have the types Migrate gives them and every value is
+// of the Go type of its column (string for text or varchar, int32 or int64 or int for the
+// integers, float64, bool, time.Time for timestamptz, []byte for bytea, nil for NULL); the
+// values are not boxed or looked up in pgx's type map one by one. Any other batch goes through
+// pgx's CopyFrom, which converts whatever pgx can, and both write the same values. The column
+// types are read from the server once per Sink, at its first COPY into the table: a table
+// altered to other types needs a new Sink.
+//
 // # Readiness
 //
 // A merged row is complete when window_end <= the minimum closed_through over the
