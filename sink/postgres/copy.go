@@ -40,7 +40,7 @@ func (s *Sink) startCopy(ctx context.Context, tx pgx.Tx) *mergedCopy {
 func (s *Sink) copyBinary(ctx context.Context, tx pgx.Tx, chunks <-chan *mergedRows) error {
 	var cause error
 	r := &binaryReader{next: chunkSource(ctx, chunks, &cause)}
-	_, err := tx.Conn().PgConn().CopyFrom(ctx, r, fmt.Sprintf("COPY %s (%s) FROM STDIN BINARY", s.merged.table, s.merged.cols))
+	err := copyBinaryFrom(ctx, tx, s.merged.ident, s.merged.columns(), r)
 	// The error CopyFrom returns after the rows ended early may be only the server's echo
 	// of why, which callers cannot tell apart from a server error.
 	if err != nil && cause != nil {

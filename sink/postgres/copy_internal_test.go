@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -197,4 +200,58 @@ func TestMergedCopyOtherColumnTypes(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got, 2)
 	assert.Equal(t, sink.Summary{Count: 1, Mean: 1, Quantile: 1, Max: 1, Min: 1}, got[1].Summary)
+}
+
+// copyTrace records the COPYs a pool's connections report to their tracer.
+type copyTrace struct {
+	mu     sync.Mutex
+	copies []string // table: rows, or table: error
+}
+
+type copyTraceKey struct{}
+
+func (c *copyTrace) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+func (c *copyTrace) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (c *copyTrace) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceCopyFromStartData) context.Context {
+	return context.WithValue(ctx, copyTraceKey{}, d.TableName.Sanitize()+" "+strings.Join(d.ColumnNames, ","))
+}
+
+func (c *copyTrace) TraceCopyFromEnd(ctx context.Context, _ *pgx.Conn, d pgx.TraceCopyFromEndData) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.copies = append(c.copies, fmt.Sprintf("%s: %d rows, error %v", ctx.Value(copyTraceKey{}), d.CommandTag.RowsAffected(), d.Err))
+}
+
+// The binary COPYs are reported to the connection's tracer as pgx's CopyFrom reports its own.
+func TestBinaryCopyTraced(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db := pgtest.New(t)
+	trace := &copyTrace{}
+	pool := db.NewPool(t, func(c *pgxpool.Config) { c.ConnConfig.Tracer = trace })
+	spec := sink.StateSpec{Table: "latest", Key: []sink.Column{{Name: "id", Type: sink.Text}},
+		ObservedAt: sink.Column{Name: "observed_at", Type: sink.Timestamp}, Values: []sink.Column{{Name: "v", Type: sink.Float64}}}
+	s, err := New(pool, Config{Schema: db.Schema, States: []sink.StateSpec{spec}})
+	require.NoError(t, err)
+	require.NoError(t, s.Migrate(ctx))
+	at := time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)
+	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{
+		{Table: "latest", Key: []any{"a"}, ObservedAt: at, Values: []any{1.5}},
+		{Table: "latest", Key: []any{"b"}, ObservedAt: at, Values: []any{nil}},
+	}))
+	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		c := s.startCopy(ctx, tx)
+		require.NoError(t, c.send(chunkOf(at, "x", "y", "z")))
+		return c.finish()
+	}))
+	trace.mu.Lock()
+	defer trace.mu.Unlock()
+	assert.Equal(t, []string{
+		`"streamledger_tmp_latest" id,observed_at,v: 2 rows, error <nil>`,
+		fmt.Sprintf(`"%s"."window_aggregates" window_start,window_end,dimension,dimension_id,event_count,`+
+			`mean_value,quantile_value,max_value,min_value,computed_at: 3 rows, error <nil>`, db.Schema),
+	}, trace.copies)
 }

@@ -248,6 +248,22 @@ func (r *stateRows) fitBinary(oids []uint32) bool {
 	return true
 }
 
+// copyBinaryFrom runs a binary COPY of r's stream into table's cols in tx, reporting it to the
+// connection's tracer (pgx.CopyFromTracer) as pgx's CopyFrom does.
+func copyBinaryFrom(ctx context.Context, tx pgx.Tx, table pgx.Identifier, cols []string, r io.Reader) error {
+	conn := tx.Conn()
+	tracer, _ := conn.Config().Tracer.(pgx.CopyFromTracer)
+	if tracer != nil {
+		ctx = tracer.TraceCopyFromStart(ctx, conn, pgx.TraceCopyFromStartData{TableName: table, ColumnNames: cols})
+	}
+	sql := fmt.Sprintf("COPY %s (%s) FROM STDIN BINARY", table.Sanitize(), quoteAll("", cols))
+	tag, err := conn.PgConn().CopyFrom(ctx, r, sql)
+	if tracer != nil {
+		tracer.TraceCopyFromEnd(ctx, conn, pgx.TraceCopyFromEndData{CommandTag: tag, Err: err})
+	}
+	return err
+}
+
 // binaryReader is a binary COPY stream of the rows next hands out, for pgconn's CopyFrom. It
 // encodes rows as they are read, and waits for more rows only when it has nothing encoded to
 // return.

@@ -79,8 +79,7 @@ func copyRows(ctx context.Context, tx pgx.Tx, u *upsert, rs rowSet) error {
 			return err
 		}
 		if sr.fitBinary(oids[:len(u.varying)]) {
-			sql := fmt.Sprintf("COPY %s (%s) FROM STDIN BINARY", ident(u.tmpName), quoteAll("", u.varying))
-			if _, err := tx.Conn().PgConn().CopyFrom(ctx, &binaryReader{next: onceSource(sr)}, sql); err != nil {
+			if err := copyBinaryFrom(ctx, tx, pgx.Identifier{u.tmpName}, u.varying, &binaryReader{next: onceSource(sr)}); err != nil {
 				return fmt.Errorf("copy %d rows for %s: %w", n, u.table, err)
 			}
 			return nil
