@@ -101,7 +101,8 @@
 // values are not boxed or looked up in pgx's type map one by one. Any other batch goes through
 // pgx's CopyFrom, which converts whatever pgx can, and both write the same values. The column
 // types are read from the server once per Sink, at its first COPY into the table: a table
-// altered to other types needs a new Sink.
+// altered to other types needs a new Sink. A connection's pgx.CopyFromTracer sees both kinds
+// of COPY.
 //
 // # Readiness
 //
