@@ -28,15 +28,23 @@ func chunkOf(start time.Time, ids ...string) *mergedRows {
 	return m
 }
 
+// copySink returns a sink with cfg on a schema of its own, not migrated, and a context
+// that ends with the test.
+func copySink(t *testing.T, cfg Config) (context.Context, *pgtest.DB, *Sink) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	db := pgtest.New(t)
+	cfg.Schema = db.Schema
+	s, err := New(db.Pool, cfg)
+	require.NoError(t, err)
+	return ctx, db, s
+}
+
 // The copy of merged rows takes chunks while it streams them, ends at finish, and reports
 // how it ended: rows copied, a row that exists, a cancelled context, or chunks sent after
 // it ended. It never leaves its goroutine behind on the transaction.
 func TestMergedCopy(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	db := pgtest.New(t)
-	s, err := New(db.Pool, Config{Schema: db.Schema})
-	require.NoError(t, err)
+	ctx, db, s := copySink(t, Config{})
 	require.NoError(t, s.Migrate(ctx))
 	start := time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)
 	ids := func(from, n int) []string {
@@ -92,33 +100,20 @@ func TestMergedCopy(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
-// copyChunk runs copy over one chunk of rows in a transaction of its own.
-func copyChunk(ctx context.Context, pool interface {
-	Begin(context.Context) (pgx.Tx, error)
-}, rows *mergedRows, copy func(context.Context, pgx.Tx, <-chan *mergedRows) error) error {
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // after Commit, a no-op
+// copyChunk runs copyFn over one chunk of rows in a transaction of its own.
+func copyChunk(ctx context.Context, pool *pgxpool.Pool, rows *mergedRows,
+	copyFn func(context.Context, pgx.Tx, <-chan *mergedRows) error) error {
 	ch := make(chan *mergedRows, 1)
 	ch <- rows
 	close(ch)
-	if err := copy(ctx, tx, ch); err != nil {
-		return err
-	}
-	return tx.Commit(ctx)
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return copyFn(ctx, tx, ch) })
 }
 
 // The merged rows' binary encoding stores what pgx's CopyFrom stores for the same rows:
 // timestamps cut to microseconds, NULL and empty attributes, text beyond ASCII, negative,
 // huge and non-integral numbers.
 func TestMergedCopyBinaryMatchesPgx(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	db := pgtest.New(t)
-	s, err := New(db.Pool, Config{Schema: db.Schema, Aggregates: sink.AggregateSpec{Attributes: []string{"owner", "mode"}}})
-	require.NoError(t, err)
+	ctx, db, s := copySink(t, Config{Aggregates: sink.AggregateSpec{Attributes: []string{"owner", "mode"}}})
 	require.NoError(t, s.Migrate(ctx))
 	empty, owner := "", "Qbuzz — Groningen"
 	rowsAt := func(start time.Time) *mergedRows {
@@ -161,9 +156,7 @@ func TestMergedCopyBinaryMatchesPgx(t *testing.T) {
 	assert.Equal(t, a.Add(5*time.Minute), got[0].WindowEnd, "cut to microseconds")
 }
 
-func mustBegin(t *testing.T, pool interface {
-	Begin(context.Context) (pgx.Tx, error)
-}) pgx.Tx {
+func mustBegin(t *testing.T, pool *pgxpool.Pool) pgx.Tx {
 	t.Helper()
 	tx, err := pool.Begin(context.Background())
 	require.NoError(t, err)
@@ -174,12 +167,8 @@ func mustBegin(t *testing.T, pool interface {
 // A merged table whose columns have other types than Migrate gives them (made by its owner
 // before Migrate) takes its rows through pgx's encoding, which converts them.
 func TestMergedCopyOtherColumnTypes(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	db := pgtest.New(t)
-	s, err := New(db.Pool, Config{Schema: db.Schema})
-	require.NoError(t, err)
-	_, err = db.Pool.Exec(ctx, fmt.Sprintf(`CREATE TABLE %s ("window_start" timestamptz NOT NULL, `+
+	ctx, db, s := copySink(t, Config{})
+	_, err := db.Pool.Exec(ctx, fmt.Sprintf(`CREATE TABLE %s ("window_start" timestamptz NOT NULL, `+
 		`"window_end" timestamptz NOT NULL, "dimension" varchar(20) NOT NULL, "dimension_id" text NOT NULL, `+
 		`"event_count" integer NOT NULL, "mean_value" numeric NOT NULL, "quantile_value" real NOT NULL, `+
 		`"max_value" float8 NOT NULL, "min_value" float8 NOT NULL, "computed_at" timestamptz NOT NULL, PRIMARY KEY ("window_start", "dimension", "dimension_id"))`,

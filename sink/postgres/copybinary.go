@@ -13,11 +13,11 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// The merged rows' COPY writes PostgreSQL's binary COPY format itself, straight from the
-// rows' typed columns, when the merged table's columns have the types Migrate gives them
-// (text also as varchar); a table of other column types goes through pgx's CopyFrom, which
-// encodes any type it knows. Both send the same values: timestamps at microseconds, as
-// Postgres stores them.
+// Both COPYs (the merged rows', the state rows' into their temporary table) write
+// PostgreSQL's binary COPY format themselves, straight from the rows' values, when the table's
+// column types and the values' Go types are ones encoded here; anything else goes through
+// pgx's CopyFrom, which encodes any type it knows. Both send the same values: timestamps at
+// microseconds, as Postgres stores them.
 
 // binaryCopyHeader is the binary COPY signature, flags and header extension length.
 var binaryCopyHeader = []byte("PGCOPY\n\377\r\n\000\000\000\000\000\000\000\000\000")
@@ -209,17 +209,14 @@ func (u *upsert) columnTypes(ctx context.Context, tx pgx.Tx) ([]uint32, error) {
 // follow a fitBinary that returned true.
 func (r *stateRows) appendBinary(b []byte, i int) []byte {
 	x := r.rows[i]
+	nk := len(x.Key)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(r.oids)))
-	c := 0
-	for _, v := range x.Key {
+	for c, v := range x.Key {
 		b, _ = appendValue(b, r.oids[c], v)
-		c++
 	}
 	b = appendTimestamptz(b, x.ObservedAt)
-	c++
-	for _, v := range x.Values {
-		b, _ = appendValue(b, r.oids[c], v)
-		c++
+	for c, v := range x.Values {
+		b, _ = appendValue(b, r.oids[nk+1+c], v)
 	}
 	return b
 }
@@ -227,11 +224,13 @@ func (r *stateRows) appendBinary(b []byte, i int) []byte {
 // fitBinary reports whether appendValue encodes every value of the rows for columns of types
 // oids (key, observed-at, values), and if so keeps oids for appendBinary.
 func (r *stateRows) fitBinary(oids []uint32) bool {
-	if len(r.rows) == 0 || len(oids) != len(r.rows[0].Key)+1+len(r.rows[0].Values) ||
-		oids[len(r.rows[0].Key)] != pgtype.TimestamptzOID {
+	if len(r.rows) == 0 {
 		return false
 	}
 	nk := len(r.rows[0].Key)
+	if len(oids) != nk+1+len(r.rows[0].Values) || oids[nk] != pgtype.TimestamptzOID {
+		return false
+	}
 	for _, x := range r.rows {
 		for c, v := range x.Key {
 			if !fitsValue(oids[c], v) {
