@@ -18,9 +18,10 @@ import (
 //   - the write backlog: state rows not flushed, closed partials not written (waiting, in
 //     flight, or kept after a failure) and dead letters waiting for their delivery report.
 //     A tick writes it and drops it, so past a quarter of the budget the consumer ticks at
-//     once; while writes are in flight, or when a tick has nothing to write (dead letters
-//     waiting for their reports), it pauses every partition instead (nothing new is fetched)
-//     until the backlog is back under ResumeAt of that quarter.
+//     once; while writes are in flight it waits for them, deciding nothing (see holdsLoop);
+//     when a tick has nothing to write (dead letters waiting for their reports), it pauses
+//     every partition instead (nothing new is fetched) until the backlog is back under
+//     ResumeAt of that quarter.
 //   - the open windows: a partition's windows close only as its own watermark moves, so a
 //     paused partition keeps them, and the running ones keep a working set of their own. Past
 //     what the budget leaves beside the backlog, the partitions holding the most are paused
@@ -41,7 +42,8 @@ import (
 // a copy of what it writes (rows collapsed by key, columns, encoded statements) while the job
 // still holds it.
 //
-// Polling goes on meanwhile, so the group never evicts the consumer.
+// Polling goes on while partitions are paused, and a wait for writes ends within their
+// deadline, so the group never evicts the consumer.
 
 // buffered returns the bytes of the open windows and of the write backlog, as estimated by
 // the workers after each chunk and by the loop for what waits for a write (a failed flush's
@@ -71,11 +73,13 @@ func (p *processor[K]) checkBuffer(ctx context.Context) {
 			p.unpause(pt, pauseBacklog)
 		}
 	case backlog <= quarter:
-	case p.job == nil && !p.tickDue && p.dispatched != p.tickedCount:
+	case p.job != nil:
+		p.poll(ctx) // waits for the writes in flight (holdsLoop), then applies them
+	case !p.tickDue && p.dispatched != p.tickedCount:
 		p.tick(ctx, CommitBuffer) // writes and drops the backlog
 	default:
-		// Writes in flight, or nothing a tick could write (dead letters waiting for their
-		// reports): fetch nothing more until the backlog falls.
+		// Nothing a tick could write (dead letters waiting for their reports): fetch nothing
+		// more until the backlog falls.
 		for _, pt := range p.order {
 			p.pause(pt, pauseBacklog)
 		}

@@ -208,9 +208,9 @@ type Config[K comparable] struct {
 	// while writes are in flight runs as soon as they are done, with everything decided
 	// until then, so that a sink slower than FlushInterval writes back to back in larger
 	// rounds. Meanwhile the workers go on deciding while the write backlog stays under a
-	// quarter of the BufferLimit budget; past it, or with no bound, the loop waits for the
-	// writes, deciding nothing, and the consumer runs at most one FlushInterval ahead of the
-	// sink.
+	// quarter of the BufferLimit budget; past it (a tick due or not), or with no bound once a
+	// tick is due, the loop waits for the writes, deciding nothing, and the consumer runs at
+	// most one FlushInterval ahead of the sink.
 	SyncWrites bool
 	// Workers is how many goroutines decode and decide messages. Decoding runs ahead in
 	// parallel, also within one partition; each partition's messages are decided in offset
@@ -269,8 +269,9 @@ type Config[K comparable] struct {
 	// written, dead letters not confirmed; a write in flight counts twice, for the sink's
 	// working copy) and the open windows (counted three times, for the write their close makes).
 	// Past a quarter of the budget the backlog is written at once by a tick run early, and
-	// while writes are in flight every partition is paused until the backlog is back under
-	// ResumeAt of that quarter. Open windows past what the budget leaves beside the backlog
+	// while writes are in flight the loop waits for them, deciding nothing (the client keeps
+	// its prefetch); a backlog a tick cannot write (dead letters waiting for their delivery
+	// reports) pauses every partition until it is back under ResumeAt of that quarter. Open windows past what the budget leaves beside the backlog
 	// pause the partitions holding the most, one tick at a time (a partition's windows close
 	// only as its own watermark moves). The sizes are estimates of the Go heap the structures
 	// hold; the process needs room beside them for the garbage collector (a Go memory limit

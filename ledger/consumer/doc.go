@@ -103,8 +103,9 @@
 // one tick's writes are in flight, and messages decided meanwhile join the next tick's. A
 // tick that comes meanwhile is due: it runs as soon as the writes are done, and the loop
 // goes on deciding until then while the write backlog stays under a quarter of the
-// [Config.BufferLimit] budget; past it, or without a bound, the loop waits for the writes
-// (deciding nothing), so that the consumer runs at most one tick ahead of the sink. The
+// [Config.BufferLimit] budget; past it (a tick due or not), or without a bound, the loop waits
+// for the writes (deciding nothing), so that the consumer runs at most one tick ahead of the
+// sink. The
 // ledgers learn a write's outcome once it returned, and only
 // then are its entries committable, with a commit right away. Rebalances and the shutdown
 // wait for writes in flight.
@@ -155,7 +156,8 @@
 // from its last message, so its windows close (see package watermark). Lag is high watermark
 // minus position. [Config.BufferLimit] bounds the memory the consumer holds: the client's
 // prefetch is set to a share of it, a write backlog past its share is written at once (the
-// partitions are paused while the writes run), and open windows past theirs pause the
+// loop waits while the writes run, and the client keeps what it fetched), and open windows
+// past theirs pause the
 // partitions holding the most; the loop keeps polling, so the group never evicts the
 // consumer, also while a write is being retried.
 //

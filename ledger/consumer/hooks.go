@@ -262,10 +262,10 @@ type TickInfo struct {
 	// Unassigned is how long the consumer has held no partition; zero while it holds some.
 	// SinceAssignment is the time since its assignment last changed.
 	Unassigned, SinceAssignment time.Duration
-	// Waited is how long the tick waited, deciding nothing, for the previous tick's writes
-	// before it ran: it came while they were in flight and the write backlog had passed a
-	// quarter of the buffer budget, or there was no bound (see Config.SyncWrites). Where
-	// ticks wait long, the sink holds the loop back, not the client or the handlers.
+	// Waited is how long the loop waited, deciding nothing, for writes in flight since the
+	// previous tick: the write backlog had passed a quarter of the buffer budget, or there
+	// was no bound and this tick came while they ran (see Config.SyncWrites). Where ticks
+	// wait long, the sink holds the loop back, not the client or the handlers.
 	Waited time.Duration
 	// WindowBytes and BacklogBytes are the estimates Config.BufferLimit bounds, after the
 	// tick: the memory of the open windows, and of the write backlog (state rows not

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -453,12 +454,12 @@ func TestCommitFailureIsRetriedAtTheNextTick(t *testing.T) {
 }
 
 // The write backlog past a quarter of the buffer budget: a tick runs at once; while its writes
-// are in flight every partition is paused; once they are done the backlog is gone and the
-// partitions fetch again.
+// are in flight the loop waits for them rather than pausing the partitions (a pause would drop
+// what the client fetched); once they are done the backlog is gone.
 func TestBufferBoundOnTheWriteBacklog(t *testing.T) {
 	h := newHarness(t, nil)
 	h.p.s.buffer = 8 << 10 // a quarter: 2 KiB, about ten state rows
-	run := h.deferWrites()
+	h.deferWrites()
 	p0, p1 := tp("t", 0), tp("t", 1)
 	h.assign(p0, -1, "")
 	h.assign(p1, -1, "")
@@ -469,15 +470,42 @@ func TestBufferBoundOnTheWriteBacklog(t *testing.T) {
 	require.Greater(t, backlog, int64(2<<10))
 	h.p.checkBuffer(h.ctx)
 	require.NotNil(t, h.p.job, "a tick ran at once and started writing the rows")
-	h.p.checkBuffer(h.ctx)
-	assert.True(t, h.cl.paused[p0] && h.cl.paused[p1], "every partition paused while the writes run")
+	assert.Empty(t, h.mem.Upserts(), "nothing written yet")
 
-	run()
-	h.p.poll(h.ctx)
 	h.p.checkBuffer(h.ctx)
+	assert.Nil(t, h.p.job, "the loop waited for the writes and applied them")
+	assert.NotEmpty(t, h.mem.Upserts(), "the rows written")
 	_, backlog = h.p.buffered()
 	assert.Zero(t, backlog, "written and dropped")
-	assert.False(t, h.cl.paused[p0] || h.cl.paused[p1], "fetching again")
+	assert.False(t, h.cl.paused[p0] || h.cl.paused[p1], "no partition paused: the client keeps its prefetch")
+	assert.Equal(t, int64(12), h.committed(p0))
+}
+
+// A write backlog past a quarter of the budget that no tick can write, dead letters waiting
+// for their delivery reports, pauses every partition until the reports bring it back under
+// ResumeAt of that quarter.
+func TestBufferBoundOnDeadLettersPauses(t *testing.T) {
+	h := newHarness(t, nil)
+	h.p.s.buffer = 8 << 10
+	p0, p1 := tp("t", 0), tp("t", 1)
+	h.assign(p0, -1, "")
+	h.assign(p1, -1, "")
+	bad := strings.Repeat("x bad ", 64)
+	for i := range int64(12) {
+		h.feed(p0, i, bad)
+	}
+	_, backlog := h.p.buffered()
+	require.Greater(t, backlog, int64(2<<10), "the letters alone pass a quarter")
+	h.p.checkBuffer(h.ctx) // a tick at once, which writes nothing of it
+	h.p.checkBuffer(h.ctx)
+	assert.True(t, h.cl.paused[p0] && h.cl.paused[p1], "every partition paused")
+
+	for i := range h.dlq.count() {
+		h.dlq.deliver(i, nil)
+	}
+	h.tick()
+	h.p.checkBuffer(h.ctx)
+	assert.False(t, h.cl.paused[p0] || h.cl.paused[p1], "fetching again once the reports came")
 	assert.Equal(t, int64(12), h.committed(p0))
 }
 

@@ -24,7 +24,7 @@ import (
 // run off the loop (see writeJob); the commit here carries what earlier writes, dead-letter
 // reports and late messages made durable, and poll commits what this tick's writes make
 // durable once they are done. A tick that comes while writes are in flight is due: a poll
-// runs it once they are done, waiting for them first if holdsTick says so.
+// runs it once they are done, waiting for them first if holdsLoop says so.
 func (p *processor[K]) tick(ctx context.Context, reason CommitReason) {
 	if p.fatal() != nil || ctx.Err() != nil {
 		return

@@ -367,14 +367,14 @@ func (p *processor[K]) hookWrite(w WriteInfo) {
 }
 
 // poll is the loop's side of a job in flight: once its writes are done it applies them,
-// commits what they made durable, and runs the tick that waited for them, if any. When a tick
-// is due and the writes still run, it waits for them if holdsTick says so; otherwise the
-// loop goes on deciding, and the due tick runs as soon as the writes are done.
+// commits what they made durable, and runs the tick that waited for them, if any. While the
+// writes still run, it waits for them if holdsLoop says so; otherwise the loop goes on
+// deciding, and a due tick runs as soon as the writes are done.
 func (p *processor[K]) poll(ctx context.Context) {
-	if p.tickDue && p.job != nil && p.holdsTick() {
+	if p.job != nil && p.holdsLoop() {
 		start := time.Now()
 		p.await(ctx)
-		p.waited = time.Since(start)
+		p.waited += time.Since(start)
 	} else if !p.collect() {
 		return
 	}
@@ -391,16 +391,23 @@ func (p *processor[K]) poll(ctx context.Context) {
 	p.commit(ctx, CommitTick, p.tracker.AppendCommits(p.commitBuf[:0]))
 }
 
-// holdsTick reports whether a due tick stops the loop until the writes in flight are done.
-// Without a buffer bound it does: the consumer then decides at most one tick's messages
-// ahead of the sink, which bounds the rows and ledger entries waiting for writes. With one,
-// the bound does that: the loop goes on deciding while the sink writes, so that deciding
-// and writing overlap, and the due tick takes all that was decided meanwhile in one round
-// of writes (in which a state row overwritten meanwhile is written once). It waits once the
-// write backlog passes a quarter of the budget, where checkBuffer pauses every partition.
-func (p *processor[K]) holdsTick() bool {
+// holdsLoop reports whether the loop waits, deciding nothing, for the writes in flight.
+// Without a buffer bound it waits when a tick is due: the consumer then decides at most one
+// tick's messages ahead of the sink, which bounds the rows and ledger entries waiting for
+// writes. With one, the bound does that: the loop goes on deciding while the sink writes, so
+// that deciding and writing overlap, and a tick due meanwhile takes all that was decided in
+// one round of writes (in which a state row overwritten meanwhile is written once). It waits
+// once the write backlog passes a quarter of the budget, tick due or not.
+//
+// Waiting, rather than pausing the partitions, keeps what the client has fetched: a paused
+// partition's prefetch is dropped, and on resume the client fetches it again, which leaves
+// the workers with nothing to decide for a round trip or more after every pause. Meanwhile
+// the client fills its prefetch, its share of the budget, and then stops fetching. The wait
+// ends with the writes, whose deadline (WriteTimeout) is under half of max.poll.interval.ms,
+// so the group does not evict the consumer for it.
+func (p *processor[K]) holdsLoop() bool {
 	if p.s.buffer <= 0 {
-		return true
+		return p.tickDue
 	}
 	_, backlog := p.buffered()
 	return backlog > p.s.buffer/4
