@@ -19,9 +19,9 @@ import (
 //     flight, or kept after a failure) and dead letters waiting for their delivery report.
 //     A tick writes it and drops it, so past a quarter of the budget the consumer ticks at
 //     once; while writes are in flight it waits for them, deciding nothing (see holdsLoop);
-//     when a tick has nothing to write (dead letters waiting for their reports), it pauses
-//     every partition instead (nothing new is fetched) until the backlog is back under
-//     ResumeAt of that quarter.
+//     when a tick has nothing to write (dead letters waiting for their reports) or the
+//     writes failed, it pauses every partition instead (nothing new is fetched) until the
+//     backlog is back under ResumeAt of that quarter.
 //   - the open windows: a partition's windows close only as its own watermark moves, so a
 //     paused partition keeps them, and the running ones keep a working set of their own. Past
 //     what the budget leaves beside the backlog, the partitions holding the most are paused
@@ -75,14 +75,23 @@ func (p *processor[K]) checkBuffer(ctx context.Context) {
 	case backlog <= quarter:
 	case p.job != nil:
 		p.poll(ctx) // waits for the writes in flight (holdsLoop), then applies them
+		if _, backlog = p.buffered(); p.job == nil && backlog > quarter {
+			// The writes failed and their rows wait for the next: what the loop decides
+			// between attempts would otherwise grow the backlog for as long as they fail.
+			p.pauseAll(pauseBacklog)
+		}
 	case !p.tickDue && p.dispatched != p.tickedCount:
 		p.tick(ctx, CommitBuffer) // writes and drops the backlog
 	default:
-		// Nothing a tick could write (dead letters waiting for their reports): fetch nothing
-		// more until the backlog falls.
-		for _, pt := range p.order {
-			p.pause(pt, pauseBacklog)
-		}
+		// Nothing a tick could write (dead letters waiting for their reports, rows of failed
+		// writes): fetch nothing more until the backlog falls.
+		p.pauseAll(pauseBacklog)
+	}
+}
+
+func (p *processor[K]) pauseAll(why uint8) {
+	for _, pt := range p.order {
+		p.pause(pt, why)
 	}
 }
 

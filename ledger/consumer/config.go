@@ -271,7 +271,8 @@ type Config[K comparable] struct {
 	// Past a quarter of the budget the backlog is written at once by a tick run early, and
 	// while writes are in flight the loop waits for them, deciding nothing (the client keeps
 	// its prefetch); a backlog a tick cannot write (dead letters waiting for their delivery
-	// reports) pauses every partition until it is back under ResumeAt of that quarter. Open windows past what the budget leaves beside the backlog
+	// reports, rows of writes that failed) pauses every partition until it is back under
+	// ResumeAt of that quarter. Open windows past what the budget leaves beside the backlog
 	// pause the partitions holding the most, one tick at a time (a partition's windows close
 	// only as its own watermark moves). The sizes are estimates of the Go heap the structures
 	// hold; the process needs room beside them for the garbage collector (a Go memory limit

@@ -28,7 +28,7 @@ type client interface {
 // Reasons a partition is paused; it fetches again when none is left.
 const (
 	pauseWrite   uint8 = 1 << iota // its close or progress write failed: decide nothing more until it succeeds
-	pauseBacklog                   // the write backlog passed its share of BufferLimit with nothing a tick could write
+	pauseBacklog                   // the write backlog passed its share of BufferLimit and no write drops it
 	pauseWindows                   // the open windows passed their share of BufferLimit
 )
 

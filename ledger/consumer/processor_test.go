@@ -481,6 +481,37 @@ func TestBufferBoundOnTheWriteBacklog(t *testing.T) {
 	assert.Equal(t, int64(12), h.committed(p0))
 }
 
+// Writes that fail while the loop waits for them leave the backlog past its quarter: every
+// partition is paused, so that the backlog does not grow between attempts, until a write
+// succeeds.
+func TestBufferBoundPausesWhileWritesFail(t *testing.T) {
+	h := newHarness(t, nil)
+	h.p.s.buffer = 8 << 10
+	h.deferWrites()
+	p0, p1 := tp("t", 0), tp("t", 1)
+	h.assign(p0, -1, "")
+	h.assign(p1, -1, "")
+	for i := range int64(12) {
+		h.feed(p0, i, fmt.Sprintf("s 0:%02d", i))
+	}
+	h.p.checkBuffer(h.ctx)
+	require.NotNil(t, h.p.job)
+	h.mem.FailNext(errors.New("down"))
+	h.p.checkBuffer(h.ctx)
+	require.Nil(t, h.p.job, "the loop waited for the writes")
+	_, backlog := h.p.buffered()
+	require.Greater(t, backlog, int64(2<<10), "the rows wait for the next write")
+	assert.True(t, h.cl.paused[p0] && h.cl.paused[p1], "every partition paused while the writes fail")
+	assert.Equal(t, int64(-1), h.committed(p0))
+
+	h.tick()
+	h.p.await(h.ctx)
+	h.p.checkBuffer(h.ctx)
+	assert.False(t, h.cl.paused[p0] || h.cl.paused[p1], "fetching again once a write succeeded")
+	h.tick()
+	assert.Equal(t, int64(12), h.committed(p0))
+}
+
 // A write backlog past a quarter of the budget that no tick can write, dead letters waiting
 // for their delivery reports, pauses every partition until the reports bring it back under
 // ResumeAt of that quarter.
