@@ -457,10 +457,26 @@ func TestCommitFailureIsRetriedAtTheNextTick(t *testing.T) {
 // are in flight the loop waits for them rather than pausing the partitions (a pause would drop
 // what the client fetched); once they are done the backlog is gone.
 func TestBufferBoundOnTheWriteBacklog(t *testing.T) {
-	h := newHarness(t, nil)
+	h, p0, p1 := backlogPastAQuarter(t)
+	assert.Empty(t, h.mem.Upserts(), "nothing written yet")
+
+	h.p.checkBuffer(h.ctx)
+	assert.Nil(t, h.p.job, "the loop waited for the writes and applied them")
+	assert.NotEmpty(t, h.mem.Upserts(), "the rows written")
+	_, backlog := h.p.buffered()
+	assert.Zero(t, backlog, "written and dropped")
+	assert.False(t, h.cl.paused[p0] || h.cl.paused[p1], "no partition paused: the client keeps its prefetch")
+	assert.Equal(t, int64(12), h.committed(p0))
+}
+
+// backlogPastAQuarter returns a harness whose two partitions decided state rows past a quarter
+// of its buffer budget, so that checkBuffer ran a tick at once, whose writes wait to be run.
+func backlogPastAQuarter(t *testing.T) (h *harness, p0, p1 ledger.TopicPartition) {
+	t.Helper()
+	h = newHarness(t, nil)
 	h.p.s.buffer = 8 << 10 // a quarter: 2 KiB, about ten state rows
 	h.deferWrites()
-	p0, p1 := tp("t", 0), tp("t", 1)
+	p0, p1 = tp("t", 0), tp("t", 1)
 	h.assign(p0, -1, "")
 	h.assign(p1, -1, "")
 	for i := range int64(12) {
@@ -470,32 +486,14 @@ func TestBufferBoundOnTheWriteBacklog(t *testing.T) {
 	require.Greater(t, backlog, int64(2<<10))
 	h.p.checkBuffer(h.ctx)
 	require.NotNil(t, h.p.job, "a tick ran at once and started writing the rows")
-	assert.Empty(t, h.mem.Upserts(), "nothing written yet")
-
-	h.p.checkBuffer(h.ctx)
-	assert.Nil(t, h.p.job, "the loop waited for the writes and applied them")
-	assert.NotEmpty(t, h.mem.Upserts(), "the rows written")
-	_, backlog = h.p.buffered()
-	assert.Zero(t, backlog, "written and dropped")
-	assert.False(t, h.cl.paused[p0] || h.cl.paused[p1], "no partition paused: the client keeps its prefetch")
-	assert.Equal(t, int64(12), h.committed(p0))
+	return h, p0, p1
 }
 
 // Writes that fail while the loop waits for them leave the backlog past its quarter: every
 // partition is paused, so that the backlog does not grow between attempts, until a write
 // succeeds.
 func TestBufferBoundPausesWhileWritesFail(t *testing.T) {
-	h := newHarness(t, nil)
-	h.p.s.buffer = 8 << 10
-	h.deferWrites()
-	p0, p1 := tp("t", 0), tp("t", 1)
-	h.assign(p0, -1, "")
-	h.assign(p1, -1, "")
-	for i := range int64(12) {
-		h.feed(p0, i, fmt.Sprintf("s 0:%02d", i))
-	}
-	h.p.checkBuffer(h.ctx)
-	require.NotNil(t, h.p.job)
+	h, p0, p1 := backlogPastAQuarter(t)
 	h.mem.FailNext(errors.New("down"))
 	h.p.checkBuffer(h.ctx)
 	require.Nil(t, h.p.job, "the loop waited for the writes")
