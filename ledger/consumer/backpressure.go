@@ -76,8 +76,9 @@ func (p *processor[K]) checkBuffer(ctx context.Context) {
 	case p.job != nil:
 		p.poll(ctx) // waits for the writes in flight (holdsLoop), then applies them
 		if _, backlog = p.buffered(); p.job == nil && backlog > quarter {
-			// The writes failed and their rows wait for the next: what the loop decides
-			// between attempts would otherwise grow the backlog for as long as they fail.
+			// What the writes could not drop (their rows, when they failed; dead letters
+			// waiting for their reports) holds the backlog past its share: what the loop
+			// decides between attempts would otherwise grow it for as long as that lasts.
 			p.pauseAll(pauseBacklog)
 		}
 	case !p.tickDue && p.dispatched != p.tickedCount:

@@ -105,10 +105,9 @@
 // goes on deciding until then while the write backlog stays under a quarter of the
 // [Config.BufferLimit] budget; past it (a tick due or not), or without a bound, the loop waits
 // for the writes (deciding nothing), so that the consumer runs at most one tick ahead of the
-// sink. The
-// ledgers learn a write's outcome once it returned, and only
-// then are its entries committable, with a commit right away. Rebalances and the shutdown
-// wait for writes in flight.
+// sink. The ledgers learn a write's outcome once it returned, and only then are its entries
+// committable, with a commit right away. Rebalances and the shutdown wait for writes in
+// flight.
 //
 // A failed close write keeps its partials, merged with later closes, and holds every offset
 // behind them. Its partitions are paused and decide no further message until a write
@@ -156,10 +155,11 @@
 // from its last message, so its windows close (see package watermark). Lag is high watermark
 // minus position. [Config.BufferLimit] bounds the memory the consumer holds: the client's
 // prefetch is set to a share of it, a write backlog past its share is written at once (the
-// loop waits while the writes run, and the client keeps what it fetched), and open windows
-// past theirs pause the
-// partitions holding the most; the loop keeps polling, so the group never evicts the
-// consumer, also while a write is being retried.
+// loop waits while the writes run, and the client keeps what it fetched; while writes fail,
+// every partition is paused), and open windows past theirs pause the partitions holding the
+// most. The loop keeps polling between writes, and a wait for one ends within its deadline,
+// under half of max.poll.interval.ms, so the group never evicts the consumer, also while a
+// write is being retried.
 //
 // # Bounded runs and liveness
 //

@@ -99,11 +99,10 @@
 // one of: a string for text or varchar, an int32 for integer or bigint, an int64 or int for
 // bigint, a float64 for double precision, a bool for boolean, a time.Time for timestamptz, a
 // non-nil []byte for bytea, nil for NULL; the values are not boxed or looked up in pgx's type
-// map one by one. Any other batch goes through
-// pgx's CopyFrom, which converts whatever pgx can, and both write the same values. The column
-// types are read from the server once per Sink, at its first COPY into the table: a table
-// altered to other types needs a new Sink. A connection's pgx.CopyFromTracer sees both kinds
-// of COPY.
+// map one by one. Any other batch goes through pgx's CopyFrom, which converts whatever pgx
+// can, and both write the same values. The column types are read from the server once per
+// Sink, at its first COPY into the table: a table altered to other types needs a new Sink. A
+// connection's pgx.CopyFromTracer sees both kinds of COPY.
 //
 // # Readiness
 //
