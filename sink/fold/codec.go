@@ -224,45 +224,84 @@ func commonPrefix(a, b string) int {
 // missing from attrs is dropped. Input that is truncated, garbled or not canonical is
 // rejected with an error wrapping [ErrCorrupt]. The stats are not decoded here.
 func (z *Codec) Decode(data []byte, attrs []string) (Blob, error) {
+	r, err := z.reader(data, attrs)
+	if err != nil {
+		return Blob{}, err
+	}
+	b := Blob{Sources: r.sources}
+	if r.left > 0 {
+		b.Entries = make([]Entry, r.left)
+	}
+	var backing []*string
+	if len(attrs) > 0 {
+		backing = make([]*string, len(b.Entries)*len(attrs))
+	}
+	for i := range b.Entries {
+		if !r.next(&b.Entries[i], backing[i*len(attrs):(i+1)*len(attrs):(i+1)*len(attrs)]) {
+			break
+		}
+	}
+	if r.d.err != nil {
+		return Blob{}, r.d.err
+	}
+	return b, nil
+}
+
+// entryReader reads the entries of a blob one at a time, in order, with the checks of
+// [Codec.Decode]: a caller that reads them as it needs them holds one entry decoded, not the
+// blob's every entry. Its error, once set, wraps [ErrCorrupt].
+type entryReader struct {
+	d       decoder
+	sources []sink.TopicPartition
+	pos     []int // where each stored attribute goes in the caller's attrs, -1: dropped
+	left    int   // entries not read yet
+	n       int   // entries read
+	prev    Entry // the strings of the entry read last, which the next one's prefixes refer to
+}
+
+// reader decompresses data and reads the blob's header: its attributes and sources. Its
+// entries are read with next.
+func (z *Codec) reader(data []byte, attrs []string) (*entryReader, error) {
 	if len(data) < 2 || data[0] != Version {
-		return Blob{}, corrupt("missing or unknown version byte")
+		return nil, corrupt("missing or unknown version byte")
 	}
 	raw := data[2:]
 	switch data[1] {
 	case compressNone:
 		if len(raw) >= compressFrom {
-			return Blob{}, corrupt("%d uncompressed bytes, want fewer than %d", len(raw), compressFrom)
+			return nil, corrupt("%d uncompressed bytes, want fewer than %d", len(raw), compressFrom)
 		}
 	case compressZstd:
 		var err error
 		if raw, err = z.dec.DecodeAll(raw, nil); err != nil {
-			return Blob{}, corrupt("zstd: %v", err)
+			return nil, corrupt("zstd: %v", err)
 		}
 		if len(raw) < compressFrom {
-			return Blob{}, corrupt("%d compressed bytes, want at least %d", len(raw), compressFrom)
+			return nil, corrupt("%d compressed bytes, want at least %d", len(raw), compressFrom)
 		}
 	default:
-		return Blob{}, corrupt("compression %d", data[1])
+		return nil, corrupt("compression %d", data[1])
 	}
-	return decodeRaw(raw, attrs)
+	return readHeader(raw, attrs)
 }
 
-func decodeRaw(data []byte, attrs []string) (Blob, error) {
-	d := decoder{p: data}
+// readHeader reads the attributes, sources and entry count of an uncompressed blob.
+func readHeader(data []byte, attrs []string) (*entryReader, error) {
+	r := &entryReader{d: decoder{p: data}}
+	d := &r.d
 	na := d.count(1)
 	stored := make([]string, na)
-	pos := make([]int, na)
+	r.pos = make([]int, na)
 	for i := range stored {
 		stored[i] = d.str()
-		pos[i] = slices.Index(attrs, stored[i])
+		r.pos[i] = slices.Index(attrs, stored[i])
 		if d.err == nil && slices.Contains(stored[:i], stored[i]) {
 			d.fail("attribute %q twice", stored[i])
 		}
 	}
-	var b Blob
 	ns := d.count(2)
 	if ns > 0 {
-		b.Sources = make([]sink.TopicPartition, ns)
+		r.sources = make([]sink.TopicPartition, ns)
 	}
 	for i := range ns {
 		s := sink.TopicPartition{Topic: d.str()}
@@ -271,48 +310,63 @@ func decodeRaw(data []byte, attrs []string) (Blob, error) {
 			d.fail("partition %d out of range", p)
 		}
 		s.Partition = int32(p)
-		if i > 0 && d.err == nil && sink.CompareSources(b.Sources[i-1], s) >= 0 {
+		if i > 0 && d.err == nil && sink.CompareSources(r.sources[i-1], s) >= 0 {
 			d.fail("source %s out of order", s)
 		}
-		b.Sources[i] = s
+		r.sources[i] = s
 	}
-	ne := d.count(4 + (na+7)/8)
-	if ne > 0 {
-		b.Entries = make([]Entry, ne)
-	}
-	var backing []*string
-	if len(attrs) > 0 {
-		backing = make([]*string, ne*len(attrs))
-	}
-	var prev *Entry
-	for i := 0; i < ne && d.err == nil; i++ {
-		e := &b.Entries[i]
-		if prev == nil {
-			prev = &Entry{}
-		}
-		e.Dimension = d.suffix(prev.Dimension)
-		e.DimensionID = d.suffix(prev.DimensionID)
-		if i > 0 && d.err == nil && compareEntries(prev, e) >= 0 {
-			d.fail("entry %d out of order", i)
-		}
-		if len(attrs) > 0 {
-			e.Attrs = backing[i*len(attrs) : (i+1)*len(attrs) : (i+1)*len(attrs)]
-		}
-		d.attrs(e, pos)
-		n := d.count(1)
-		if n == 0 && d.err == nil {
-			d.fail("entry %d without stats", i)
-		}
-		e.Stats = d.bytes(n)
-		prev = e
-	}
-	if d.err == nil && len(d.p) != 0 {
-		d.fail("%d bytes after the last entry", len(d.p))
+	r.left = d.count(4 + (na+7)/8)
+	if r.left == 0 {
+		r.end()
 	}
 	if d.err != nil {
-		return Blob{}, d.err
+		return nil, d.err
 	}
-	return b, nil
+	return r, nil
+}
+
+// next reads the next entry into e, its attributes into slots (as many as the caller's
+// attrs, cleared here). It returns false, leaving e as it is, once every entry was read or
+// the blob is found corrupt (then r.d.err is set).
+func (r *entryReader) next(e *Entry, slots []*string) bool {
+	d := &r.d
+	if r.left == 0 || d.err != nil {
+		return false
+	}
+	clear(slots)
+	var x Entry
+	x.Dimension = d.suffix(r.prev.Dimension)
+	x.DimensionID = d.suffix(r.prev.DimensionID)
+	if r.n > 0 && d.err == nil && compareEntries(&r.prev, &x) >= 0 {
+		d.fail("entry %d out of order", r.n)
+	}
+	if len(slots) > 0 {
+		x.Attrs = slots
+	}
+	d.attrs(&x, r.pos)
+	n := d.count(1)
+	if n == 0 && d.err == nil {
+		d.fail("entry %d without stats", r.n)
+	}
+	x.Stats = d.bytes(n)
+	if d.err != nil {
+		return false
+	}
+	r.prev = Entry{Dimension: x.Dimension, DimensionID: x.DimensionID}
+	r.n++
+	r.left--
+	if r.left == 0 {
+		r.end()
+	}
+	*e = x
+	return d.err == nil
+}
+
+// end checks that nothing follows the last entry.
+func (r *entryReader) end() {
+	if r.d.err == nil && len(r.d.p) != 0 {
+		r.d.fail("%d bytes after the last entry", len(r.d.p))
+	}
 }
 
 func corrupt(format string, args ...any) error {

@@ -31,8 +31,10 @@
 // folded row is encoded as they are made: a window of many keys is never held whole beside
 // the partials it is merged from. Stored compact rows that the implementation reads as
 // blobs ([Partials].Blob) are decoded where the plan needs them: those of a window folded
-// for the first time as [Plan.Merged] folds it, so that a call completing several windows
-// holds one such window's stored entries decoded at once.
+// for the first time as [Plan.Merged] reaches each range of its keys, so that a fold holds
+// one range of the window's stored entries decoded, not all of them beside the rows. A row
+// found corrupt there fails Merged once the ranges before the corrupt part were passed on,
+// which the implementation's transaction then discards.
 //
 // A window that is not complete keeps its partials compactly: one row per (window, source)
 // holding every key's entry in one [Blob]. A later batch of the same window and source

@@ -124,7 +124,7 @@ func (c *Call) storedEntries(p *Partials) ([]Entry, error) {
 	}
 	bl, err := c.codec.Decode(p.Blob, c.spec.Attributes)
 	if err != nil {
-		return nil, fmt.Errorf("compact partials of %s at %s: %w", p.Source, p.Start.Format(time.RFC3339), err)
+		return nil, storedError(p, err)
 	}
 	return bl.Entries, nil
 }
@@ -167,25 +167,27 @@ func (c *Call) fold(out *Plan, w *pending) {
 
 // mergeFirst merges the keys of a first fold in chunks of about size keys, passes each
 // chunk's rows to fn as they are made, and returns the folded row (Keys zero for a window
-// without keys, which writes none).
+// without keys, which writes none). The stored entries are decoded a chunk at a time (see
+// chunker).
 func (c *Call) mergeFirst(f firstFold, size int, fn func(rows []Row, insert bool) error) (FoldedBlob, error) {
-	srcs, lists, err := c.sources(f.w, nil)
+	k, err := c.newChunker(f.w, size)
 	if err != nil {
 		return FoldedBlob{}, err
 	}
-	var sources []sink.TopicPartition // those that contribute a key
-	for i, s := range srcs {
-		if len(lists[i]) > 0 {
-			sources = append(sources, s)
-		}
-	}
-	ew := newEntryWriter(c.spec.Attributes, largest(lists))
+	ew := newEntryWriter(c.spec.Attributes, k.largest())
 	var rows []Row // a chunk's, reused by the next: fn does not keep them
 	var entries []Entry
-	for _, chunk := range cut(lists, chunks(lists, size)) {
+	for {
+		ok, err := k.next()
+		if err != nil {
+			return FoldedBlob{}, err
+		}
+		if !ok {
+			break
+		}
 		clear(rows)
 		clear(entries)
-		rows, entries, err = c.foldKeys(f.w, chunk, rows[:0], entries[:0])
+		rows, entries, err = c.foldKeys(f.w, k.lists, rows[:0], entries[:0])
 		if err != nil {
 			return FoldedBlob{}, err
 		}
@@ -203,7 +205,7 @@ func (c *Call) mergeFirst(f firstFold, size int, fn func(rows []Row, insert bool
 	if ew.n == 0 {
 		return FoldedBlob{}, nil
 	}
-	blob, err := ew.encode(c.codec, sources)
+	blob, err := ew.encode(c.codec, k.sources())
 	return FoldedBlob{Start: f.w.start, End: f.w.end, Keys: ew.n, Blob: blob}, err
 }
 
@@ -256,15 +258,6 @@ func (c *Call) split(lists [][]Entry) [][][]Entry {
 		return [][][]Entry{lists}
 	}
 	return cut(lists, c.procs)
-}
-
-// chunks returns how many ranges of about size keys lists (each ordered by key) are cut into
-// for writing: the longest list's length over size, rounded up, at least one.
-func chunks(lists [][]Entry, size int) int {
-	if size <= 0 {
-		return 1
-	}
-	return max(1, (largest(lists)+size-1)/size)
 }
 
 // cut cuts lists (each ordered by key, a key at most once per list) into n ranges of keys,

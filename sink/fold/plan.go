@@ -25,9 +25,10 @@ func (p Progress) holds() bool { return !(p.Empty && p.ClosedThrough.IsZero()) }
 // Partials is one stored compact row: the entries of one source for one window. A reader
 // may give the row's Blob as stored (what [Codec.Encode] wrote) and leave Entries nil: the
 // plan then decodes it only where it needs the entries, and for a window folded for the
-// first time a window at a time as [Plan.Merged] folds it, so that a call completing several
-// windows never holds all their stored entries decoded at once. A corrupt blob then fails
-// [Call.Plan] or [Plan.Merged], whichever decodes it.
+// first time a range of keys at a time as [Plan.Merged] folds it, so that a fold never holds
+// a large window's stored entries decoded at once. A corrupt blob then fails [Call.Plan] or
+// [Plan.Merged], whichever decodes it; Merged may have passed rows of the window to its
+// function before it reaches the corrupt part.
 type Partials struct {
 	Start, End time.Time
 	Source     sink.TopicPartition
