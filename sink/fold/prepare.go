@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/streamledger/streamledger/sink"
@@ -43,16 +44,7 @@ func prepare(spec sink.AggregateSpec, b sink.CloseBatch) (prepared, error) {
 		attrs[a] = true
 	}
 	out := prepared{CloseBatch: sink.CloseBatch{Source: b.Source, ClosedThrough: sink.AtPrecision(b.ClosedThrough), Empty: b.Empty}}
-	// Sorting the positions by key, then position, puts the partials of one key next to each
-	// other in the order given: the last of each run is the one kept. (A total order sorts as
-	// a stable sort by key would, without its cost.)
-	order := make([]int, len(b.Partials))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(i, j int) int {
-		return cmp.Or(sink.CompareKeys(b.Partials[i].Key, b.Partials[j].Key), cmp.Compare(i, j))
-	})
+	order := sortedKeys(b.Partials)
 	out.entries = make([]Entry, 0, len(order))
 	na := len(spec.Attributes)
 	var slots []*string // the entries' attribute slots, one backing array
@@ -60,13 +52,14 @@ func prepare(spec sink.AggregateSpec, b sink.CloseBatch) (prepared, error) {
 	if na > 0 {
 		slots = make([]*string, len(order)*na)
 	}
-	for n, i := range order {
+	for n, k := range order {
+		i := int(k.i)
 		p := b.Partials[i]
 		p.WindowStart, p.WindowEnd = sink.AtPrecision(p.WindowStart), sink.AtPrecision(p.WindowEnd)
 		if err := checkPartial(spec, attrs, out.ClosedThrough, b.Source, i, p); err != nil {
 			return prepared{}, err
 		}
-		if n+1 < len(order) && sink.CompareKeys(b.Partials[order[n+1]].Key, b.Partials[i].Key) == 0 {
+		if n+1 < len(order) && order[n+1].sameKey(&k) {
 			continue // a later partial of the same key replaces it
 		}
 		// Checked, not decoded: a plan decodes only the partials it merges.
@@ -99,6 +92,48 @@ func prepare(spec sink.AggregateSpec, b sink.CloseBatch) (prepared, error) {
 	}
 	return out, nil
 }
+
+// partialKey is a partial's key and position, laid out for sorting: the sort reads the
+// keys from one array rather than from the partials, and compares each string once.
+type partialKey struct {
+	sec     int64 // the window start as sink.CompareKeys orders it: Unix seconds,
+	nsec    int32 // then nanoseconds
+	i       int32 // the partial's position
+	dim, id string
+}
+
+// sortedKeys returns the keys of ps ordered by key (sink.CompareKeys), then position, so that
+// the partials of one key are next to each other in the order given: the last of each run is
+// the one kept. (A total order sorts as a stable sort by key would, without its cost.)
+func sortedKeys(ps []sink.Partial) []partialKey {
+	keys := make([]partialKey, len(ps))
+	for i, p := range ps {
+		keys[i] = partialKey{sec: p.WindowStart.Unix(), nsec: int32(p.WindowStart.Nanosecond()), i: int32(i),
+			dim: p.Dimension, id: p.DimensionID}
+	}
+	slices.SortFunc(keys, func(a, b partialKey) int {
+		if c := a.compareKey(&b); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
+	})
+	return keys
+}
+
+func (a *partialKey) compareKey(b *partialKey) int {
+	switch {
+	case a.sec != b.sec:
+		return cmp.Compare(a.sec, b.sec)
+	case a.nsec != b.nsec:
+		return cmp.Compare(a.nsec, b.nsec)
+	}
+	if c := strings.Compare(a.dim, b.dim); c != 0 {
+		return c
+	}
+	return strings.Compare(a.id, b.id)
+}
+
+func (a *partialKey) sameKey(b *partialKey) bool { return a.compareKey(b) == 0 }
 
 // batch returns the prepared batch as a sink.CloseBatch, with its partials.
 func (p *prepared) batch(spec sink.AggregateSpec) sink.CloseBatch {
