@@ -149,6 +149,14 @@ func (c *Call) newChunker(w *pending, size int) (*chunker, error) {
 		k.curs = append(k.curs, cur)
 	}
 	k.lists, k.slots = make([][]Entry, len(k.curs)), make([][]*string, len(k.curs))
+	if size > 0 {
+		// A range takes about size entries of each source whose keys resemble the largest's:
+		// room for that and a little more spares growing every list in the first range.
+		for i, cur := range k.curs {
+			n := min(cur.total, size+size/8)
+			k.lists[i], k.slots[i] = make([]Entry, 0, n), make([]*string, 0, n*k.na)
+		}
+	}
 	return k, nil
 }
 
