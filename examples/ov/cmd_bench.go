@@ -19,6 +19,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	f.FlagSet.BoolVar(&o.Quick, "quick", false, "a run of about a minute: 1 and 6 partitions at 1x, and 10x")
 	f.FlagSet.StringVar(&o.JSONOut, "json", "", "write the results as JSON to this file")
 	f.FlagSet.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the pipeline phase to this file (FILE.<case> when several cases run)")
+	f.FlagSet.StringVar(&o.Timeline, "timeline", "", "write a JSON line per tick and per write of the pipeline phase to this file (FILE.<case> when several cases run): waits, writes, the collector's CPU and the live heap")
 	f.FlagSet.StringVar(&o.Trace, "trace", "", "write an execution trace (go tool trace) of the pipeline phase to this file (FILE.<case> when several cases run)")
 	f.FlagSet.StringVar(&o.MemProfile, "memprofile", "", "write an allocation profile to this file at the end (FILE.<case> from each child process), and the heap at the largest live-heap probe to FILE.<case>.probe")
 	f.FlagSet.StringVar(&o.Partitions, "partitions", "", "partition counts of the partition sweep at 1x (default 1,2,6,12; quick: 1,6)")

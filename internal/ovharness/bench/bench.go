@@ -84,6 +84,10 @@ type Config struct {
 	// open keys probed: the command writes a heap profile there, so that the last one shows
 	// what the live heap held at the largest probe.
 	AtProbe func(openKeys int)
+	// Timeline, if set, is called when the pipeline phase of a case starts, and receives a
+	// JSON line per tick and per write of the phase (see timelineLine); it is closed when the
+	// phase ends.
+	Timeline func(c Case) (io.WriteCloser, error)
 }
 
 func (c Case) withDefaults() Case {
@@ -376,10 +380,19 @@ func runPipeline(ctx context.Context, cfg Config, c Case, brokers string, ends m
 		end := cfg.AroundPipeline(c)
 		defer end()
 	}
+	hooks := []consumer.Hook{m}
+	if cfg.Timeline != nil {
+		w, err := cfg.Timeline(c)
+		if err != nil {
+			return fmt.Errorf("bench: timeline: %w", err)
+		}
+		defer w.Close()
+		hooks = append(hooks, newTimeline(w, time.Now))
+	}
 	p, err := pipeline.New(ctx, pipeline.Config{
 		Brokers: brokers, Group: "ov-bench", Migrate: true, FlushInterval: cfg.FlushInterval,
 		ProcessorID: "ov-bench", CreateDLQTopics: true, Kafka: quiet(cfg.Kafka), Logger: cfg.Logger,
-		Until: consumer.Until{End: true}, Hooks: []consumer.Hook{m}, WrapHandler: m.wrap, BufferLimit: c.BufferLimit,
+		Until: consumer.Until{End: true}, Hooks: hooks, WrapHandler: m.wrap, BufferLimit: c.BufferLimit,
 	}, pipeline.Postgres(sinkPool, schema))
 	if err != nil {
 		return err

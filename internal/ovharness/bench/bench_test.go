@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"runtime"
 	"strings"
 	"testing"
@@ -22,9 +23,26 @@ func TestRun(t *testing.T) {
 	pgtest.New(t) // skips (or fails in CI) without a server
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := Run(ctx, Config{DSN: pgtest.URL(), FlushInterval: 200 * time.Millisecond},
+	var timeline closeBuffer
+	res, err := Run(ctx, Config{DSN: pgtest.URL(), FlushInterval: 200 * time.Millisecond,
+		Timeline: func(Case) (io.WriteCloser, error) { return &timeline, nil }},
 		Case{Name: "tiny", Size: 1, Scale: 0.05, Partitions: 2, Duration: 10 * time.Minute})
 	require.NoError(t, err)
+	assert.True(t, timeline.closed, "the timeline is closed when the phase ends")
+	ticks, kinds := 0, map[string]int{}
+	var at float64
+	for _, l := range readTimeline(t, &timeline.Buffer) {
+		assert.GreaterOrEqual(t, l.At, at, "lines in time order")
+		at = l.At
+		if l.Event == "tick" {
+			ticks++
+		} else {
+			kinds[l.Kind]++
+		}
+	}
+	assert.Equal(t, res.Stages.Ticks, ticks, "a line per tick")
+	assert.Positive(t, kinds["state"], "state flushes")
+	assert.Positive(t, kinds["close"], "close writes")
 	require.Positive(t, res.Records)
 	assert.Equal(t, res.Records, res.Raw.Events)
 	assert.Equal(t, res.Records, res.Pipeline.Events, "one consumer, no rebalance: each record decided once")
@@ -66,6 +84,14 @@ func TestRun(t *testing.T) {
 	require.Len(t, back.Cases, 1)
 	assert.Equal(t, res.Records, back.Cases[0].Records)
 }
+
+// closeBuffer is a bytes.Buffer that records its Close.
+type closeBuffer struct {
+	bytes.Buffer
+	closed bool
+}
+
+func (b *closeBuffer) Close() error { b.closed = true; return nil }
 
 func TestDrainShare(t *testing.T) {
 	r := Result{Pipeline: Rate{Seconds: 4}, Stages: Stages{DrainSeconds: 1}}

@@ -30,6 +30,10 @@ type Options struct {
 	// execution trace of each pipeline phase, and of an allocation profile at the end
 	// (FILE.<case> when several cases run).
 	CPUProfile, Trace, MemProfile string
+	// Timeline, if set, names the file that receives a JSON line per tick and per write of
+	// each pipeline phase (FILE.<case> when several cases run): when each wait and each write
+	// happened, and what the collector did meanwhile.
+	Timeline string
 	// Partitions and Sizes are the comma-separated partition counts of the sweep at 1x and the
 	// sizes of the open-window sweep; empty: the plan's (1,2,6,12 and 1,10,100; quick: 1,6
 	// and 1,10).
@@ -215,6 +219,7 @@ func RunPlan(ctx context.Context, o Options, cases []Case, exe string, stdout, s
 	fmt.Fprintf(stdout, "ov bench (%s): %d cases on %d CPUs, flush every %s\n", mode, len(cases), runtime.NumCPU(), o.FlushInterval)
 	began := time.Now()
 	cfg.AroundPipeline = profilers(o.CPUProfile, o.Trace, len(cases) > 1, stderr)
+	cfg.Timeline = timelineFiles(o.Timeline, len(cases) > 1)
 	if !o.InProcess {
 		cfg.Exec = func(ctx context.Context, spec Spec) (Result, error) {
 			return runChild(ctx, exe, spec, o, len(cases) > 1, stderr)
@@ -290,6 +295,15 @@ func profilers(cpuFile, traceFile string, perCase bool, stderr io.Writer) func(C
 	}
 }
 
+// timelineFiles returns a Config.Timeline that creates the timeline's file (file.<case> when
+// perCase), or nil when file is "".
+func timelineFiles(file string, perCase bool) func(Case) (io.WriteCloser, error) {
+	if file == "" {
+		return nil
+	}
+	return func(c Case) (io.WriteCloser, error) { return os.Create(caseFile(file, c.Name, perCase)) }
+}
+
 // caseFile is file, or file.<name> when every case writes its own.
 func caseFile(file, name string, perCase bool) string {
 	if perCase {
@@ -338,6 +352,9 @@ func runChild(ctx context.Context, exe string, spec Spec, o Options, perCase boo
 	if o.MemProfile != "" {
 		args = append(args, "--memprofile", o.MemProfile+"."+spec.Case.Name)
 	}
+	if o.Timeline != "" {
+		args = append(args, "--timeline", caseFile(o.Timeline, spec.Case.Name, perCase))
+	}
 	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Stderr = stderr
 	cmd.WaitDelay = 30 * time.Second
@@ -377,6 +394,7 @@ func Child(ctx context.Context, o Options, spec Spec, stdout, stderr io.Writer) 
 		}
 	}
 	cfg.AroundPipeline = profilers(o.CPUProfile, o.Trace, false, stderr)
+	cfg.Timeline = timelineFiles(o.Timeline, false)
 	var res Result
 	if err := Consume(ctx, cfg, spec, &res); err != nil {
 		return err

@@ -46,4 +46,12 @@
 // the open keys reach a new high, at a tick; that pause is excluded from the rates) divided by
 // the open keys at that moment. It is an upper bound: it also holds the ledgers, the buffered
 // state rows and the messages in flight.
+//
+// # Timeline
+//
+// With --timeline, the pipeline phase also writes a JSON line per tick and per write: its time
+// since the phase began, the tick's wait for writes and the runtime's estimates, the write's
+// kind, rows and duration, and the garbage collector's CPU since the line before with the live
+// heap. The tables give a run's totals; the timeline shows which writes the loop waited for
+// and whether the collector ran meanwhile.
 package bench
