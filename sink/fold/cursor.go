@@ -2,7 +2,6 @@ package fold
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/streamledger/streamledger/sink"
@@ -17,6 +16,7 @@ import (
 // cursor yields the entries of one source of a window in key order.
 type cursor struct {
 	src     sink.TopicPartition
+	start   time.Time    // the window's, for errors
 	r       *entryReader // stored entries not read yet; nil: none left to read
 	stored  []Entry      // stored entries decoded already (the reader left none encoded)
 	batch   []Entry      // the call's entries of the source not taken yet
@@ -29,7 +29,7 @@ type cursor struct {
 
 // newCursor returns the cursor of source s of window w.
 func (c *Call) newCursor(w *pending, s sink.TopicPartition) (*cursor, error) {
-	cur := &cursor{src: s, batch: w.batch[s]}
+	cur := &cursor{src: s, start: w.start, batch: w.batch[s]}
 	p := w.stored[s]
 	switch {
 	case p == nil:
@@ -38,7 +38,7 @@ func (c *Call) newCursor(w *pending, s sink.TopicPartition) (*cursor, error) {
 	default:
 		r, err := c.codec.reader(p.Blob, c.spec.Attributes)
 		if err != nil {
-			return nil, storedError(p, err)
+			return nil, storedError(s, w.start, err)
 		}
 		cur.r, cur.slots = r, make([]*string, len(c.spec.Attributes))
 	}
@@ -49,13 +49,13 @@ func (c *Call) newCursor(w *pending, s sink.TopicPartition) (*cursor, error) {
 	return cur, nil
 }
 
-// storedError wraps an error of decoding p's blob.
-func storedError(p *Partials, err error) error {
-	return fmt.Errorf("compact partials of %s at %s: %w", p.Source, p.Start.Format(time.RFC3339), err)
+// storedError wraps an error of decoding the blob of src's compact row of the window at start.
+func storedError(src sink.TopicPartition, start time.Time, err error) error {
+	return fmt.Errorf("compact partials of %s at %s: %w", src, start.Format(time.RFC3339), err)
 }
 
 // fill reads the next stored entry into head, if there is one and head is empty.
-func (cur *cursor) fill(w *pending) {
+func (cur *cursor) fill() {
 	if cur.hasHead || cur.err != nil {
 		return
 	}
@@ -68,7 +68,7 @@ func (cur *cursor) fill(w *pending) {
 			return
 		}
 		if err := cur.r.d.err; err != nil {
-			cur.err = storedError(&Partials{Start: w.start, Source: cur.src}, err)
+			cur.err = storedError(cur.src, cur.start, err)
 		}
 		cur.r = nil
 	}
@@ -76,8 +76,8 @@ func (cur *cursor) fill(w *pending) {
 
 // peek returns the next entry without taking it; false at the end, or when the stored
 // entries turned out corrupt (cur.err).
-func (cur *cursor) peek(w *pending) (*Entry, bool) {
-	cur.fill(w)
+func (cur *cursor) peek() (*Entry, bool) {
+	cur.fill()
 	switch {
 	case cur.err != nil || !cur.hasHead && len(cur.batch) == 0:
 		return nil, false
@@ -119,7 +119,6 @@ func (cur *cursor) take() Entry {
 // other cursors' entries before the next range's first key of that cursor, so that all
 // entries of a key fall in one range, as cut cuts decoded lists.
 type chunker struct {
-	w     *pending
 	curs  []*cursor
 	ref   int // the cursor with the most entries
 	size  int
@@ -130,15 +129,8 @@ type chunker struct {
 
 // newChunker returns the chunker of window w's sources in source order.
 func (c *Call) newChunker(w *pending, size int) (*chunker, error) {
-	all := sortedSources(w.stored)
-	for _, s := range sortedSources(w.batch) {
-		if _, ok := w.stored[s]; !ok {
-			all = append(all, s)
-		}
-	}
-	slices.SortFunc(all, sink.CompareSources)
-	k := &chunker{w: w, size: size, na: len(c.spec.Attributes)}
-	for _, s := range all {
+	k := &chunker{size: size, na: len(c.spec.Attributes)}
+	for _, s := range w.sources() {
 		cur, err := c.newCursor(w, s)
 		if err != nil {
 			return nil, err
@@ -191,7 +183,7 @@ func (k *chunker) next() (bool, error) {
 	}
 	ref := k.curs[k.ref]
 	for n := 0; k.size <= 0 || n < k.size; n++ {
-		if _, ok := ref.peek(k.w); !ok {
+		if _, ok := ref.peek(); !ok {
 			break
 		}
 		k.add(k.ref)
@@ -199,15 +191,11 @@ func (k *chunker) next() (bool, error) {
 	if ref.err != nil {
 		return false, ref.err
 	}
-	pivot, more := ref.peek(k.w) // the next range's first key; ref is not read until then
+	pivot, more := ref.peek() // the next range's first key; ref is not read until then
 	read := 0
 	for i, cur := range k.curs {
-		for i != k.ref {
-			e, ok := cur.peek(k.w)
-			if !ok || more && compareEntries(e, pivot) >= 0 {
-				break
-			}
-			k.add(i)
+		if i != k.ref {
+			k.addBefore(i, pivot, more)
 		}
 		if cur.err != nil {
 			return false, cur.err
@@ -215,6 +203,17 @@ func (k *chunker) next() (bool, error) {
 		read += len(k.lists[i])
 	}
 	return read > 0, nil
+}
+
+// addBefore takes cursor i's entries before pivot (all of them without more) into its list.
+func (k *chunker) addBefore(i int, pivot *Entry, more bool) {
+	for {
+		e, ok := k.curs[i].peek()
+		if !ok || more && compareEntries(e, pivot) >= 0 {
+			return
+		}
+		k.add(i)
+	}
 }
 
 // add takes cursor i's next entry into its list, with its attributes copied.

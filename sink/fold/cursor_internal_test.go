@@ -27,10 +27,7 @@ func storedThenFolded(t *testing.T, spec sink.AggregateSpec, batches []sink.Clos
 		}
 		return out
 	}
-	first, err := newCall(z, spec, batches[:stored], 2)
-	require.NoError(t, err)
-	first.SetProgress(progress(0), []string{"a"})
-	p1, err := first.Plan(nil, nil, nil)
+	p1, err := planAfter(t, spec, batches[:stored], 2, progress(0), nil)
 	require.NoError(t, err)
 	require.Len(t, p1.Partials, stored, "an incomplete window stores its partials")
 	rows := make([]Partials, len(p1.Partials))
@@ -42,10 +39,7 @@ func storedThenFolded(t *testing.T, spec sink.AggregateSpec, batches []sink.Clos
 		}
 		rows[i] = Partials{Start: p.Start, End: p.End, Source: p.Source, Blob: z.appendCompressed(nil, raw)}
 	}
-	second, err := newCall(z, spec, batches[stored:], 2)
-	require.NoError(t, err)
-	second.SetProgress(progress(stored), []string{"a"})
-	p2, err := second.Plan(rows, nil, nil)
+	p2, err := planAfter(t, spec, batches[stored:], 2, progress(stored), rows)
 	require.NoError(t, err)
 	return p2
 }

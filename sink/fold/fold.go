@@ -124,7 +124,7 @@ func (c *Call) storedEntries(p *Partials) ([]Entry, error) {
 	}
 	bl, err := c.codec.Decode(p.Blob, c.spec.Attributes)
 	if err != nil {
-		return nil, storedError(p, err)
+		return nil, storedError(p.Source, p.Start, err)
 	}
 	return bl.Entries, nil
 }
@@ -133,16 +133,9 @@ func (c *Call) storedEntries(p *Partials) ([]Entry, error) {
 // stored ones (decoded now where they are still encoded) with the batch's replacing them key
 // by key. skip leaves sources out.
 func (c *Call) sources(w *pending, skip func(sink.TopicPartition) bool) ([]sink.TopicPartition, [][]Entry, error) {
-	all := sortedSources(w.stored)
-	for _, s := range sortedSources(w.batch) {
-		if _, ok := w.stored[s]; !ok {
-			all = append(all, s)
-		}
-	}
-	slices.SortFunc(all, sink.CompareSources)
 	var srcs []sink.TopicPartition
 	var lists [][]Entry
-	for _, s := range all {
+	for _, s := range w.sources() {
 		if skip != nil && skip(s) {
 			continue
 		}
@@ -154,6 +147,18 @@ func (c *Call) sources(w *pending, skip func(sink.TopicPartition) bool) ([]sink.
 		lists = append(lists, replaceEntries(stored, w.batch[s]))
 	}
 	return srcs, lists, nil
+}
+
+// sources returns the sources of w's stored rows and batches, in order, each once.
+func (w *pending) sources() []sink.TopicPartition {
+	all := sortedSources(w.stored)
+	for _, s := range sortedSources(w.batch) {
+		if _, ok := w.stored[s]; !ok {
+			all = append(all, s)
+		}
+	}
+	slices.SortFunc(all, sink.CompareSources)
+	return all
 }
 
 // fold plans the first fold of a complete window: every key merged over its sources, as

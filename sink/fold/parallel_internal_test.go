@@ -54,16 +54,24 @@ func codec(tb testing.TB) *Codec {
 
 func planWith(t *testing.T, spec sink.AggregateSpec, batches []sink.CloseBatch, procs int) (*Plan, error) {
 	t.Helper()
-	c, err := newCall(codec(t), spec, batches, procs)
-	if err != nil {
-		return nil, err
-	}
 	progress := make([]Progress, len(batches))
 	for i, b := range batches {
 		progress[i] = Progress{Source: b.Source, ClosedThrough: t0}
 	}
+	return planAfter(t, spec, batches, procs, progress, nil)
+}
+
+// planAfter returns the plan of a call of batches on procs goroutines, after the stored
+// progress and compact rows of topic a.
+func planAfter(t *testing.T, spec sink.AggregateSpec, batches []sink.CloseBatch, procs int,
+	progress []Progress, rows []Partials) (*Plan, error) {
+	t.Helper()
+	c, err := newCall(codec(t), spec, batches, procs)
+	if err != nil {
+		return nil, err
+	}
 	c.SetProgress(progress, []string{"a"})
-	return c.Plan(nil, nil, nil)
+	return c.Plan(rows, nil, nil)
 }
 
 // written is what a writer of p receives from p.Merged(size): the merged rows, chunk by

@@ -59,7 +59,7 @@ func prepare(spec sink.AggregateSpec, b sink.CloseBatch) (prepared, error) {
 		if err := checkPartial(spec, attrs, out.ClosedThrough, b.Source, i, p); err != nil {
 			return prepared{}, err
 		}
-		if n+1 < len(order) && order[n+1].sameKey(&k) {
+		if n+1 < len(order) && order[n+1].compareKey(&k) == 0 {
 			continue // a later partial of the same key replaces it
 		}
 		// Checked, not decoded: a plan decodes only the partials it merges.
@@ -120,6 +120,7 @@ func sortedKeys(ps []sink.Partial) []partialKey {
 	return keys
 }
 
+// compareKey orders a and b as sink.CompareKeys orders their partials' keys.
 func (a *partialKey) compareKey(b *partialKey) int {
 	switch {
 	case a.sec != b.sec:
@@ -132,8 +133,6 @@ func (a *partialKey) compareKey(b *partialKey) int {
 	}
 	return strings.Compare(a.id, b.id)
 }
-
-func (a *partialKey) sameKey(b *partialKey) bool { return a.compareKey(b) == 0 }
 
 // batch returns the prepared batch as a sink.CloseBatch, with its partials.
 func (p *prepared) batch(spec sink.AggregateSpec) sink.CloseBatch {
