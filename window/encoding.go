@@ -85,9 +85,19 @@ func allInts(vals []float64) bool {
 // exact limit, which is a setting of the reader, not part of the data. Input that is
 // truncated, garbled or not exactly what [Stats.MarshalBinary] produces is rejected with an
 // error wrapping [ErrCorrupt], and an unknown version byte with one wrapping [ErrVersion];
-// on error s is unchanged.
+// on error s is unchanged. The values go into the storage s already has where it has room,
+// so that a Stats decoded into again and again (one per goroutine of a merge, say) allocates
+// only to grow.
 func (s *Stats) UnmarshalBinary(data []byte) error {
-	t, err := readStats(data, true)
+	into := s.vals[:0]
+	if cap(into) > 0 {
+		// The storage is written as the values are checked: check them first, so that an
+		// error leaves s as it was.
+		if _, err := readStats(data, false, nil); err != nil {
+			return err
+		}
+	}
+	t, err := readStats(data, true, into)
 	if err != nil {
 		return err
 	}
@@ -105,14 +115,14 @@ func corrupt(format string, args ...any) error {
 // reader that only needs to validate a partial (or learn its count) pays for no copy of its
 // values. Its errors are those of UnmarshalBinary.
 func CheckBinary(data []byte) (count int64, err error) {
-	s, err := readStats(data, false)
+	s, err := readStats(data, false, nil)
 	return s.count, err
 }
 
-// readStats validates data and returns the Stats it holds. Without keep it builds nothing
-// that allocates: the values are checked but not stored (the result then holds the count, the
-// sum and, for a digest, the min and max).
-func readStats(data []byte, keep bool) (Stats, error) {
+// readStats validates data and returns the Stats it holds, its values in into where into has
+// room for them. Without keep it builds nothing that allocates: the values are checked but
+// not stored (the result then holds the count, the sum and, for a digest, the min and max).
+func readStats(data []byte, keep bool, into []float64) (Stats, error) {
 	if len(data) < 2 {
 		return Stats{}, corrupt("%d bytes, want at least 2", len(data))
 	}
@@ -147,13 +157,18 @@ func readStats(data []byte, keep bool) (Stats, error) {
 		return Stats{}, corrupt("sum is %v, want a finite number of magnitude at most count·MaxValue", s.sum)
 	}
 	if kind == kindDigest {
+		s.vals = into // none buffered; the storage stays for a later decode
 		return readDigest(s, p, keep)
 	}
 	if count > MaxExactLimit {
 		return Stats{}, corrupt("exact stats with count %d, want at most MaxExactLimit (%d)", count, MaxExactLimit)
 	}
 	var vals []float64 // nil: values checked, not stored
-	if keep {
+	switch {
+	case !keep:
+	case uint64(cap(into)) >= count:
+		vals = into[:count]
+	default:
 		vals = make([]float64, count)
 	}
 	var err error

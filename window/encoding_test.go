@@ -2,8 +2,10 @@ package window
 
 import (
 	"encoding/binary"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -103,6 +105,39 @@ func TestStatsAppendBinary(t *testing.T) {
 	got, err := s.AppendBinary([]byte("prefix"))
 	require.NoError(t, err)
 	assert.Equal(t, append([]byte("prefix"), want...), got)
+}
+
+// A Stats decoded into again and again holds what a fresh one decodes, grows its storage only
+// when a larger exact Stats comes, and is left as it was by input it rejects.
+func TestStatsUnmarshalReusesStorage(t *testing.T) {
+	samples := sampleStats(t)
+	names := slices.Sorted(maps.Keys(samples))
+	full, err := samples["exact full"].MarshalBinary()
+	require.NoError(t, err)
+	bad := slices.Clone(full)
+	bad[len(bad)-1] = 0xff // the last value negative: not ascending, found after the others
+	var reused Stats
+	for range 2 { // the second round finds storage for every exact sample
+		for _, name := range names {
+			b, err := samples[name].MarshalBinary()
+			require.NoError(t, err)
+			var fresh Stats
+			require.NoError(t, fresh.UnmarshalBinary(b))
+			require.NoError(t, reused.UnmarshalBinary(b), name)
+			got, err := reused.MarshalBinary()
+			require.NoError(t, err)
+			assert.Equal(t, b, got, name)
+			if fresh.Count() > 0 {
+				assert.Equal(t, fresh.Quantile(Linear, 0.5), reused.Quantile(Linear, 0.5), name)
+			}
+
+			before := slices.Clone(reused.vals)
+			require.Error(t, reused.UnmarshalBinary(bad))
+			assert.Equal(t, before, reused.vals, "%s: a rejected input changed the values", name)
+		}
+	}
+	allocs := testing.AllocsPerRun(100, func() { _ = reused.UnmarshalBinary(full) })
+	assert.Zero(t, allocs, "decoding into storage that has room")
 }
 
 func TestStatsUnmarshalErrors(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/window"
 )
 
 // pending is what a plan knows of one window.
@@ -219,7 +218,8 @@ func (c *Call) mergeFirst(f firstFold, size int, fn func(rows []Row, insert bool
 // (split) merged on goroutines of their own, each into its own place in rows and entries, so
 // that the outcome, and the error when one key fails (the first in key order), are a single
 // goroutine's. The distinct keys are counted first, so that rows and entries grow once,
-// however much the lists' keys overlap.
+// however much the lists' keys overlap. The entries' stats are valid until the next
+// foldKeys of c (see merger).
 func (c *Call) foldKeys(w *pending, lists [][]Entry, rows []Row, entries []Entry) ([]Row, []Entry, error) {
 	parts := c.split(lists)
 	at := make([]int, len(parts)+1) // where each range's rows begin in rows, then the end
@@ -233,11 +233,16 @@ func (c *Call) foldKeys(w *pending, lists [][]Entry, rows []Row, entries []Entry
 	}
 	rows, entries = slices.Grow(rows, at[len(parts)]-len(rows)), slices.Grow(entries, at[len(parts)]-len(entries))
 	rows, entries = rows[:at[len(parts)]], entries[:at[len(parts)]]
+	if len(c.mergers) < len(parts) {
+		c.mergers = make([]merger, len(parts))
+	}
 	err := each(len(parts), len(parts), func(k int) error {
 		i := at[k]
+		m := &c.mergers[k]
+		m.reset()
 		return groups(parts[k], func(g []*Entry, _ []int) error {
 			var err error
-			rows[i], entries[i], err = c.merge(w, g)
+			rows[i], entries[i], err = m.merge(c.spec, w, g)
 			i++
 			return err
 		})
@@ -327,11 +332,13 @@ func (c *Call) refold(out *Plan, w *pending) error {
 	}
 	slices.SortFunc(sources, sink.CompareSources)
 	ew := newEntryWriter(c.spec.Attributes, max(len(f.Entries), largest(lists)))
+	var m merger
 	err = groups(append([][]Entry{f.Entries}, lists...), func(g []*Entry, from []int) error {
 		if len(g) == 1 && from[0] == 0 {
 			return ew.add(g[0])
 		}
-		row, e, err := c.merge(w, g)
+		m.reset()
+		row, e, err := m.merge(c.spec, w, g)
 		if err != nil {
 			return err
 		}
@@ -347,50 +354,6 @@ func (c *Call) refold(out *Plan, w *pending) error {
 	}
 	out.refolded = append(out.refolded, FoldedBlob{Start: w.start, End: w.end, Keys: ew.n, Blob: blob})
 	return nil
-}
-
-// merge merges one key's entries (in source order) into its merged row and its folded
-// entry: window.Merge of the stats, decoded with the spec's exact limit, in that order,
-// summarized by the spec's quantile and method, and per attribute the first value.
-func (c *Call) merge(w *pending, g []*Entry) (Row, Entry, error) {
-	key := sink.Key{WindowStart: w.start, Dimension: g[0].Dimension, DimensionID: g[0].DimensionID}
-	stats := make([]*window.Stats, len(g))
-	for i, e := range g {
-		var err error
-		if stats[i], err = c.spec.Decode(e.Stats); err != nil {
-			return Row{}, Entry{}, fmt.Errorf("stats of %s/%s at %s: %w",
-				key.Dimension, key.DimensionID, w.start.Format(time.RFC3339), err)
-		}
-	}
-	m := stats[0]
-	enc := g[0].Stats
-	if len(stats) > 1 {
-		var err error
-		if m, err = window.Merge(stats...); err != nil {
-			return Row{}, Entry{}, fmt.Errorf("fold: merge %s/%s at %s: %w", key.Dimension, key.DimensionID, w.start.Format(time.RFC3339), err)
-		}
-		if enc, err = m.MarshalBinary(); err != nil {
-			return Row{}, Entry{}, err
-		}
-	}
-	sum, err := c.spec.Summarize(m)
-	if err != nil {
-		return Row{}, Entry{}, fmt.Errorf("fold: merge %s/%s at %s: %w", key.Dimension, key.DimensionID, w.start.Format(time.RFC3339), err)
-	}
-	var attrs []*string
-	if n := len(c.spec.Attributes); n > 0 {
-		attrs = make([]*string, n)
-		for j := range attrs {
-			for _, e := range g {
-				if e.Attrs[j] != nil {
-					attrs[j] = e.Attrs[j]
-					break
-				}
-			}
-		}
-	}
-	row := Row{Key: key, End: w.end, Attrs: attrs, Summary: sum}
-	return row, Entry{Dimension: key.Dimension, DimensionID: key.DimensionID, Attrs: attrs, Stats: enc}, nil
 }
 
 // largest returns the length of the longest of lists: the fewest distinct keys they can

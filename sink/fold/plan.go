@@ -159,8 +159,9 @@ type Call struct {
 	newTopic []string
 	updates  []Progress
 	through  time.Time
-	complete bool // some window may be complete: every holding partition closed something
-	procs    int  // goroutines the call's CPU work is split over (see maxProcs)
+	complete bool     // some window may be complete: every holding partition closed something
+	procs    int      // goroutines the call's CPU work is split over (see maxProcs)
+	mergers  []merger // one per range of keys that foldKeys merges at once
 }
 
 // NewCall validates the batches of one call: a source appears at most once; times are
