@@ -43,7 +43,9 @@ func setGC(limit int64) (percent int, memLimit int64) {
 const followEvery = 250 * time.Millisecond
 
 // heapFollower keeps a Go memory limit of base less the resident memory outside the Go
-// runtime (at least half of base), or a quarter above the live heap where that is more.
+// runtime (at least half of base), or, where that is more, a quarter of the live heap above
+// what a collection cannot free: the live heap, the unused space of the spans it lives in, and
+// the runtime's memory outside the heap (stacks, metadata).
 //
 // Base is the bound of the whole process: Go's limit counts only what the runtime maps, while
 // the client's C heap and the binary are resident beside it, so a Go limit of base alone lets
@@ -54,10 +56,12 @@ const followEvery = 250 * time.Millisecond
 // stays above a limit set from it, and the collector then runs back to back, at up to half
 // the CPU (the runtime's cap), without freeing anything. Following the live heap leaves the
 // limit at its room whenever the bound holds, and otherwise lets each collection free a
-// quarter of the live heap's worth of garbage.
+// quarter of the live heap's worth of garbage. The limit counts all the runtime holds, so a
+// quarter above the live heap alone would leave a large live heap (a fold of every window at
+// the end of a bounded run, say) a few MB of garbage per collection.
 type heapFollower struct {
 	base    int64
-	live    func() int64            // the live heap, as the last collection marked it
+	heap    func() heapSizes        // the runtime's memory now
 	outside func() int64            // resident memory outside the Go runtime; nil: none
 	set     func(limit int64)       // sets the memory limit
 	warn    func(limit, live int64) // called when the limit first rises above base; may be nil
@@ -70,14 +74,37 @@ type heapFollower struct {
 // small moves do not reset it at every step.
 const followStep = 1 << 20
 
-// step sets the limit for the live heap and the outside memory now and returns it.
+// heapSizes is what heapFollower reads of the runtime's memory.
+type heapSizes struct {
+	live int64 // the live heap, as the last collection marked it
+	kept int64 // what a collection cannot free: the runtime's memory less garbage and free pages
+}
+
+// heapSamples returns the runtime/metrics samples readHeapSizes reads.
+func heapSamples() []metrics.Sample {
+	return []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"}, {Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"}}
+}
+
+// readHeapSizes reads the runtime's memory into s, made by heapSamples.
+func readHeapSizes(s []metrics.Sample) heapSizes {
+	metrics.Read(s)
+	v := func(i int) int64 { return int64(s[i].Value.Uint64()) }
+	live, held := v(0), v(1)-v(2)
+	garbage := max(v(4)-live, 0) // objects allocated since the last collection, not all live
+	return heapSizes{live: live, kept: max(held-v(3)-garbage, live)}
+}
+
+// step sets the limit for the heap and the outside memory now and returns it.
 func (f *heapFollower) step() int64 {
-	live := f.live()
+	h := f.heap()
+	live := h.live
 	room := f.base
 	if f.outside != nil {
 		room = max(f.base-f.outside(), f.base/2) / followStep * followStep
 	}
-	want := max(room, live+live/4)
+	want := max(room, h.kept+live/4)
 	if want != f.limit {
 		f.limit = want
 		f.set(want)
@@ -97,12 +124,9 @@ func followLiveHeap(ctx context.Context, warn func(limit, live int64)) {
 	if base == math.MaxInt64 || os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	samples := heapSamples()
 	f := &heapFollower{base: base, limit: base, warn: warn,
-		live: func() int64 {
-			metrics.Read(sample)
-			return int64(sample[0].Value.Uint64())
-		},
+		heap:    func() heapSizes { return readHeapSizes(samples) },
 		outside: func() int64 { return int64(procmem.OutsideGo()) },
 		set:     func(limit int64) { debug.SetMemoryLimit(limit) },
 	}
