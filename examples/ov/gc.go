@@ -58,7 +58,8 @@ const followEvery = 250 * time.Millisecond
 // limit at its room whenever the bound holds, and otherwise lets each collection free a
 // quarter of the live heap's worth of garbage. The limit counts all the runtime holds, so a
 // quarter above the live heap alone would leave a large live heap (a fold of every window at
-// the end of a bounded run, say) a few MB of garbage per collection.
+// the end of a bounded run, say) little garbage to free per collection, and the collector
+// would run back to back.
 type heapFollower struct {
 	base    int64
 	heap    func() heapSizes        // the runtime's memory now

@@ -14,9 +14,10 @@ import (
 // So a fold allocates per key what window.Merge makes and little else, however many keys a
 // window holds.
 type merger struct {
-	stats   []*window.Stats // decoded into key after key; each keeps the spec's exact limit
-	decoded []*window.Stats // the current key's, in entry order
-	enc     []byte          // the merged stats of the keys since the last reset
+	// stats are a key's, in entry order, decoded into key after key; each keeps the spec's
+	// exact limit.
+	stats []*window.Stats
+	enc   []byte // the merged stats of the keys since the last reset
 }
 
 // reset lets the merger reuse the storage of the encoded stats it returned.
@@ -31,19 +32,16 @@ func (m *merger) merge(spec sink.AggregateSpec, w *pending, g []*Entry) (Row, En
 	fail := func(what string, err error) (Row, Entry, error) {
 		return Row{}, Entry{}, fmt.Errorf("%s %s/%s at %s: %w", what, key.Dimension, key.DimensionID, w.start.Format(time.RFC3339), err)
 	}
-	m.decoded = m.decoded[:0]
 	for i, e := range g {
-		st, err := m.decode(spec, i, e.Stats)
-		if err != nil {
+		if err := m.decode(spec, i, e.Stats); err != nil {
 			return fail("stats of", err)
 		}
-		m.decoded = append(m.decoded, st)
 	}
-	merged := m.decoded[0]
+	merged := m.stats[0]
 	enc := g[0].Stats
 	if len(g) > 1 {
 		var err error
-		if merged, err = window.Merge(m.decoded...); err != nil {
+		if merged, err = window.Merge(m.stats[:len(g)]...); err != nil {
 			return fail("fold: merge", err)
 		}
 		at := len(m.enc)
@@ -73,17 +71,17 @@ func (m *merger) merge(spec sink.AggregateSpec, w *pending, g []*Entry) (Row, En
 }
 
 // decode decodes b into the merger's i-th stats, as spec.Decode would into a new one.
-func (m *merger) decode(spec sink.AggregateSpec, i int, b []byte) (*window.Stats, error) {
+func (m *merger) decode(spec sink.AggregateSpec, i int, b []byte) error {
 	if i == len(m.stats) {
 		st, err := spec.Decode(b)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		m.stats = append(m.stats, st)
-		return st, nil
+		return nil
 	}
 	if err := m.stats[i].UnmarshalBinary(b); err != nil {
-		return nil, fmt.Errorf("%w: stats: %w", sink.ErrInvalid, err)
+		return fmt.Errorf("%w: stats: %w", sink.ErrInvalid, err)
 	}
-	return m.stats[i], nil
+	return nil
 }
