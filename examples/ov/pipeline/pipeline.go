@@ -173,7 +173,7 @@ func New(ctx context.Context, cfg Config, db Database) (*Pipeline, error) {
 		Topics:            handlers,
 		Sink:              snk,
 		Series:            NewSeries(),
-		RetainKey:         tables.NewRetain(),
+		RetainKey:         tables.Retain,
 		DeadLetters:       dlqProducer,
 		WindowSize:        cfg.WindowSize,
 		Lateness:          cfg.Lateness,

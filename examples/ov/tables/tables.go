@@ -2,7 +2,6 @@ package tables
 
 import (
 	"strings"
-	"sync"
 
 	"github.com/streamledger/streamledger/examples/ov/event"
 	"github.com/streamledger/streamledger/sink"
@@ -102,7 +101,7 @@ type Key struct {
 }
 
 // KeysOf returns the four window keys of an arrival prediction. Their identifiers point into
-// the decoded message's text; the windows keep [NewRetain]'s copies of them.
+// the decoded message's text; the windows keep [Retain]'s copies of them.
 func KeysOf(p event.Prediction) [4]Key {
 	return [4]Key{
 		{Dimension: DimLine, ID: p.Line, Operator: p.Operator},
@@ -112,55 +111,29 @@ func KeysOf(p event.Prediction) [4]Key {
 	}
 }
 
-// NewRetain returns the function that gives the window key an open window keeps
-// (consumer.Config.RetainKey): its identifiers copied out of the message and shared. The
-// decoder cuts every text field of a message out of one string, so a key holding a piece of
-// it would keep the whole message text alive for as long as its window is open. The copies
-// are kept in a table of the consumer's own, so that the open windows of one line or stop
-// share one copy, and each window, which meets again the keys of the one before, finds them
-// there: a lookup, where interning with package unique makes a new handle whenever the
-// windows that held the last one have closed. The network's constant identifier is never
-// copied. The table holds at most maxRetained identifiers; past that it starts again empty,
-// so that a feed of ever new identifiers cannot grow it without end (keys retained before
-// stay valid). It is safe for concurrent use.
-func NewRetain() func(Key) Key {
-	ids := &retained{ids: make(map[string]string)}
-	return func(k Key) Key {
-		ids.mu.Lock()
-		defer ids.mu.Unlock()
-		op := ids.copy(k.Operator)
-		switch k.ID {
-		case NetworkID:
-			return Key{Dimension: k.Dimension, ID: NetworkID, Operator: op}
-		case k.Operator:
-			return Key{Dimension: k.Dimension, ID: op, Operator: op}
-		}
-		return Key{Dimension: k.Dimension, ID: ids.copy(k.ID), Operator: op}
+// Retain returns the window key an open window keeps (consumer.Config.RetainKey): k with
+// its identifiers copied out of the message, both in one allocation. The decoder cuts every
+// text field of a message out of one string, so a key holding a piece of it would keep the
+// whole message text alive for as long as its window is open. Each (window, key) keeps a
+// copy of its own, freed with its window: a table of copies shared by the windows would save
+// the copies of a key open in several windows at once, but it would live as long as the
+// consumer and every collection would scan it, with or without open windows. The network's
+// constant identifier is never copied, and an operator key's identifier is its operator. It
+// keeps no state and is safe for concurrent use.
+func Retain(k Key) Key {
+	switch k.ID {
+	case NetworkID:
+		return Key{Dimension: k.Dimension, ID: NetworkID, Operator: strings.Clone(k.Operator)}
+	case k.Operator:
+		op := strings.Clone(k.Operator)
+		return Key{Dimension: k.Dimension, ID: op, Operator: op}
 	}
-}
-
-// maxRetained bounds the identifiers a NewRetain table holds.
-const maxRetained = 1 << 18
-
-type retained struct {
-	mu  sync.Mutex
-	ids map[string]string
-}
-
-// copy returns the table's copy of s, adding one; the caller holds mu.
-func (r *retained) copy(s string) string {
-	if s == "" {
-		return s
-	}
-	if c, ok := r.ids[s]; ok {
-		return c
-	}
-	if len(r.ids) >= maxRetained {
-		r.ids = make(map[string]string)
-	}
-	c := strings.Clone(s)
-	r.ids[c] = c
-	return c
+	var b strings.Builder
+	b.Grow(len(k.ID) + len(k.Operator))
+	b.WriteString(k.ID)
+	b.WriteString(k.Operator)
+	both := b.String()
+	return Key{Dimension: k.Dimension, ID: both[:len(k.ID)], Operator: both[len(k.ID):]}
 }
 
 // VehicleRow is the vehicle_latest row of a position.

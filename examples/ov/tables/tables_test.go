@@ -115,9 +115,8 @@ func TestRetainedKeysDoNotHoldTheMessageText(t *testing.T) {
 	text := "RET:D" + "NL:Q:7" + "RET" + strings.Repeat("x", 64) // as the decoder cuts it
 	p := event.Prediction{Line: text[:5], Stop: text[5:11], Operator: text[11:14]}
 	start := uintptr(unsafe.Pointer(unsafe.StringData(text)))
-	retain := tables.NewRetain()
 	for _, k := range tables.KeysOf(p) {
-		k2 := retain(k)
+		k2 := tables.Retain(k)
 		assert.Equal(t, k, k2)
 		for _, s := range []string{k2.ID, k2.Operator} {
 			if s == "" || s == tables.NetworkID {
@@ -129,53 +128,43 @@ func TestRetainedKeysDoNotHoldTheMessageText(t *testing.T) {
 	}
 }
 
-// The windows of one line share one copy of its identifier, and each new window finds it.
-func TestRetainSharesOneCopyPerIdentifier(t *testing.T) {
-	retain := tables.NewRetain()
+// A key's copies are its own: two windows' keys of one line share nothing with each other
+// or with the messages, a line key's identifier and operator are one allocation, and an
+// operator key's identifier is its operator.
+func TestRetainCopiesEachKey(t *testing.T) {
 	msg1 := "RET:D|NL:Q:7|RET"
 	msg2 := strings.Clone(msg1)
-	k1 := retain(tables.KeysOf(event.Prediction{Line: msg1[:5], Stop: msg1[6:12], Operator: msg1[13:]})[0])
-	k2 := retain(tables.KeysOf(event.Prediction{Line: msg2[:5], Stop: msg2[6:12], Operator: msg2[13:]})[0])
+	k1 := tables.Retain(tables.KeysOf(event.Prediction{Line: msg1[:5], Stop: msg1[6:12], Operator: msg1[13:]})[0])
+	k2 := tables.Retain(tables.KeysOf(event.Prediction{Line: msg2[:5], Stop: msg2[6:12], Operator: msg2[13:]})[0])
 	assert.Equal(t, tables.Key{Dimension: "line", ID: "RET:D", Operator: "RET"}, k1)
 	assert.Equal(t, k1, k2)
-	assert.Same(t, unsafe.StringData(k1.ID), unsafe.StringData(k2.ID), "one copy of the line")
-	assert.Same(t, unsafe.StringData(k1.Operator), unsafe.StringData(k2.Operator), "one copy of the operator")
-	op := retain(tables.KeysOf(event.Prediction{Line: msg2[:5], Stop: msg2[6:12], Operator: msg2[13:]})[2])
-	assert.Same(t, unsafe.StringData(k1.Operator), unsafe.StringData(op.ID), "an operator key's identifier is its operator")
+	assert.NotSame(t, unsafe.StringData(k1.ID), unsafe.StringData(k2.ID), "each key has its own copy")
+	assert.Equal(t, uintptr(unsafe.Pointer(unsafe.StringData(k1.ID)))+uintptr(len(k1.ID)), uintptr(unsafe.Pointer(unsafe.StringData(k1.Operator))),
+		"the operator follows the line in one allocation")
+	op := tables.Retain(tables.KeysOf(event.Prediction{Line: msg2[:5], Stop: msg2[6:12], Operator: msg2[13:]})[2])
+	assert.Equal(t, tables.Key{Dimension: "operator", ID: "RET", Operator: "RET"}, op)
+	assert.Same(t, unsafe.StringData(op.ID), unsafe.StringData(op.Operator), "an operator key's identifier is its operator")
+	network := tables.Retain(tables.KeysOf(event.Prediction{Line: msg2[:5], Stop: msg2[6:12], Operator: msg2[13:]})[3])
+	assert.Equal(t, tables.Key{Dimension: "network", ID: tables.NetworkID}, network)
+	assert.Equal(t, testing.AllocsPerRun(100, func() { tables.Retain(tables.Key{Dimension: "line", ID: msg1[:5], Operator: msg1[13:]}) }),
+		1.0, "one allocation per key")
 }
 
 func TestRetainConcurrentUse(t *testing.T) {
-	retain := tables.NewRetain()
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
 			for i := range 2000 {
 				k := tables.Key{Dimension: "line", ID: fmt.Sprintf("L%d", (g*7+i)%500), Operator: "OP"}
-				assert.Equal(t, k, retain(k))
+				assert.Equal(t, k, tables.Retain(k))
 			}
 		})
 	}
 	wg.Wait()
 }
 
-// A feed of ever new identifiers cannot grow the table without end: past its bound it starts
-// again, and the keys retained before keep their copies.
-func TestRetainTableIsBounded(t *testing.T) {
-	retain := tables.NewRetain()
-	key := func(i int) tables.Key { return tables.Key{Dimension: "station", ID: fmt.Sprint("s", i)} }
-	first := retain(key(0))
-	require.Same(t, unsafe.StringData(first.ID), unsafe.StringData(retain(key(0)).ID))
-	for i := 1; i <= tables.MaxRetained; i++ { // the last one finds the table full
-		retain(key(i))
-	}
-	again := retain(key(0))
-	assert.Equal(t, first, again)
-	assert.NotSame(t, unsafe.StringData(first.ID), unsafe.StringData(again.ID), "the table started again")
-	assert.Equal(t, "s0", first.ID, "a key retained before keeps its copy")
-}
-
-// BenchmarkRetain retains the keys of a window whose lines and stops the windows before it
-// met too: what each (window, key) costs when it first enters its window.
+// BenchmarkRetain retains the keys of a window of lines and stops: what each (window, key)
+// costs when it first enters its window.
 func BenchmarkRetain(b *testing.B) {
 	keys := make([]tables.Key, 5000)
 	for i := range keys {
@@ -183,13 +172,9 @@ func BenchmarkRetain(b *testing.B) {
 		keys[i] = tables.KeysOf(event.Prediction{Line: text[:strings.IndexByte(text, '|')],
 			Stop: text[strings.IndexByte(text, '|')+1 : strings.LastIndexByte(text, '|')], Operator: "GVB"})[i%2]
 	}
-	retain := tables.NewRetain()
-	for _, k := range keys {
-		retain(k)
-	}
 	i := 0
 	for b.Loop() {
-		retain(keys[i%len(keys)])
+		tables.Retain(keys[i%len(keys)])
 		i++
 	}
 }
