@@ -27,6 +27,10 @@ const (
 	// maxDecoded bounds what Decode inflates, so that a corrupt or hostile blob cannot
 	// exhaust memory.
 	maxDecoded = 1 << 30
+	// encoderWindow is how far back the encoder looks for a match. The stats repeat little
+	// (see Codec), so a longer window finds little more, while the encoder keeps a history of
+	// about twice its window for as long as the Codec lives, and a decoder one of the window.
+	encoderWindow = 1 << 20
 )
 
 // Codec encodes and decodes blobs ([Codec.Encode], [Codec.Decode]). A blob past a size is
@@ -43,7 +47,8 @@ type Codec struct {
 
 // NewCodec returns a Codec. It starts no goroutine and holds nothing that needs closing.
 func NewCodec() (*Codec, error) {
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
+		zstd.WithWindowSize(encoderWindow))
 	if err != nil {
 		return nil, fmt.Errorf("fold: zstd encoder: %w", err)
 	}
