@@ -34,9 +34,11 @@ type stateTable struct {
 const indexedRowBytes = 96
 
 // keepIndexBelow is the size up to which a table keeps its index and slices, emptied, from
-// one flush to the next; a table that held more starts the next flush anew, so that a burst
-// of keys does not leave its storage behind, unaccounted, once the load falls. The new
-// table's storage is made at its first row, for as many rows as the last flush took.
+// one flush to the next whatever the load. Past it a table keeps them while a flush takes at
+// least half the rows its slices hold room for, so that a steady load reuses them tick after
+// tick; a flush that takes fewer (the load fell after a burst) or none starts the table
+// anew, so that storage left by a burst does not stay behind, unaccounted. The new table's
+// storage is made at its first row, for as many rows as the last flush took.
 const keepIndexBelow = 4096
 
 // add buffers r and returns the change in the buffer's estimated bytes.
@@ -75,14 +77,13 @@ func (t *stateTable) init() {
 }
 
 // appendTo appends the buffered rows to out, by table, and empties the buffer, keeping its
-// storage for the next flush.
+// storage for the next flush where the load fills it (see keepIndexBelow).
 func (b *stateBuffer) appendTo(out map[string][]sink.StateRow) {
 	for name, t := range b.tables {
-		if len(t.rows) == 0 {
-			continue
+		if len(t.rows) > 0 {
+			out[name] = append(out[name], t.rows...)
 		}
-		out[name] = append(out[name], t.rows...)
-		if len(t.rows) > keepIndexBelow {
+		if n := len(t.rows); cap(t.rows) > keepIndexBelow && 2*n < cap(t.rows) {
 			strings, others := t.index.Len()
 			b.tables[name] = &stateTable{hintString: strings, hintKey: others}
 			continue

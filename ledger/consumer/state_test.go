@@ -101,24 +101,39 @@ func TestStateBufferKeepsTheLatestRowOfAKey(t *testing.T) {
 	}
 }
 
-// A flush empties a table; one that held more than keepIndexBelow keys starts anew, so that
-// its index does not stay grown, and uncounted, after a burst, and makes its storage at its
-// next row, for as many keys as it held.
+// A flush empties a table. A small one keeps its storage; a large one keeps it while the
+// flushes fill at least half of it, and otherwise (the load fell after a burst, or stopped)
+// starts anew, so that its index does not stay grown, and uncounted, and makes its storage at
+// its next row, for as many keys as the last flush took.
 func TestStateBufferDropsTheIndexOfABurst(t *testing.T) {
+	big := 2 * keepIndexBelow
 	for _, tc := range []struct {
-		keys int
-		kept bool
-	}{{keepIndexBelow, true}, {keepIndexBelow + 1, false}} {
-		t.Run(fmt.Sprint(tc.keys, " keys"), func(t *testing.T) {
+		name  string
+		loads []int // keys buffered before each flush
+		kept  bool  // whether the last flush kept the table's storage
+	}{
+		{"small", []int{keepIndexBelow / 2, keepIndexBelow / 2}, true},
+		{"small and then idle", []int{keepIndexBelow / 2, 0}, true},
+		{"a steady large load", []int{big, big, big}, true},
+		{"a large load that falls by less than half", []int{big, big, big * 3 / 4}, true},
+		{"a burst", []int{big, big, keepIndexBelow / 2}, false},
+		{"a large load and then idle", []int{big, big, 0}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			var b stateBuffer
-			for i := range tc.keys {
-				b.add(sink.StateRow{Table: "a", Key: []any{strconv.Itoa(i)}, ObservedAt: T0, Values: []any{i}})
+			var before *stateTable
+			last := 0
+			for _, keys := range tc.loads {
+				for i := range keys {
+					b.add(sink.StateRow{Table: "a", Key: []any{strconv.Itoa(i)}, ObservedAt: T0, Values: []any{i}})
+				}
+				before = b.tables["a"]
+				out := map[string][]sink.StateRow{}
+				b.appendTo(out)
+				require.Len(t, out["a"], keys)
+				assert.Zero(t, b.len("a"))
+				last = keys
 			}
-			before := b.tables["a"]
-			out := map[string][]sink.StateRow{}
-			b.appendTo(out)
-			require.Len(t, out["a"], tc.keys)
-			assert.Zero(t, b.len("a"))
 			assert.Equal(t, tc.kept, b.tables["a"] == before)
 			strings, others := b.tables["a"].index.Len()
 			assert.Zero(t, strings+others, "the index is empty")
@@ -127,7 +142,7 @@ func TestStateBufferDropsTheIndexOfABurst(t *testing.T) {
 			}
 			b.add(sink.StateRow{Table: "a", Key: []any{"0"}, ObservedAt: T0, Values: []any{1}})
 			assert.Equal(t, 1, b.len("a"), "the table takes rows again")
-			assert.GreaterOrEqual(t, cap(b.tables["a"].rows), tc.keys, "sized for the last flush's keys")
+			assert.GreaterOrEqual(t, cap(b.tables["a"].rows), last, "sized for the last flush's keys")
 		})
 	}
 }
