@@ -83,7 +83,7 @@ func (b *stateBuffer) appendTo(out map[string][]sink.StateRow) {
 		if len(t.rows) > 0 {
 			out[name] = append(out[name], t.rows...)
 		}
-		if n := len(t.rows); cap(t.rows) > keepIndexBelow && 2*n < cap(t.rows) {
+		if cap(t.rows) > keepIndexBelow && 2*len(t.rows) < cap(t.rows) {
 			strings, others := t.index.Len()
 			b.tables[name] = &stateTable{hintString: strings, hintKey: others}
 			continue

@@ -29,7 +29,7 @@ const (
 	maxDecoded = 1 << 30
 	// encoderWindow is how far back the encoder looks for a match. The stats repeat little
 	// (see Codec), so a longer window finds little more, while the encoder keeps a history of
-	// about twice its window for as long as the Codec lives, and a decoder one of the window.
+	// about twice its window for as long as the Codec lives.
 	encoderWindow = 1 << 20
 )
 
