@@ -77,11 +77,15 @@ func (t *stateTable) init() {
 }
 
 // appendTo appends the buffered rows to out, by table, and empties the buffer, keeping its
-// storage for the next flush where the load fills it (see keepIndexBelow).
-func (b *stateBuffer) appendTo(out map[string][]sink.StateRow) {
+// storage for the next flush where the load fills it (see keepIndexBelow). It returns the
+// rows' estimated bytes (rowBytes), from the sizes recorded as they were buffered.
+func (b *stateBuffer) appendTo(out map[string][]sink.StateRow) (bytes int64) {
 	for name, t := range b.tables {
 		if len(t.rows) > 0 {
 			out[name] = append(out[name], t.rows...)
+		}
+		for _, n := range t.sizes {
+			bytes += n
 		}
 		if cap(t.rows) > keepIndexBelow && 2*len(t.rows) < cap(t.rows) {
 			strings, others := t.index.Len()
@@ -92,4 +96,5 @@ func (b *stateBuffer) appendTo(out map[string][]sink.StateRow) {
 		t.rows, t.sizes = t.rows[:0], t.sizes[:0]
 		t.index.Clear()
 	}
+	return bytes
 }

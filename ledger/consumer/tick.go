@@ -147,7 +147,11 @@ func (p *processor[K]) closeBatch(pt *part[K]) (sink.CloseBatch, bool) {
 			p.fail(err, "serialize closed windows", "partition", pt.tp.String())
 			return sink.CloseBatch{}, false
 		}
-		pt.unwritten = append(pt.unwritten, sp...)
+		if len(pt.unwritten) == 0 {
+			pt.unwritten = sp // not copied: a large close would be moved once more, on the loop
+		} else {
+			pt.unwritten = append(pt.unwritten, sp...)
+		}
 		pt.unwrittenBytes += partialBytes(sp)
 		pt.winBytes.Store(pt.win.Bytes())
 	}

@@ -55,12 +55,8 @@ type writeResult struct {
 // there is nothing to write.
 func (p *processor[K]) prepare(parts []*part[K], revoke bool) *writeJob[K] {
 	job := &writeJob[K]{revoke: revoke}
-	if state := p.takeState(); len(state) > 0 {
-		for _, rows := range state {
-			for _, r := range rows {
-				job.bytes += rowBytes(r)
-			}
-		}
+	if state, bytes := p.takeState(); len(state) > 0 {
+		job.bytes += bytes
 		job.seq, job.state = p.seq, state
 		p.seq++
 		for t := range state {
@@ -94,8 +90,9 @@ func (p *processor[K]) prepare(parts []*part[K], revoke bool) *writeJob[K] {
 // table: per table, the retried rows first, then each partition's in partition order, so
 // that the rows (and which of two rows of a key with the same time wins) do not depend on
 // how the partitions' decisions interleaved. Each partition keeps its buffer, emptied, for
-// the next flush.
-func (p *processor[K]) takeState() map[string][]sink.StateRow {
+// the next flush. It also returns the rows' estimated bytes (rowBytes), from the estimates
+// kept as they were buffered or failed, so that no row is walked again for it.
+func (p *processor[K]) takeState() (rows map[string][]sink.StateRow, bytes int64) {
 	sizes := make(map[string]int, len(p.stateRetry)+2)
 	for t, rows := range p.stateRetry {
 		sizes[t] += len(rows)
@@ -112,12 +109,12 @@ func (p *processor[K]) takeState() map[string][]sink.StateRow {
 		}
 	}
 	clear(p.stateRetry)
-	p.retryBytes = 0
+	bytes, p.retryBytes = p.retryBytes, 0
 	for _, pt := range p.order {
-		pt.state.appendTo(out)
+		bytes += pt.state.appendTo(out)
 		pt.stateBytes.Store(0)
 	}
-	return out
+	return out, bytes
 }
 
 // launch makes job the one in flight and starts its writes: on a goroutine of their own, or
