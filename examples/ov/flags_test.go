@@ -1,7 +1,9 @@
 package main
 
 import (
+	"io"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,5 +31,33 @@ func TestParseBytes(t *testing.T) {
 		}
 		require.NoError(t, err, tc.in)
 		assert.Equal(t, tc.want, got, tc.in)
+	}
+}
+
+// TestRunFlagsTimeouts checks that the shutdown's bounds reach the pipeline's configuration
+// from the flags and from the environment, and that zero leaves the runtime's defaults.
+func TestRunFlagsTimeouts(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		args            []string
+		env             map[string]string
+		shutdown, close time.Duration
+	}{
+		{"defaults", nil, nil, 0, 0},
+		{"flags", []string{"--shutdown-timeout", "1s", "--close-timeout", "3s"}, nil, time.Second, 3 * time.Second},
+		{"environment", nil, map[string]string{"OV_CLOSE_TIMEOUT": "2s"}, 0, 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			f, o := newRunFlags(io.Discard)
+			require.NoError(t, f.parse(tc.args))
+			st, err := o.settings(io.Discard)
+			require.NoError(t, err)
+			cfg := o.pipelineConfig(st, nil)
+			assert.Equal(t, tc.shutdown, cfg.ShutdownTimeout)
+			assert.Equal(t, tc.close, cfg.CloseTimeout)
+		})
 	}
 }
