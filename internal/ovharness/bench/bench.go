@@ -371,7 +371,7 @@ func runPipeline(ctx context.Context, cfg Config, c Case, brokers string, ends m
 	m.baseHeap = liveHeap()
 	rssBase := procmem.RSS()
 	procmem.ResetPeak()
-	walStart, err := walLSN(ctx, pool)
+	mark, err := markServer(ctx, pool)
 	if err != nil {
 		return err
 	}
@@ -407,7 +407,7 @@ func runPipeline(ctx context.Context, cfg Config, c Case, brokers string, ends m
 	res.RSSGrowth = max(0, procmem.Peak()-rssBase)
 	res.PeakRSS = procmem.Peak()
 	sinkPool.Close()
-	res.Storage, err = measureStorage(ctx, pool, schema, walStart)
+	res.Storage, err = measureStorage(ctx, pool, schema, mark)
 	return err
 }
 

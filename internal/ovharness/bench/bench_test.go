@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -25,7 +26,8 @@ func TestRun(t *testing.T) {
 	defer cancel()
 	var timeline closeBuffer
 	res, err := Run(ctx, Config{DSN: pgtest.URL(), FlushInterval: 200 * time.Millisecond,
-		Timeline: func(Case) (io.WriteCloser, error) { return &timeline, nil }},
+		Timeline:       func(Case) (io.WriteCloser, error) { return &timeline, nil },
+		AroundPipeline: func(Case) func() { checkpoint(ctx, t); return func() {} }},
 		Case{Name: "tiny", Size: 1, Scale: 0.05, Partitions: 2, Duration: 10 * time.Minute})
 	require.NoError(t, err)
 	assert.True(t, timeline.closed, "the timeline is closed when the phase ends")
@@ -60,6 +62,7 @@ func TestRun(t *testing.T) {
 	assert.Positive(t, st.StoredRows, "complete windows were folded into merged rows")
 	assert.GreaterOrEqual(t, st.RowWritesPerRow, 1.0, "every stored row was written at least once")
 	assert.Positive(t, st.WALBytes)
+	assert.GreaterOrEqual(t, st.Checkpoints, int64(1), "the checkpoint made as the phase started")
 	assert.Positive(t, st.MergedBytes)
 	assert.GreaterOrEqual(t, res.TickP99Ms, res.TickP50Ms)
 	if runtime.GOOS == "linux" {
@@ -75,6 +78,7 @@ func TestRun(t *testing.T) {
 	assert.Contains(t, tables.String(), "sink wait")
 	assert.Contains(t, tables.String(), "drain")
 	assert.Contains(t, tables.String(), "writes/row")
+	assert.Contains(t, tables.String(), "checkpoints")
 	assert.Contains(t, tables.String(), "outside Go MB")
 	assert.Positive(t, res.Stages.DrainSeconds, "a bounded run ends with its last writes and commit")
 	assert.Less(t, res.DrainShare(), 1.0)
@@ -83,6 +87,15 @@ func TestRun(t *testing.T) {
 	require.NoError(t, json.Unmarshal(js.Bytes(), &back))
 	require.Len(t, back.Cases, 1)
 	assert.Equal(t, res.Records, back.Cases[0].Records)
+}
+
+// checkpoint makes the server run a checkpoint, as one of its own would during a phase.
+func checkpoint(ctx context.Context, t *testing.T) {
+	conn, err := pgx.Connect(ctx, pgtest.URL())
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "CHECKPOINT")
+	require.NoError(t, err)
 }
 
 // closeBuffer is a bytes.Buffer that records its Close.

@@ -66,6 +66,12 @@ type Storage struct {
 	// StoredRows.
 	WALBytes       int64   `json:"wal_bytes"`
 	WALBytesPerRow float64 `json:"wal_bytes_per_row"`
+	// Checkpoints is how far the server's checkpoint counters (timed and requested, of
+	// pg_stat_bgwriter, or pg_stat_checkpointer from PostgreSQL 17) advanced during the
+	// pipeline phase. After a checkpoint starts, the first change to each page writes the
+	// whole page to the WAL (full_page_writes), so a phase with one writes more WAL and keeps
+	// Postgres busier than one without: runs to compare should have the same count.
+	Checkpoints int64 `json:"checkpoints"`
 	// Bytes of each table (pg_total_relation_size) at the end.
 	MergedBytes   int64 `json:"merged_bytes"`
 	PartialsBytes int64 `json:"partials_bytes"`
@@ -195,13 +201,13 @@ func (r Report) WriteTables(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Storage (row writes of the window tables per merged row stored; WAL of the pipeline phase, state tables included)")
+	fmt.Fprintln(w, "Storage (row writes of the window tables per merged row stored; WAL and checkpoints of the pipeline phase, state tables included)")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "case\tstored rows\trow writes\twrites/row\tWAL MB\tWAL B/row\tmerged MB\tpartials MB\tfolded MB\tstate MB\t")
+	fmt.Fprintln(tw, "case\tstored rows\trow writes\twrites/row\tWAL MB\tWAL B/row\tcheckpoints\tmerged MB\tpartials MB\tfolded MB\tstate MB\t")
 	for _, c := range r.Cases {
 		st := c.Storage
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.1f\t%.0f\t%.1f\t%.2f\t%.1f\t%.1f\t\n", c.Name, st.StoredRows, st.RowWrites,
-			st.RowWritesPerRow, mb(uint64(st.WALBytes)), st.WALBytesPerRow, mb(uint64(st.MergedBytes)),
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.1f\t%.0f\t%d\t%.1f\t%.2f\t%.1f\t%.1f\t\n", c.Name, st.StoredRows, st.RowWrites,
+			st.RowWritesPerRow, mb(uint64(st.WALBytes)), st.WALBytesPerRow, st.Checkpoints, mb(uint64(st.MergedBytes)),
 			mb(uint64(st.PartialsBytes)), mb(uint64(st.FoldedBytes)), mb(uint64(st.StateBytes)))
 	}
 	if err := tw.Flush(); err != nil {

@@ -13,20 +13,47 @@ import (
 	"github.com/streamledger/streamledger/examples/ov/tables"
 )
 
-// walLSN reads the server's current WAL position.
-func walLSN(ctx context.Context, pool *pgxpool.Pool) (string, error) {
-	var lsn string
-	if err := pool.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&lsn); err != nil {
-		return "", fmt.Errorf("bench: reading the WAL position: %w", err)
-	}
-	return lsn, nil
+// serverMark is where the server stood when the pipeline phase started: its WAL position and
+// its checkpoint count.
+type serverMark struct {
+	lsn         string
+	checkpoints int64
 }
 
-// measureStorage reads what the pipeline's writes cost: the WAL written since walStart, the
-// row writes of the window tables (merged rows, compact partials, folded windows) over the
-// merged rows stored, and the tables' sizes. Call it once the pipeline's connections closed:
-// a server process reports its table statistics when it ends.
-func measureStorage(ctx context.Context, pool *pgxpool.Pool, schema, walStart string) (Storage, error) {
+// markServer reads the server's current WAL position and checkpoint count.
+func markServer(ctx context.Context, pool *pgxpool.Pool) (serverMark, error) {
+	var m serverMark
+	if err := pool.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&m.lsn); err != nil {
+		return m, fmt.Errorf("bench: reading the WAL position: %w", err)
+	}
+	var err error
+	m.checkpoints, err = checkpoints(ctx, pool)
+	return m, err
+}
+
+// checkpoints returns the server's checkpoint count, timed and requested: from
+// pg_stat_checkpointer from PostgreSQL 17, from pg_stat_bgwriter before it.
+func checkpoints(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
+	var version int
+	if err := pool.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+		return 0, fmt.Errorf("bench: reading the server's version: %w", err)
+	}
+	q := "SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter"
+	if version >= 170000 {
+		q = "SELECT num_timed + num_requested FROM pg_stat_checkpointer"
+	}
+	var n int64
+	if err := pool.QueryRow(ctx, q).Scan(&n); err != nil {
+		return 0, fmt.Errorf("bench: reading the checkpoint count: %w", err)
+	}
+	return n, nil
+}
+
+// measureStorage reads what the pipeline's writes cost: the WAL written and the checkpoints
+// counted since start, the row writes of the window tables (merged rows, compact partials,
+// folded windows) over the merged rows stored, and the tables' sizes. Call it once the
+// pipeline's connections closed: a server process reports its table statistics when it ends.
+func measureStorage(ctx context.Context, pool *pgxpool.Pool, schema string, start serverMark) (Storage, error) {
 	var st Storage
 	merged := tables.Aggregates().Table
 	state := map[string]bool{}
@@ -35,9 +62,14 @@ func measureStorage(ctx context.Context, pool *pgxpool.Pool, schema, walStart st
 	}
 	// Statistics reach the shared counters shortly after the processes end.
 	time.Sleep(500 * time.Millisecond)
-	if err := pool.QueryRow(ctx, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint", walStart).Scan(&st.WALBytes); err != nil {
+	if err := pool.QueryRow(ctx, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint", start.lsn).Scan(&st.WALBytes); err != nil {
 		return st, fmt.Errorf("bench: reading the WAL written: %w", err)
 	}
+	n, err := checkpoints(ctx, pool)
+	if err != nil {
+		return st, err
+	}
+	st.Checkpoints = n - start.checkpoints
 	rows, err := pool.Query(ctx, `SELECT relname, n_tup_ins + n_tup_upd, pg_total_relation_size(relid)
 		FROM pg_stat_user_tables WHERE schemaname = $1`, schema)
 	if err != nil {
