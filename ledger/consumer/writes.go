@@ -92,7 +92,7 @@ func (p *processor[K]) prepare(parts []*part[K], revoke bool) *writeJob[K] {
 // how the partitions' decisions interleaved. Each partition keeps its buffer, emptied, for
 // the next flush. It also returns the rows' estimated bytes (rowBytes), from the estimates
 // kept as they were buffered or failed, so that no row is walked again for it.
-func (p *processor[K]) takeState() (rows map[string][]sink.StateRow, bytes int64) {
+func (p *processor[K]) takeState() (map[string][]sink.StateRow, int64) {
 	sizes := make(map[string]int, len(p.stateRetry)+2)
 	for t, rows := range p.stateRetry {
 		sizes[t] += len(rows)
@@ -109,7 +109,8 @@ func (p *processor[K]) takeState() (rows map[string][]sink.StateRow, bytes int64
 		}
 	}
 	clear(p.stateRetry)
-	bytes, p.retryBytes = p.retryBytes, 0
+	bytes := p.retryBytes
+	p.retryBytes = 0
 	for _, pt := range p.order {
 		bytes += pt.state.appendTo(out)
 		pt.stateBytes.Store(0)
