@@ -90,12 +90,19 @@ func TestStateBufferKeepsTheLatestRowOfAKey(t *testing.T) {
 			}
 			assert.Equal(t, want, bytes, "the estimate follows the rows buffered")
 			got := map[string][]sink.StateRow{}
-			b.appendTo(got)
+			taken := b.appendTo(got)
 			assert.Equal(t, tt.want, got)
+			var rows int64
+			for _, rs := range got {
+				for _, r := range rs {
+					rows += rowBytes(r)
+				}
+			}
+			assert.Equal(t, rows, taken, "the bytes taken are the rows' estimates")
 			for table := range tt.want {
 				assert.Zero(t, b.len(table), "emptied")
 			}
-			b.appendTo(got)
+			assert.Zero(t, b.appendTo(got), "nothing is taken twice")
 			assert.Equal(t, tt.want, got, "nothing is taken twice")
 		})
 	}
