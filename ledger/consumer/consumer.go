@@ -50,6 +50,7 @@ func New[K comparable](cfg Config[K]) (*Consumer[K], error) {
 	if c.p, err = newProcessor(s, nil); err != nil {
 		return nil, err
 	}
+	c.p.live.started(time.Now())
 	return c, nil
 }
 
@@ -131,7 +132,7 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 	c.p.startWorkers(work)
 	defer c.p.stopWorkers()
 	c.p.live.started(time.Now())
-	defer c.p.live.running.Store(false)
+	defer c.p.live.stopped.Store(true)
 	c.p.tickedAt = c.p.now() // a caught-up tick waits FlushWhenCaughtUp from the start too
 
 	if err := kc.SubscribeTopics(c.s.topics, c.rebalance); err != nil {

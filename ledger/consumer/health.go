@@ -9,9 +9,11 @@ import (
 type HealthState uint8
 
 const (
-	// HealthStopped: Run has not been called, or has returned.
+	// HealthStopped: Run has returned.
 	HealthStopped HealthState = iota
-	// HealthStarting: Run is waiting for its first assignment, for at most AssignmentWait.
+	// HealthStarting: the consumer has held no partition yet, for at most AssignmentWait
+	// since New or since Run started. A process that serves Health before it calls Run (Run
+	// blocks) is starting, not stopped, in between.
 	HealthStarting
 	// Healthy: the consumer holds partitions (or has held none for less than
 	// AssignmentWait), and its sink writes succeed.
@@ -49,8 +51,8 @@ type Health struct {
 	Partitions int
 	// Unassigned is how long the consumer has held no partition; zero while it holds some.
 	Unassigned time.Duration
-	// SinceAssignment is the time since the consumer's assignment last changed (or since Run
-	// started, before the first one).
+	// SinceAssignment is the time since the consumer's assignment last changed (or since New
+	// or Run started, before the first one).
 	SinceAssignment time.Duration
 	// Stalled is how long the sink writes have failed or been in flight; zero while they
 	// succeed.
@@ -60,7 +62,7 @@ type Health struct {
 // liveness holds what Health reads, written by the polling goroutine, read from any. Times
 // are wall-clock Unix nanoseconds, zero when unset.
 type liveness struct {
-	running        atomic.Bool
+	stopped        atomic.Bool // Run has returned
 	partitions     atomic.Int64
 	assignedAt     atomic.Int64 // the assignment last changed (or Run started)
 	unassignedFrom atomic.Int64 // the consumer has held no partition since; 0 while it holds some
@@ -70,9 +72,9 @@ type liveness struct {
 	warned         bool         // the no-assignment warning was logged for this episode
 }
 
-// started records the start of Run: subscribed, holding nothing.
+// started records New, and then the start of Run: holding nothing, waiting for an assignment
+// from now on.
 func (l *liveness) started(now time.Time) {
-	l.running.Store(true)
 	l.assignedAt.Store(now.UnixNano())
 	l.unassignedFrom.Store(now.UnixNano())
 }
@@ -116,7 +118,7 @@ func (l *liveness) health(now time.Time, wait, writeTimeout time.Duration) Healt
 		Stalled:         max(since(l.writingFrom.Load()), since(l.failingFrom.Load())),
 	}
 	switch {
-	case !l.running.Load():
+	case l.stopped.Load():
 		h.State = HealthStopped
 	case h.Stalled > writeTimeout:
 		h.State = HealthStalledWrites

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -12,8 +13,7 @@ import (
 	"github.com/streamledger/streamledger/ledger"
 )
 
-// The liveness state machine, step by step: stopped before Run, starting until the first
-// assignment, no assignment past AssignmentWait, healthy while partitions are held, stalled
+// The liveness state machine, step by step: starting from New until the first assignment, no assignment past AssignmentWait, healthy while partitions are held, stalled
 // while writes fail or hang past WriteTimeout, stopped again after Run.
 func TestHealthStates(t *testing.T) {
 	const wait, writeTimeout = 10 * time.Second, 5 * time.Second
@@ -26,7 +26,8 @@ func TestHealthStates(t *testing.T) {
 		at   time.Duration
 		want HealthState
 	}{
-		{"before Run", func() {}, 0, HealthStopped},
+		{"New", func() { l.started(t0.Add(-time.Hour)) }, -time.Hour + time.Second, HealthStarting},
+		{"New, no Run past the wait", func() {}, -time.Hour + 11*time.Second, HealthNoAssignment},
 		{"Run started", func() { l.started(t0) }, time.Second, HealthStarting},
 		{"nothing assigned past the wait", func() {}, 11 * time.Second, HealthNoAssignment},
 		{"an empty assignment", func() { l.assigned(t0.Add(12*time.Second), 0) }, 13 * time.Second, HealthNoAssignment},
@@ -38,7 +39,7 @@ func TestHealthStates(t *testing.T) {
 		{"a write succeeds", func() { l.wrote(t0.Add(30*time.Second), true) }, 31 * time.Second, Healthy},
 		{"revoked", func() { l.assigned(t0.Add(32*time.Second), 0) }, 40 * time.Second, Healthy},
 		{"revoked past the wait", func() {}, 43 * time.Second, HealthNoAssignment},
-		{"Run returned", func() { l.running.Store(false) }, 44 * time.Second, HealthStopped},
+		{"Run returned", func() { l.stopped.Store(true) }, 44 * time.Second, HealthStopped},
 	}
 	for _, s := range steps {
 		s.do()
@@ -48,6 +49,20 @@ func TestHealthStates(t *testing.T) {
 	h := at(43 * time.Second)
 	assert.Equal(t, 11*time.Second, h.Unassigned)
 	assert.Equal(t, 11*time.Second, h.SinceAssignment)
+}
+
+// A consumer is starting from New, so that a process serving Health before it calls Run
+// (which blocks) answers a probe in between as starting, not stopped.
+func TestHealthStartingFromNew(t *testing.T) {
+	c, err := New(Config[string]{
+		Kafka:  kafka.ConfigMap{"bootstrap.servers": "unused:9092", "group.id": "g"},
+		Topics: map[string]Handler[string]{"t": testHandler}, Sink: newMemory(t), Series: testKeys,
+	})
+	require.NoError(t, err)
+	h := c.Health()
+	assert.Equal(t, HealthStarting, h.State)
+	assert.Zero(t, h.Partitions)
+	assert.Less(t, h.SinceAssignment, time.Minute, "measured from New")
 }
 
 // A consumer whose close writes fail reports stalled writes once they have failed for longer
