@@ -135,13 +135,13 @@ func BenchmarkStateBuffer(b *testing.B) {
 					ObservedAt: T0.Add(time.Duration(i) * time.Millisecond), Values: []any{int64(i)}}
 			}
 			var buf stateBuffer
-			out := map[string][]sink.StateRow{}
+			out, bytes := map[string][]sink.StateRow{}, map[string]int64{}
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
 				buf.add(rows[i])
 				if i++; i == len(rows) {
-					buf.appendTo(out)
+					buf.appendTo(out, bytes)
 					clear(out["vehicles"])
 					out["vehicles"], i = out["vehicles"][:0], 0
 				}

@@ -226,8 +226,8 @@ type Config[K comparable] struct {
 	// close batches of every partition in one call) run at once. Above 1 the Sink must be safe
 	// for concurrent use, as sink/postgres and sink/mysql are (their writers may run at any
 	// concurrency); the outcome is the same, as every write is applied to the ledgers when all
-	// are done. Zero means 1, as does a negative value: one after another, the state tables
-	// first.
+	// are done. The largest writes (by estimated bytes) start first. Zero means 1, as does a
+	// negative value: one after another.
 	WriteConcurrency int
 	// AssignmentWait is how long a subscribed consumer may hold no partition before it logs a
 	// warning and [Consumer.Health] reports [HealthNoAssignment]: a group that cannot
@@ -267,10 +267,10 @@ type Config[K comparable] struct {
 	// them. The client's C memory is outside the estimates. The rest is the budget of
 	// what was decided: the write backlog (state rows not flushed, closed partials not
 	// written, dead letters not confirmed; a write in flight counts twice, for the sink's
-	// working copy) and the open windows (counted three times, for the write their close makes).
-	// Past a quarter of the budget the backlog is written at once by a tick run early, and
-	// while writes are in flight the loop waits for them, deciding nothing (the client keeps
-	// its prefetch); a backlog a tick cannot write (dead letters waiting for their delivery
+	// working copy, until it succeeds) and the open windows (counted three times, for the
+	// write their close makes). Past a quarter of the budget the backlog is written at once by
+	// a tick run early, and while writes are in flight the loop waits, deciding nothing (the
+	// client keeps its prefetch), until the writes that succeeded bring it back under; a backlog a tick cannot write (dead letters waiting for their delivery
 	// reports, rows of writes that failed) pauses every partition until it is back under
 	// ResumeAt of that quarter. Open windows past what the budget leaves beside the backlog
 	// pause the partitions holding the most, one tick at a time (a partition's windows close

@@ -69,6 +69,25 @@ func (p *processor[K]) handle(m *kafka.Message) {
 	p.barrier()
 }
 
+// tables returns the state tables the job flushes, in order.
+func (job *writeJob[K]) tables() []string {
+	var out []string
+	for _, w := range job.states {
+		out = append(out, w.table)
+	}
+	return out
+}
+
+// rowsOf returns the rows the job flushes into table (nil once written).
+func (job *writeJob[K]) rowsOf(table string) []sink.StateRow {
+	for _, w := range job.states {
+		if w.table == table {
+			return w.rows
+		}
+	}
+	return nil
+}
+
 // bufferedRows counts the state rows buffered for the next flush. Call it at a barrier.
 func (p *processor[K]) bufferedRows() int {
 	n := 0

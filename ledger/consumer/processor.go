@@ -59,7 +59,7 @@ type processor[K comparable] struct {
 	// deciding; it changes only at barriers.
 	seq        uint64
 	stateRetry map[string][]sink.StateRow     // rows of a failed flush, written with the next
-	retryBytes int64                          // estimate of stateRetry's memory (rowBytes)
+	retryBytes map[string]int64               // estimate of stateRetry's memory (rowBytes), by table
 	registered map[ledger.TopicPartition]bool // partitions the sink took a batch of
 	toRegister []ledger.TopicPartition        // partitions to register with the next close write
 
@@ -244,6 +244,7 @@ func newProcessor[K comparable](s *settings[K], cl client) (*processor[K], error
 		parts:      make(map[ledger.TopicPartition]*part[K]),
 		seq:        1,
 		stateRetry: make(map[string][]sink.StateRow),
+		retryBytes: make(map[string]int64),
 		registered: make(map[ledger.TopicPartition]bool),
 		inbox:      newInbox(),
 		jobDone:    make(chan struct{}, 1),

@@ -194,7 +194,7 @@ func TestTickReportsTheBufferedBytes(t *testing.T) {
 	h.tick()
 	require.Len(t, ticks, 2)
 	assert.Positive(t, ticks[1].BacklogBytes, "the failed flush's row waits for the next tick")
-	assert.Equal(t, h.p.retryBytes, ticks[1].BacklogBytes, "and is all the backlog: nothing else is unwritten")
+	assert.Equal(t, h.p.retryBytes[sinktest.StateTable], ticks[1].BacklogBytes, "and is all the backlog: nothing else is unwritten")
 }
 
 type tickHook func(TickInfo)

@@ -77,15 +77,16 @@ func (t *stateTable) init() {
 }
 
 // appendTo appends the buffered rows to out, by table, and empties the buffer, keeping its
-// storage for the next flush where the load fills it (see keepIndexBelow). It returns the
-// rows' estimated bytes (rowBytes), from the sizes recorded as they were buffered.
-func (b *stateBuffer) appendTo(out map[string][]sink.StateRow) (bytes int64) {
+// storage for the next flush where the load fills it (see keepIndexBelow). It adds the rows'
+// estimated bytes (rowBytes) to bytes, by table, from the sizes recorded as they were
+// buffered.
+func (b *stateBuffer) appendTo(out map[string][]sink.StateRow, bytes map[string]int64) {
 	for name, t := range b.tables {
 		if len(t.rows) > 0 {
 			out[name] = append(out[name], t.rows...)
 		}
 		for _, n := range t.sizes {
-			bytes += n
+			bytes[name] += n
 		}
 		if cap(t.rows) > keepIndexBelow && 2*len(t.rows) < cap(t.rows) {
 			strings, others := t.index.Len()
@@ -96,5 +97,4 @@ func (b *stateBuffer) appendTo(out map[string][]sink.StateRow) (bytes int64) {
 		t.rows, t.sizes = t.rows[:0], t.sizes[:0]
 		t.index.Clear()
 	}
-	return bytes
 }

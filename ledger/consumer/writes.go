@@ -1,10 +1,13 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/streamledger/streamledger/sink"
@@ -24,21 +27,37 @@ import (
 type writeJob[K comparable] struct {
 	revoke bool // made while partitions are given up
 
-	seq    uint64 // flush sequence of the state rows; 0 if the job flushes none
-	tables []string
-	state  map[string][]sink.StateRow
-	states []writeResult
+	seq    uint64       // flush sequence of the state rows; 0 if the job flushes none
+	states []stateWrite // one per table, sorted by table
 
-	closes []*part[K]        // the partitions of the first len(closes) batches, in order
-	batch  []sink.CloseBatch // one call, atomic: closes, then registrations of other partitions
-	bytes  int64             // estimate of the memory the job's rows and partials hold
-	closed writeResult
+	closes   []*part[K]        // the partitions of the first len(closes) batches, in order
+	partials []int             // the number of partials of each of closes' batches
+	batch    []sink.CloseBatch // one call, atomic: closes, then registrations of other partitions
+	bytes    int64             // estimate of the memory the batch's partials hold
+	closed   writeResult
 
-	run    func() // makes the writes once; a later call waits for the first
-	cancel func() // cancels the writes' context
+	// held is the estimate of the memory the job's rows and partials hold: it falls as each
+	// write succeeds and drops what it wrote. Each write made signals progress.
+	held      atomic.Int64
+	progress  chan struct{}
+	writes    int // the writes the job makes
+	signalled int // the progress received so far (on the loop)
+
+	run     func() // makes the writes once; a later call waits for the first
+	started atomic.Bool
+	cancel  func() // cancels the writes' context
 
 	timeout  time.Duration // the writes' deadline, set at launch
 	timedOut bool          // the deadline ended the writes
+}
+
+// stateWrite is one state table's flush in a job.
+type stateWrite struct {
+	table string
+	rows  []sink.StateRow // dropped once written; n keeps their count
+	n     int
+	bytes int64 // the rows' estimated memory (rowBytes)
+	res   writeResult
 }
 
 // writeResult is the outcome of one write. A write that was not attempted (the job ran out
@@ -56,14 +75,11 @@ type writeResult struct {
 func (p *processor[K]) prepare(parts []*part[K], revoke bool) *writeJob[K] {
 	job := &writeJob[K]{revoke: revoke}
 	if state, bytes := p.takeState(); len(state) > 0 {
-		job.bytes += bytes
-		job.seq, job.state = p.seq, state
+		job.seq = p.seq
 		p.seq++
-		for t := range state {
-			job.tables = append(job.tables, t)
+		for _, t := range slices.Sorted(maps.Keys(state)) {
+			job.states = append(job.states, stateWrite{table: t, rows: state[t], n: len(state[t]), bytes: bytes[t]})
 		}
-		slices.Sort(job.tables)
-		job.states = make([]writeResult, len(job.tables))
 	}
 	for _, pt := range parts {
 		b, ok := p.closeBatch(pt)
@@ -72,6 +88,7 @@ func (p *processor[K]) prepare(parts []*part[K], revoke bool) *writeJob[K] {
 		}
 		if ok {
 			job.closes = append(job.closes, pt)
+			job.partials = append(job.partials, len(b.Partials))
 			job.batch = append(job.batch, b)
 			job.bytes += pt.unwrittenBytes
 			pt.unwritten, pt.unwrittenBytes = nil, 0
@@ -90,9 +107,9 @@ func (p *processor[K]) prepare(parts []*part[K], revoke bool) *writeJob[K] {
 // table: per table, the retried rows first, then each partition's in partition order, so
 // that the rows (and which of two rows of a key with the same time wins) do not depend on
 // how the partitions' decisions interleaved. Each partition keeps its buffer, emptied, for
-// the next flush. It also returns the rows' estimated bytes (rowBytes), from the estimates
-// kept as they were buffered or failed, so that no row is walked again for it.
-func (p *processor[K]) takeState() (map[string][]sink.StateRow, int64) {
+// the next flush. It also returns the rows' estimated bytes (rowBytes) by table, from the
+// estimates kept as they were buffered or failed, so that no row is walked again for it.
+func (p *processor[K]) takeState() (map[string][]sink.StateRow, map[string]int64) {
 	sizes := make(map[string]int, len(p.stateRetry)+2)
 	for t, rows := range p.stateRetry {
 		sizes[t] += len(rows)
@@ -109,10 +126,13 @@ func (p *processor[K]) takeState() (map[string][]sink.StateRow, int64) {
 		}
 	}
 	clear(p.stateRetry)
-	bytes := p.retryBytes
-	p.retryBytes = 0
+	bytes := maps.Clone(p.retryBytes)
+	if bytes == nil {
+		bytes = make(map[string]int64, len(out))
+	}
+	clear(p.retryBytes)
 	for _, pt := range p.order {
-		bytes += pt.state.appendTo(out)
+		pt.state.appendTo(out, bytes)
 		pt.stateBytes.Store(0)
 	}
 	return out, bytes
@@ -123,9 +143,16 @@ func (p *processor[K]) takeState() (map[string][]sink.StateRow, int64) {
 func (p *processor[K]) launch(ctx context.Context, job *writeJob[K], inline bool) {
 	p.job = job
 	job.timeout = p.writeTimeout()
+	job.held.Store(job.heldBytes())
+	job.writes = len(job.states)
+	if len(job.batch) > 0 {
+		job.writes++
+	}
+	job.progress = make(chan struct{}, job.writes)
 	p.live.writingFrom.CompareAndSwap(0, time.Now().UnixNano())
 	ctx, job.cancel = context.WithCancel(ctx)
 	job.run = sync.OnceFunc(func() {
+		job.started.Store(true)
 		p.write(ctx, job)
 		job.cancel()
 		p.jobDone <- struct{}{}
@@ -137,16 +164,23 @@ func (p *processor[K]) launch(ctx context.Context, job *writeJob[K], inline bool
 	p.spawn(job.run)
 }
 
-// write makes the job's writes: the state tables (sorted), then the close batches in one
-// call, WriteConcurrency of them at a time. It runs off the loop and touches nothing but the
-// job (each write its own result), the sink and the settings.
+// write makes the job's writes: each state table's flush and the close batches in one call,
+// WriteConcurrency of them at a time, the largest (by estimated bytes) first, so that the
+// longest write does not wait behind shorter ones and a write that succeeds frees the most it
+// can early. It runs off the loop and touches nothing but the job (each write its own result
+// and rows), the sink and the settings.
 func (p *processor[K]) write(ctx context.Context, job *writeJob[K]) {
 	ctx, cancel := context.WithTimeout(ctx, job.timeout)
 	defer cancel()
 	defer func() { job.timedOut = errors.Is(ctx.Err(), context.DeadlineExceeded) }()
-	writes := make([]func(), 0, len(job.tables)+1)
-	timed := func(res *writeResult, f func() error) func() {
-		return func() {
+	type sized struct {
+		bytes int64
+		run   func()
+	}
+	writes := make([]sized, 0, len(job.states)+1)
+	timed := func(res *writeResult, bytes int64, f func() error, drop func()) sized {
+		return sized{bytes, func() {
+			defer func() { job.progress <- struct{}{} }()
 			if err := ctx.Err(); err != nil {
 				*res = writeResult{err: err} // out of time: kept for the next tick
 				return
@@ -154,17 +188,42 @@ func (p *processor[K]) write(ctx context.Context, job *writeJob[K]) {
 			start := time.Now()
 			err := f()
 			*res = writeResult{made: true, err: err, duration: time.Since(start)}
-		}
+			if err == nil {
+				drop()
+				job.held.Add(-bytes)
+			}
+		}}
 	}
-	for i, table := range job.tables {
-		writes = append(writes, timed(&job.states[i], func() error {
-			return p.s.Sink.UpsertLatest(ctx, job.state[table])
-		}))
+	for i := range job.states {
+		w := &job.states[i]
+		writes = append(writes, timed(&w.res, w.bytes, func() error {
+			return p.s.Sink.UpsertLatest(ctx, w.rows)
+		}, func() { w.rows = nil }))
 	}
 	if len(job.batch) > 0 {
-		writes = append(writes, timed(&job.closed, func() error { return p.s.Sink.WriteClose(ctx, job.batch...) }))
+		writes = append(writes, timed(&job.closed, job.bytes, func() error {
+			return p.s.Sink.WriteClose(ctx, job.batch...)
+		}, func() {
+			for i := range job.closes {
+				job.batch[i].Partials = nil
+			}
+		}))
 	}
-	runAll(writes, p.s.WriteConcurrency)
+	slices.SortStableFunc(writes, func(a, b sized) int { return cmp.Compare(b.bytes, a.bytes) })
+	runs := make([]func(), len(writes))
+	for i, w := range writes {
+		runs[i] = w.run
+	}
+	runAll(runs, p.s.WriteConcurrency)
+}
+
+// heldBytes is the estimated memory of the job's rows and partials.
+func (job *writeJob[K]) heldBytes() int64 {
+	n := job.bytes
+	for _, w := range job.states {
+		n += w.bytes
+	}
+	return n
 }
 
 // writeTimeout is the deadline of the next round of writes: WriteTimeout, doubled for every
@@ -261,8 +320,8 @@ func (p *processor[K]) complete() {
 
 // ok reports whether every write of the job succeeded.
 func (job *writeJob[K]) ok() bool {
-	for _, r := range job.states {
-		if r.err != nil {
+	for _, w := range job.states {
+		if w.res.err != nil {
 			return false
 		}
 	}
@@ -272,22 +331,20 @@ func (job *writeJob[K]) ok() bool {
 // completeState applies the state flushes of job; false means Run must stop.
 func (p *processor[K]) completeState(job *writeJob[K]) bool {
 	flushed := true
-	for i, table := range job.tables {
-		rows, r := job.state[table], job.states[i]
+	for _, w := range job.states {
+		r := w.res
 		if r.made {
-			p.wrote(WriteInfo{Kind: WriteState, Table: table, Rows: len(rows), Revoke: job.revoke, Duration: r.duration, Err: r.err})
+			p.wrote(WriteInfo{Kind: WriteState, Table: w.table, Rows: w.n, Revoke: job.revoke, Duration: r.duration, Err: r.err})
 		}
 		if r.err == nil {
 			continue
 		}
 		flushed = false
 		if r.made {
-			p.log.Warn("state flush failed; retrying at the next tick", "table", table, "rows", len(rows), "error", r.err)
+			p.log.Warn("state flush failed; retrying at the next tick", "table", w.table, "rows", w.n, "error", r.err)
 		}
-		p.stateRetry[table] = append(rows, p.stateRetry[table]...)
-		for _, r := range rows {
-			p.retryBytes += rowBytes(r)
-		}
+		p.stateRetry[w.table] = append(w.rows, p.stateRetry[w.table]...)
+		p.retryBytes[w.table] += w.bytes
 	}
 	if job.seq == 0 || !flushed {
 		return true
@@ -320,7 +377,7 @@ func (p *processor[K]) completeCloses(job *writeJob[K]) {
 	for i, pt := range job.closes {
 		b := job.batch[i]
 		if r.made {
-			p.hookWrite(WriteInfo{Kind: WriteClose, Source: pt.tp, Rows: len(b.Partials), ClosedThrough: b.ClosedThrough,
+			p.hookWrite(WriteInfo{Kind: WriteClose, Source: pt.tp, Rows: job.partials[i], ClosedThrough: b.ClosedThrough,
 				Revoke: job.revoke, Duration: r.duration, Err: r.err})
 		}
 		if p.parts[pt.tp] != pt {
@@ -371,8 +428,11 @@ func (p *processor[K]) hookWrite(w WriteInfo) {
 func (p *processor[K]) poll(ctx context.Context) {
 	if p.job != nil && p.holdsLoop() {
 		start := time.Now()
-		p.await(ctx)
+		done := p.hold(ctx)
 		p.waited += time.Since(start)
+		if !done {
+			return
+		}
 	} else if !p.collect() {
 		return
 	}
@@ -389,19 +449,44 @@ func (p *processor[K]) poll(ctx context.Context) {
 	p.commit(ctx, CommitTick, p.tracker.AppendCommits(p.commitBuf[:0]))
 }
 
+// hold waits, deciding nothing, while holdsLoop says so: until the job in flight is done,
+// which it then applies (true), or until the writes that succeeded so far have freed enough
+// that the loop is no longer held while others still run (false); those then go on while the
+// loop decides. A job whose writes have not started runs here, whole, as await runs it.
+func (p *processor[K]) hold(ctx context.Context) bool {
+	job := p.job
+	if !job.started.Load() {
+		p.await(ctx)
+		return true
+	}
+	stop := context.AfterFunc(ctx, job.cancel)
+	defer stop()
+	for job.signalled < job.writes {
+		<-job.progress
+		if job.signalled++; job.signalled < job.writes && !p.holdsLoop() {
+			return false
+		}
+	}
+	<-p.jobDone // every write was made: the job ends at once
+	p.barrier()
+	p.complete()
+	return true
+}
+
 // holdsLoop reports whether the loop waits, deciding nothing, for the writes in flight.
 // Without a buffer bound it waits when a tick is due: the consumer then decides at most one
 // tick's messages ahead of the sink, which bounds the rows and ledger entries waiting for
 // writes. With one, the bound does that: the loop goes on deciding while the sink writes, so
 // that deciding and writing overlap, and a tick due meanwhile takes all that was decided in
 // one round of writes (in which a state row overwritten meanwhile is written once). It waits
-// once the write backlog passes a quarter of the budget, tick due or not.
+// while the write backlog is past a quarter of the budget, tick due or not: a write of the
+// job that succeeds drops what it wrote, so the wait can end before the job's other writes.
 //
 // Waiting, rather than pausing the partitions, keeps what the client has fetched: a paused
 // partition's prefetch is dropped, and on resume the client fetches it again, which leaves
 // the workers with nothing to decide for a round trip or more after every pause. Meanwhile
 // the client fills its prefetch, its share of the budget, and then stops fetching. The wait
-// ends with the writes, whose deadline (WriteTimeout) is under half of max.poll.interval.ms,
+// ends at the latest with the writes, whose deadline (WriteTimeout) is under half of max.poll.interval.ms,
 // so the group does not evict the consumer for it.
 func (p *processor[K]) holdsLoop() bool {
 	if p.s.buffer <= 0 {
