@@ -18,8 +18,7 @@ import (
 //   - the write backlog: state rows not flushed, closed partials not written (waiting, in
 //     flight, or kept after a failure) and dead letters waiting for their delivery report.
 //     A tick writes it and drops it, so past a quarter of the budget the consumer ticks at
-//     once; while writes are in flight it waits, deciding nothing, until those that
-//     succeeded bring it back under (see holdsLoop and hold);
+//     once; while writes are in flight it waits for them, deciding nothing (see holdsLoop);
 //     when a tick has nothing to write (dead letters waiting for their reports) or the
 //     writes failed, it pauses every partition instead (nothing new is fetched) until the
 //     backlog is back under ResumeAt of that quarter.
@@ -41,8 +40,7 @@ import (
 //
 // A write in flight counts twice in the backlog, for the same working copy: the sink works on
 // a copy of what it writes (rows collapsed by key, columns, encoded statements) while the job
-// still holds it. A write that succeeds drops what it wrote (the job keeps only counts), so it
-// counts no more, while the job's other writes still run.
+// still holds it.
 //
 // Polling goes on while partitions are paused, and a wait for writes ends within their
 // deadline, so the group never evicts the consumer.
@@ -56,7 +54,7 @@ func (p *processor[K]) buffered() (windows, backlog int64) {
 		backlog += pt.stateBytes.Load() + pt.letterBytes.Load() + pt.unwrittenBytes
 	}
 	if p.job != nil {
-		backlog += 2 * p.job.held.Load()
+		backlog += 2 * p.job.held
 	}
 	for _, n := range p.retryBytes {
 		backlog += n

@@ -267,10 +267,10 @@ type Config[K comparable] struct {
 	// them. The client's C memory is outside the estimates. The rest is the budget of
 	// what was decided: the write backlog (state rows not flushed, closed partials not
 	// written, dead letters not confirmed; a write in flight counts twice, for the sink's
-	// working copy, until it succeeds) and the open windows (counted three times, for the
-	// write their close makes). Past a quarter of the budget the backlog is written at once by
-	// a tick run early, and while writes are in flight the loop waits, deciding nothing (the
-	// client keeps its prefetch), until the writes that succeeded bring it back under; a backlog a tick cannot write (dead letters waiting for their delivery
+	// working copy) and the open windows (counted three times, for the write their close makes).
+	// Past a quarter of the budget the backlog is written at once by a tick run early, and
+	// while writes are in flight the loop waits for them, deciding nothing (the client keeps
+	// its prefetch); a backlog a tick cannot write (dead letters waiting for their delivery
 	// reports, rows of writes that failed) pauses every partition until it is back under
 	// ResumeAt of that quarter. Open windows past what the budget leaves beside the backlog
 	// pause the partitions holding the most, one tick at a time (a partition's windows close

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/streamledger/streamledger/sink"
@@ -30,22 +29,14 @@ type writeJob[K comparable] struct {
 	seq    uint64       // flush sequence of the state rows; 0 if the job flushes none
 	states []stateWrite // one per table, sorted by table
 
-	closes   []*part[K]        // the partitions of the first len(closes) batches, in order
-	partials []int             // the number of partials of each of closes' batches
-	batch    []sink.CloseBatch // one call, atomic: closes, then registrations of other partitions
-	bytes    int64             // estimate of the memory the batch's partials hold
-	closed   writeResult
+	closes []*part[K]        // the partitions of the first len(closes) batches, in order
+	batch  []sink.CloseBatch // one call, atomic: closes, then registrations of other partitions
+	bytes  int64             // estimate of the memory the batch's partials hold
+	closed writeResult
+	held   int64 // estimate of the memory the job's rows and partials hold, set at launch
 
-	// held is the estimate of the memory the job's rows and partials hold: it falls as each
-	// write succeeds and drops what it wrote. Each write made signals progress.
-	held      atomic.Int64
-	progress  chan struct{}
-	writes    int // the writes the job makes
-	signalled int // the progress received so far (on the loop)
-
-	run     func() // makes the writes once; a later call waits for the first
-	started atomic.Bool
-	cancel  func() // cancels the writes' context
+	run    func() // makes the writes once; a later call waits for the first
+	cancel func() // cancels the writes' context
 
 	timeout  time.Duration // the writes' deadline, set at launch
 	timedOut bool          // the deadline ended the writes
@@ -54,8 +45,7 @@ type writeJob[K comparable] struct {
 // stateWrite is one state table's flush in a job.
 type stateWrite struct {
 	table string
-	rows  []sink.StateRow // dropped once written; n keeps their count
-	n     int
+	rows  []sink.StateRow
 	bytes int64 // the rows' estimated memory (rowBytes)
 	res   writeResult
 }
@@ -78,7 +68,7 @@ func (p *processor[K]) prepare(parts []*part[K], revoke bool) *writeJob[K] {
 		job.seq = p.seq
 		p.seq++
 		for _, t := range slices.Sorted(maps.Keys(state)) {
-			job.states = append(job.states, stateWrite{table: t, rows: state[t], n: len(state[t]), bytes: bytes[t]})
+			job.states = append(job.states, stateWrite{table: t, rows: state[t], bytes: bytes[t]})
 		}
 	}
 	for _, pt := range parts {
@@ -88,7 +78,6 @@ func (p *processor[K]) prepare(parts []*part[K], revoke bool) *writeJob[K] {
 		}
 		if ok {
 			job.closes = append(job.closes, pt)
-			job.partials = append(job.partials, len(b.Partials))
 			job.batch = append(job.batch, b)
 			job.bytes += pt.unwrittenBytes
 			pt.unwritten, pt.unwrittenBytes = nil, 0
@@ -143,16 +132,13 @@ func (p *processor[K]) takeState() (map[string][]sink.StateRow, map[string]int64
 func (p *processor[K]) launch(ctx context.Context, job *writeJob[K], inline bool) {
 	p.job = job
 	job.timeout = p.writeTimeout()
-	job.held.Store(job.heldBytes())
-	job.writes = len(job.states)
-	if len(job.batch) > 0 {
-		job.writes++
+	job.held = job.bytes
+	for _, w := range job.states {
+		job.held += w.bytes
 	}
-	job.progress = make(chan struct{}, job.writes)
 	p.live.writingFrom.CompareAndSwap(0, time.Now().UnixNano())
 	ctx, job.cancel = context.WithCancel(ctx)
 	job.run = sync.OnceFunc(func() {
-		job.started.Store(true)
 		p.write(ctx, job)
 		job.cancel()
 		p.jobDone <- struct{}{}
@@ -166,9 +152,8 @@ func (p *processor[K]) launch(ctx context.Context, job *writeJob[K], inline bool
 
 // write makes the job's writes: each state table's flush and the close batches in one call,
 // WriteConcurrency of them at a time, the largest (by estimated bytes) first, so that the
-// longest write does not wait behind shorter ones and a write that succeeds frees the most it
-// can early. It runs off the loop and touches nothing but the job (each write its own result
-// and rows), the sink and the settings.
+// longest write does not wait behind shorter ones. It runs off the loop and touches nothing
+// but the job (each write its own result), the sink and the settings.
 func (p *processor[K]) write(ctx context.Context, job *writeJob[K]) {
 	ctx, cancel := context.WithTimeout(ctx, job.timeout)
 	defer cancel()
@@ -178,9 +163,8 @@ func (p *processor[K]) write(ctx context.Context, job *writeJob[K]) {
 		run   func()
 	}
 	writes := make([]sized, 0, len(job.states)+1)
-	timed := func(res *writeResult, bytes int64, f func() error, drop func()) sized {
+	timed := func(res *writeResult, bytes int64, f func() error) sized {
 		return sized{bytes, func() {
-			defer func() { job.progress <- struct{}{} }()
 			if err := ctx.Err(); err != nil {
 				*res = writeResult{err: err} // out of time: kept for the next tick
 				return
@@ -188,26 +172,14 @@ func (p *processor[K]) write(ctx context.Context, job *writeJob[K]) {
 			start := time.Now()
 			err := f()
 			*res = writeResult{made: true, err: err, duration: time.Since(start)}
-			if err == nil {
-				drop()
-				job.held.Add(-bytes)
-			}
 		}}
 	}
 	for i := range job.states {
 		w := &job.states[i]
-		writes = append(writes, timed(&w.res, w.bytes, func() error {
-			return p.s.Sink.UpsertLatest(ctx, w.rows)
-		}, func() { w.rows = nil }))
+		writes = append(writes, timed(&w.res, w.bytes, func() error { return p.s.Sink.UpsertLatest(ctx, w.rows) }))
 	}
 	if len(job.batch) > 0 {
-		writes = append(writes, timed(&job.closed, job.bytes, func() error {
-			return p.s.Sink.WriteClose(ctx, job.batch...)
-		}, func() {
-			for i := range job.closes {
-				job.batch[i].Partials = nil
-			}
-		}))
+		writes = append(writes, timed(&job.closed, job.bytes, func() error { return p.s.Sink.WriteClose(ctx, job.batch...) }))
 	}
 	slices.SortStableFunc(writes, func(a, b sized) int { return cmp.Compare(b.bytes, a.bytes) })
 	runs := make([]func(), len(writes))
@@ -215,15 +187,6 @@ func (p *processor[K]) write(ctx context.Context, job *writeJob[K]) {
 		runs[i] = w.run
 	}
 	runAll(runs, p.s.WriteConcurrency)
-}
-
-// heldBytes is the estimated memory of the job's rows and partials.
-func (job *writeJob[K]) heldBytes() int64 {
-	n := job.bytes
-	for _, w := range job.states {
-		n += w.bytes
-	}
-	return n
 }
 
 // writeTimeout is the deadline of the next round of writes: WriteTimeout, doubled for every
@@ -334,14 +297,14 @@ func (p *processor[K]) completeState(job *writeJob[K]) bool {
 	for _, w := range job.states {
 		r := w.res
 		if r.made {
-			p.wrote(WriteInfo{Kind: WriteState, Table: w.table, Rows: w.n, Revoke: job.revoke, Duration: r.duration, Err: r.err})
+			p.wrote(WriteInfo{Kind: WriteState, Table: w.table, Rows: len(w.rows), Revoke: job.revoke, Duration: r.duration, Err: r.err})
 		}
 		if r.err == nil {
 			continue
 		}
 		flushed = false
 		if r.made {
-			p.log.Warn("state flush failed; retrying at the next tick", "table", w.table, "rows", w.n, "error", r.err)
+			p.log.Warn("state flush failed; retrying at the next tick", "table", w.table, "rows", len(w.rows), "error", r.err)
 		}
 		p.stateRetry[w.table] = append(w.rows, p.stateRetry[w.table]...)
 		p.retryBytes[w.table] += w.bytes
@@ -377,7 +340,7 @@ func (p *processor[K]) completeCloses(job *writeJob[K]) {
 	for i, pt := range job.closes {
 		b := job.batch[i]
 		if r.made {
-			p.hookWrite(WriteInfo{Kind: WriteClose, Source: pt.tp, Rows: job.partials[i], ClosedThrough: b.ClosedThrough,
+			p.hookWrite(WriteInfo{Kind: WriteClose, Source: pt.tp, Rows: len(b.Partials), ClosedThrough: b.ClosedThrough,
 				Revoke: job.revoke, Duration: r.duration, Err: r.err})
 		}
 		if p.parts[pt.tp] != pt {
@@ -428,11 +391,8 @@ func (p *processor[K]) hookWrite(w WriteInfo) {
 func (p *processor[K]) poll(ctx context.Context) {
 	if p.job != nil && p.holdsLoop() {
 		start := time.Now()
-		done := p.hold(ctx)
+		p.await(ctx)
 		p.waited += time.Since(start)
-		if !done {
-			return
-		}
 	} else if !p.collect() {
 		return
 	}
@@ -449,44 +409,19 @@ func (p *processor[K]) poll(ctx context.Context) {
 	p.commit(ctx, CommitTick, p.tracker.AppendCommits(p.commitBuf[:0]))
 }
 
-// hold waits, deciding nothing, while holdsLoop says so: until the job in flight is done,
-// which it then applies (true), or until the writes that succeeded so far have freed enough
-// that the loop is no longer held while others still run (false); those then go on while the
-// loop decides. A job whose writes have not started runs here, whole, as await runs it.
-func (p *processor[K]) hold(ctx context.Context) bool {
-	job := p.job
-	if !job.started.Load() {
-		p.await(ctx)
-		return true
-	}
-	stop := context.AfterFunc(ctx, job.cancel)
-	defer stop()
-	for job.signalled < job.writes {
-		<-job.progress
-		if job.signalled++; job.signalled < job.writes && !p.holdsLoop() {
-			return false
-		}
-	}
-	<-p.jobDone // every write was made: the job ends at once
-	p.barrier()
-	p.complete()
-	return true
-}
-
 // holdsLoop reports whether the loop waits, deciding nothing, for the writes in flight.
 // Without a buffer bound it waits when a tick is due: the consumer then decides at most one
 // tick's messages ahead of the sink, which bounds the rows and ledger entries waiting for
 // writes. With one, the bound does that: the loop goes on deciding while the sink writes, so
 // that deciding and writing overlap, and a tick due meanwhile takes all that was decided in
 // one round of writes (in which a state row overwritten meanwhile is written once). It waits
-// while the write backlog is past a quarter of the budget, tick due or not: a write of the
-// job that succeeds drops what it wrote, so the wait can end before the job's other writes.
+// once the write backlog passes a quarter of the budget, tick due or not.
 //
 // Waiting, rather than pausing the partitions, keeps what the client has fetched: a paused
 // partition's prefetch is dropped, and on resume the client fetches it again, which leaves
 // the workers with nothing to decide for a round trip or more after every pause. Meanwhile
 // the client fills its prefetch, its share of the budget, and then stops fetching. The wait
-// ends at the latest with the writes, whose deadline (WriteTimeout) is under half of max.poll.interval.ms,
+// ends with the writes, whose deadline (WriteTimeout) is under half of max.poll.interval.ms,
 // so the group does not evict the consumer for it.
 func (p *processor[K]) holdsLoop() bool {
 	if p.s.buffer <= 0 {

@@ -482,51 +482,35 @@ func TestWriteDeadlineGrowsAfterTimeouts(t *testing.T) {
 	assert.Contains(t, h.logs.String(), "writes ran out of time")
 }
 
-// gatedWrites records the order in which the writes start, and holds each kind of write
-// (state rows, closes of windows) whose gate is set until the gate is closed.
-type gatedWrites struct {
+// orderedWrites records the order in which the writes start.
+type orderedWrites struct {
 	sink.Sink
-	stateGate, closeGate chan struct{}
-
 	mu      sync.Mutex
 	started []string
 }
 
-func (g *gatedWrites) enter(ctx context.Context, kind string, gate chan struct{}) error {
-	g.mu.Lock()
-	g.started = append(g.started, kind)
-	g.mu.Unlock()
-	if gate == nil {
-		return nil
-	}
-	select {
-	case <-gate:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+func (o *orderedWrites) enter(kind string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.started = append(o.started, kind)
 }
 
-func (g *gatedWrites) UpsertLatest(ctx context.Context, rows []sink.StateRow) error {
-	if err := g.enter(ctx, "state", g.stateGate); err != nil {
-		return err
-	}
-	return g.Sink.UpsertLatest(ctx, rows)
+func (o *orderedWrites) UpsertLatest(ctx context.Context, rows []sink.StateRow) error {
+	o.enter("state")
+	return o.Sink.UpsertLatest(ctx, rows)
 }
 
-func (g *gatedWrites) WriteClose(ctx context.Context, bs ...sink.CloseBatch) error {
+func (o *orderedWrites) WriteClose(ctx context.Context, bs ...sink.CloseBatch) error {
 	if !registrations(bs) {
-		if err := g.enter(ctx, "close", g.closeGate); err != nil {
-			return err
-		}
+		o.enter("close")
 	}
-	return g.Sink.WriteClose(ctx, bs...)
+	return o.Sink.WriteClose(ctx, bs...)
 }
 
-func (g *gatedWrites) order() []string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return slices.Clone(g.started)
+func (o *orderedWrites) order() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.started)
 }
 
 // A tick's writes start largest first (by their estimated bytes), so that the longest does
@@ -555,7 +539,7 @@ func TestWritesStartLargestFirst(t *testing.T) {
 		{"more partials than state rows", append(append(keys(40), rows(1)...), "w 7 A 2"), []string{"close", "state"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := &gatedWrites{}
+			g := &orderedWrites{}
 			h := newHarness(t, func(c *Config[string]) { g.Sink = c.Sink; c.Sink = g })
 			p0 := tp("t", 0)
 			h.assign(p0, -1, "")
@@ -565,85 +549,6 @@ func TestWritesStartLargestFirst(t *testing.T) {
 			assert.Equal(t, tc.want, g.order())
 			assert.Len(t, h.closes(), 1, "the window written")
 			assert.Equal(t, int64(len(tc.msgs)-1), h.committed(p0), "all but the last, in its open window")
-		})
-	}
-}
-
-// While the loop waits for writes in flight because of the backlog, a write that succeeds
-// frees what it wrote: once the rest is back under a quarter of the budget the loop goes on
-// deciding while the other writes still run, and applies the job when they are done. A
-// write still running that holds the backlog past its quarter keeps the loop waiting.
-func TestHoldEndsWhenTheWritesThatSucceededFreeTheBacklog(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		rowsFirst bool // the state rows (past the quarter) are written first, the close (under it) second
-	}{
-		{"the large write done, the small one running", true},
-		{"the small write done, the large one running", false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			g := &gatedWrites{stateGate: make(chan struct{}), closeGate: make(chan struct{})}
-			h := newHarness(t, func(c *Config[string]) {
-				g.Sink = c.Sink
-				c.Sink = g
-				c.WriteConcurrency = 2
-			})
-			h.p.s.buffer = 8 << 10                // a quarter: 2 KiB, about ten state rows
-			h.p.spawn = func(f func()) { go f() } // as in Run
-			p0, p1 := tp("t", 0), tp("t", 1)
-			h.assign(p0, -1, "")
-			h.assign(p1, -1, "")
-			h.feed(p1, 0, "w 1 A 1", "w 7 A 2")
-			for i := range int64(12) {
-				h.feed(p0, i, fmt.Sprintf("s 0:%02d", i))
-			}
-			h.p.checkBuffer(h.ctx) // past the quarter: a tick at once
-			require.NotNil(t, h.p.job, "the tick's writes are in flight")
-			require.Eventually(t, func() bool { return len(g.order()) == 2 }, 10*time.Second, time.Millisecond,
-				"both writes started")
-
-			held := make(chan struct{})
-			go func() {
-				h.p.checkBuffer(h.ctx)
-				close(held)
-			}()
-			stillHeld := func(msg string) {
-				select {
-				case <-held:
-					t.Fatal(msg)
-				case <-time.After(50 * time.Millisecond):
-				}
-			}
-			stillHeld("the loop went on while both writes ran")
-			first, second := g.stateGate, g.closeGate
-			if !tc.rowsFirst {
-				first, second = second, first
-				close(first)
-				stillHeld("the loop went on while the write holding the backlog past its quarter ran")
-				close(second)
-				<-held
-				assert.Nil(t, h.p.job, "the loop waited for the job and applied it")
-				assert.Equal(t, int64(12), h.committed(p0))
-				return
-			}
-			close(first)
-			select {
-			case <-held:
-			case <-time.After(10 * time.Second):
-				close(second)
-				<-held
-				t.Fatal("the loop waited for the close, under the quarter, after the rows were written")
-			}
-			require.NotNil(t, h.p.job, "the loop goes on while the close still runs")
-			assert.Len(t, h.mem.Upserts(), 1, "the rows were written")
-			_, backlog := h.p.buffered()
-			assert.LessOrEqual(t, backlog, int64(2<<10), "and count no more")
-			assert.Equal(t, int64(-1), h.committed(p0), "nothing is applied before the job is done")
-			close(second)
-			h.p.await(h.ctx)
-			h.tick()
-			assert.Equal(t, int64(12), h.committed(p0))
-			assert.Equal(t, int64(1), h.committed(p1), "the second message waits in its open window")
 		})
 	}
 }
