@@ -78,7 +78,7 @@ func (job *writeJob[K]) tables() []string {
 	return out
 }
 
-// rowsOf returns the rows the job flushes into table (nil once written).
+// rowsOf returns the rows the job flushes into table.
 func (job *writeJob[K]) rowsOf(table string) []sink.StateRow {
 	for _, w := range job.states {
 		if w.table == table {

@@ -13,8 +13,9 @@ import (
 	"github.com/streamledger/streamledger/ledger"
 )
 
-// The liveness state machine, step by step: starting from New until the first assignment, no assignment past AssignmentWait, healthy while partitions are held, stalled
-// while writes fail or hang past WriteTimeout, stopped again after Run.
+// The liveness state machine, step by step: starting from New until the first assignment,
+// no assignment past AssignmentWait, healthy while partitions are held, stalled while writes
+// fail or hang past WriteTimeout, stopped after Run.
 func TestHealthStates(t *testing.T) {
 	const wait, writeTimeout = 10 * time.Second, 5 * time.Second
 	t0 := time.Unix(1_000_000, 0)

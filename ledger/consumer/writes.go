@@ -116,9 +116,6 @@ func (p *processor[K]) takeState() (map[string][]sink.StateRow, map[string]int64
 	}
 	clear(p.stateRetry)
 	bytes := maps.Clone(p.retryBytes)
-	if bytes == nil {
-		bytes = make(map[string]int64, len(out))
-	}
 	clear(p.retryBytes)
 	for _, pt := range p.order {
 		pt.state.appendTo(out, bytes)
