@@ -226,8 +226,9 @@ type Config[K comparable] struct {
 	// close batches of every partition in one call) run at once. Above 1 the Sink must be safe
 	// for concurrent use, as sink/postgres and sink/mysql are (their writers may run at any
 	// concurrency); the outcome is the same, as every write is applied to the ledgers when all
-	// are done. The largest writes (by estimated bytes) start first. Zero means 1, as does a
-	// negative value: one after another.
+	// are done. The state tables' flushes start largest (by estimated bytes) first; a close
+	// call that writes windows follows them, and waits for the next tick if one failed (see
+	// the package documentation). Zero means 1, as does a negative value: one after another.
 	WriteConcurrency int
 	// AssignmentWait is how long a subscribed consumer may hold no partition before it logs a
 	// warning and [Consumer.Health] reports [HealthNoAssignment]: a group that cannot

@@ -105,9 +105,15 @@
 // goes on deciding until then while the write backlog stays under a quarter of the
 // [Config.BufferLimit] budget; past it (a tick due or not), or without a bound, the loop waits
 // for the writes (deciding nothing), so that the consumer runs at most one tick ahead of the
-// sink. The largest writes start first. The ledgers learn a write's outcome once all of the
-// tick's writes returned, and only then are its entries committable, with a commit right
-// away. Rebalances and the shutdown wait for writes in flight.
+// sink. The ledgers learn a write's outcome once all of the tick's writes returned, and only
+// then are its entries committable, with a commit right away. Rebalances and the shutdown
+// wait for writes in flight.
+//
+// A close that writes windows is made after the tick's state flushes succeeded, never beside
+// them: once a window is written, a replay takes its messages as late and does not buffer
+// their state rows again, so a close committed before a flush that then failed (a crash
+// between the two) would lose those rows. After a failed flush the closes wait, with their
+// partitions paused, for the next tick.
 //
 // A failed close write keeps its partials, merged with later closes, and holds every offset
 // behind them. Its partitions are paused and decide no further message until a write

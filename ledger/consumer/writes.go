@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -147,44 +148,69 @@ func (p *processor[K]) launch(ctx context.Context, job *writeJob[K], inline bool
 	p.spawn(job.run)
 }
 
-// write makes the job's writes: each state table's flush and the close batches in one call,
-// WriteConcurrency of them at a time, the largest (by estimated bytes) first, so that the
-// longest write does not wait behind shorter ones. It runs off the loop and touches nothing
-// but the job (each write its own result), the sink and the settings.
+// write makes the job's writes: each state table's flush, WriteConcurrency of them at a
+// time and the largest (by estimated bytes) first, and the close batches in one call. It
+// runs off the loop and touches nothing but the job (each write its own result), the sink
+// and the settings.
+//
+// A close that writes windows follows the state writes, and is not attempted if one failed:
+// a message with both window values and state rows is late on a replay once its window is
+// written, so its rows would be written by no one if the close committed and the flush that
+// holds them did not (a crash between the two). Its partials then wait for the next tick, as
+// after a failed close. A close that writes no window (progress, registrations) makes no
+// decided message late and runs beside the state writes.
 func (p *processor[K]) write(ctx context.Context, job *writeJob[K]) {
 	ctx, cancel := context.WithTimeout(ctx, job.timeout)
 	defer cancel()
 	defer func() { job.timedOut = errors.Is(ctx.Err(), context.DeadlineExceeded) }()
-	type sized struct {
-		bytes int64
-		run   func()
+	timed := func(res *writeResult, f func() error) {
+		if err := ctx.Err(); err != nil {
+			*res = writeResult{err: err} // out of time: kept for the next tick
+			return
+		}
+		start := time.Now()
+		err := f()
+		*res = writeResult{made: true, err: err, duration: time.Since(start)}
 	}
-	writes := make([]sized, 0, len(job.states)+1)
-	timed := func(res *writeResult, bytes int64, f func() error) sized {
-		return sized{bytes, func() {
-			if err := ctx.Err(); err != nil {
-				*res = writeResult{err: err} // out of time: kept for the next tick
-				return
-			}
-			start := time.Now()
-			err := f()
-			*res = writeResult{made: true, err: err, duration: time.Since(start)}
-		}}
-	}
+	order := make([]*stateWrite, len(job.states))
 	for i := range job.states {
-		w := &job.states[i]
-		writes = append(writes, timed(&w.res, w.bytes, func() error { return p.s.Sink.UpsertLatest(ctx, w.rows) }))
+		order[i] = &job.states[i]
 	}
-	if len(job.batch) > 0 {
-		writes = append(writes, timed(&job.closed, job.bytes, func() error { return p.s.Sink.WriteClose(ctx, job.batch...) }))
+	slices.SortStableFunc(order, func(a, b *stateWrite) int { return cmp.Compare(b.bytes, a.bytes) })
+	runs := make([]func(), 0, len(order)+1)
+	for _, w := range order {
+		runs = append(runs, func() { timed(&w.res, func() error { return p.s.Sink.UpsertLatest(ctx, w.rows) }) })
 	}
-	slices.SortStableFunc(writes, func(a, b sized) int { return cmp.Compare(b.bytes, a.bytes) })
-	runs := make([]func(), len(writes))
-	for i, w := range writes {
-		runs[i] = w.run
+	closeWrite := func() { timed(&job.closed, func() error { return p.s.Sink.WriteClose(ctx, job.batch...) }) }
+	after := len(job.batch) > 0 && job.writesWindows()
+	if len(job.batch) > 0 && !after {
+		runs = append(runs, closeWrite)
 	}
 	runAll(runs, p.s.WriteConcurrency)
+	if !after {
+		return
+	}
+	for _, w := range job.states {
+		if w.res.err != nil {
+			job.closed = writeResult{err: fmt.Errorf("%w: %w", errStateFirst, w.res.err)}
+			return
+		}
+	}
+	closeWrite()
 }
+
+// writesWindows reports whether the job's close batches hold partials.
+func (job *writeJob[K]) writesWindows() bool {
+	for _, b := range job.batch {
+		if len(b.Partials) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// errStateFirst fails a close batch not attempted because a state write of its job failed.
+var errStateFirst = errors.New("consumer: close not written: a state flush of the same tick failed")
 
 // writeTimeout is the deadline of the next round of writes: WriteTimeout, doubled for every
 // round in a row that ran out of time, at most maxWriteTimeout.

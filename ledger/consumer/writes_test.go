@@ -14,6 +14,7 @@ import (
 
 	"github.com/streamledger/streamledger/ledger"
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
 // deferWrites makes the harness hold a tick's writes until run is called, as a slow sink
@@ -210,8 +211,6 @@ type writeRecorder func(WriteInfo)
 
 func (f writeRecorder) OnWrite(w WriteInfo) { f(w) }
 
-// meetingCloses holds each close write until want of them are inside WriteClose at once,
-// or 300 ms have passed.
 // meetingWrites counts the writes inside the sink at once; each waits (briefly) until want
 // of them are inside together.
 type meetingWrites struct {
@@ -254,28 +253,34 @@ func (m *meetingWrites) UpsertLatest(ctx context.Context, rows []sink.StateRow) 
 }
 
 // A tick's writes (a flush per state table and one call for every partition's close batch)
-// run WriteConcurrency at a time.
+// run WriteConcurrency at a time; the close call, which writes windows, after the flushes.
 func TestWriteConcurrencyRunsATicksWritesAtOnce(t *testing.T) {
+	second := sinktest.Latest()
+	second.Table = "latest2"
 	for _, tc := range []struct{ concurrency, most int }{{1, 1}, {3, 2}} {
-		mw := &meetingWrites{want: 2, arrived: make(chan struct{})}
+		mem, err := sinktest.NewMemory(sinktest.MemoryConfig{Aggregates: sinktest.Aggregates(),
+			States: []sink.StateSpec{sinktest.Latest(), second}, Clock: sinktest.Now})
+		require.NoError(t, err)
+		mw := &meetingWrites{Sink: mem, want: 2, arrived: make(chan struct{})}
 		h := newHarness(t, func(c *Config[string]) {
-			mw.Sink = c.Sink
 			c.Sink = mw
 			c.WriteConcurrency = tc.concurrency
 		})
+		h.mem, h.chk.sink, h.chk.reader = mem, mem, mem // two state tables
 		ps := []ledger.TopicPartition{tp("t", 0), tp("t", 1), tp("u", 0)}
 		for _, p := range ps {
 			h.assign(p, -1, "")
 			h.feed(p, 0, "ws 1 A 1", "w 7 A 2")
+			h.p.parts[p].state.add(sink.StateRow{Table: second.Table, Key: []any{p.String()}, ObservedAt: T0,
+				Values: []any{"x", 1.0, int64(1)}})
 		}
 		h.tick()
 		assert.Equal(t, tc.most, mw.most, "writes inside the sink at once with WriteConcurrency %d", tc.concurrency)
-		closes := h.closes()
-		require.Len(t, closes, 3, "one batch per partition")
+		require.Len(t, h.closes(), 3, "one batch per partition")
 		for _, p := range ps {
 			assert.Equal(t, int64(1), h.committed(p), "%v: every write applied", p)
 		}
-		assert.Equal(t, int64(2), h.p.counters.writes.Load(), "a state flush and one close call")
+		assert.Equal(t, int64(3), h.p.counters.writes.Load(), "two state flushes and one close call")
 	}
 }
 
@@ -482,11 +487,15 @@ func TestWriteDeadlineGrowsAfterTimeouts(t *testing.T) {
 	assert.Contains(t, h.logs.String(), "writes ran out of time")
 }
 
-// orderedWrites records the order in which the writes start.
+// orderedWrites records the order in which the writes start ("state <table>", "close").
+// With absorb, state rows are taken without being passed on (tables the memory sink does
+// not know); failStates fails that many state writes.
 type orderedWrites struct {
 	sink.Sink
-	mu      sync.Mutex
-	started []string
+	absorb     bool
+	mu         sync.Mutex
+	failStates int
+	started    []string
 }
 
 func (o *orderedWrites) enter(kind string) {
@@ -496,7 +505,17 @@ func (o *orderedWrites) enter(kind string) {
 }
 
 func (o *orderedWrites) UpsertLatest(ctx context.Context, rows []sink.StateRow) error {
-	o.enter("state")
+	o.enter("state " + rows[0].Table)
+	o.mu.Lock()
+	fail := o.failStates > 0
+	o.failStates--
+	o.mu.Unlock()
+	switch {
+	case fail:
+		return errors.New("injected state failure")
+	case o.absorb:
+		return nil
+	}
 	return o.Sink.UpsertLatest(ctx, rows)
 }
 
@@ -513,42 +532,58 @@ func (o *orderedWrites) order() []string {
 	return slices.Clone(o.started)
 }
 
-// A tick's writes start largest first (by their estimated bytes), so that the longest does
-// not wait behind shorter ones, also one after another.
-func TestWritesStartLargestFirst(t *testing.T) {
-	keys := func(n int) []string {
-		var out []string
-		for i := range n {
-			out = append(out, fmt.Sprintf("w 1 K%d 1", i))
-		}
-		return out
-	}
-	rows := func(n int) []string {
-		var out []string
-		for i := range n {
-			out = append(out, fmt.Sprintf("s 2:%02d", i))
-		}
-		return out
-	}
-	for _, tc := range []struct {
-		name string
-		msgs []string
-		want []string
-	}{
-		{"more state rows than partials", append(append(keys(1), rows(40)...), "w 7 A 2"), []string{"state", "close"}},
-		{"more partials than state rows", append(append(keys(40), rows(1)...), "w 7 A 2"), []string{"close", "state"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			g := &orderedWrites{}
-			h := newHarness(t, func(c *Config[string]) { g.Sink = c.Sink; c.Sink = g })
+// A tick's state writes start largest first (by their estimated bytes), so that the longest
+// does not wait behind shorter ones, and the close follows them, however large it is.
+func TestWritesStateLargestFirstThenTheClose(t *testing.T) {
+	for _, concurrency := range []int{1, 2} {
+		t.Run(fmt.Sprint("concurrency ", concurrency), func(t *testing.T) {
+			o := &orderedWrites{absorb: true}
+			h := newHarness(t, func(c *Config[string]) { o.Sink = c.Sink; c.Sink = o; c.WriteConcurrency = concurrency })
 			p0 := tp("t", 0)
 			h.assign(p0, -1, "")
-			h.feed(p0, 0, tc.msgs...)
+			var msgs []string
+			for i := range 40 {
+				msgs = append(msgs, fmt.Sprintf("w 1 K%d 1", i))
+			}
+			h.feed(p0, 0, append(msgs, "w 7 A 2")...)
+			pt := h.p.parts[p0]
+			row := func(table, key string) sink.StateRow {
+				return sink.StateRow{Table: table, Key: []any{key}, ObservedAt: T0, Values: []any{"trip", 1.0, int64(1)}}
+			}
+			for _, r := range []sink.StateRow{row("a", "v1"), row("b", "v1"), row("b", "v2"), row("b", "v3")} {
+				pt.state.add(r)
+			}
 			h.tick()
 			require.NoError(t, h.p.fatal())
-			assert.Equal(t, tc.want, g.order())
+			order := o.order()
+			if concurrency == 1 {
+				assert.Equal(t, []string{"state b", "state a", "close"}, order)
+			} else {
+				assert.ElementsMatch(t, []string{"state b", "state a"}, order[:2], "both state writes at once")
+				assert.Equal(t, []string{"close"}, order[2:])
+			}
 			assert.Len(t, h.closes(), 1, "the window written")
-			assert.Equal(t, int64(len(tc.msgs)-1), h.committed(p0), "all but the last, in its open window")
 		})
 	}
+}
+
+// A close is not attempted when a state write of its tick failed: its messages' windows stay
+// unwritten (a replay would take them as late and drop their state rows), the partials wait
+// for the next tick, and nothing is committed until both are written.
+func TestCloseWaitsForTheStateOfItsTick(t *testing.T) {
+	o := &orderedWrites{failStates: 1}
+	h := newHarness(t, func(c *Config[string]) { o.Sink = c.Sink; c.Sink = o; c.WriteConcurrency = 2 })
+	p0 := tp("t", 0)
+	h.assign(p0, -1, "")
+	h.feed(p0, 0, "ws 1 A 1", "ws 7 A 2") // the second closes [12:00,12:05) at the tick
+	h.tick()
+	require.NoError(t, h.p.fatal())
+	assert.Equal(t, []string{"state " + sinktest.StateTable}, o.order(), "the close not attempted")
+	assert.Empty(t, h.closes(), "no window written")
+	assert.Equal(t, int64(-1), h.committed(p0))
+
+	h.tick()
+	assert.Equal(t, []string{"state " + sinktest.StateTable, "state " + sinktest.StateTable, "close"}, o.order())
+	assert.Len(t, h.closes(), 1, "written with the next tick")
+	assert.Equal(t, int64(1), h.committed(p0), "the second message waits in its open window")
 }
