@@ -18,10 +18,12 @@ import (
 //   - the write backlog: state rows not flushed, closed partials not written (waiting, in
 //     flight, or kept after a failure) and dead letters waiting for their delivery report.
 //     A tick writes it and drops it, so past a quarter of the budget the consumer ticks at
-//     once; while writes are in flight it waits for them, deciding nothing (see holdsLoop);
-//     when a tick has nothing to write (dead letters waiting for their reports) or the
-//     writes failed, it pauses every partition instead (nothing new is fetched) until the
-//     backlog is back under ResumeAt of that quarter.
+//     once; while writes are in flight it goes on deciding as long as that fits beside them,
+//     and otherwise waits for them, deciding nothing (see holdsLoop). When the writes leave
+//     it past a quarter (they failed, or the loop decided that much while they ran) or a
+//     tick has nothing to write (dead letters waiting for their reports), it pauses every
+//     partition (nothing new is fetched) until the backlog is back under ResumeAt of that
+//     quarter.
 //   - the open windows: a partition's windows close only as its own watermark moves, so a
 //     paused partition keeps them, and the running ones keep a working set of their own. Past
 //     what the budget leaves beside the backlog, the partitions holding the most are paused
@@ -77,11 +79,13 @@ func (p *processor[K]) checkBuffer(ctx context.Context) {
 		}
 	case backlog <= quarter:
 	case p.job != nil:
-		p.poll(ctx) // waits for the writes in flight (holdsLoop), then applies them
+		p.poll(ctx) // applies the writes in flight once done, waiting for them if holdsLoop says so
 		if _, backlog = p.buffered(); p.job == nil && backlog > quarter {
 			// What the writes could not drop (their rows, when they failed; dead letters
-			// waiting for their reports) holds the backlog past its share: what the loop
-			// decides between attempts would otherwise grow it for as long as that lasts.
+			// waiting for their reports), or what the loop decided while they ran, holds the
+			// backlog past its share: nothing more is fetched until it is back under ResumeAt
+			// of it, so that it does not grow while it is written (by the tick the next call
+			// runs when anything new was decided) or while the writes fail.
 			p.pauseAll(pauseBacklog)
 		}
 	case !p.tickDue && p.dispatched != p.tickedCount:

@@ -207,10 +207,11 @@ type Config[K comparable] struct {
 	// the consumer from two goroutines at once (but see WriteConcurrency). A tick that comes
 	// while writes are in flight runs as soon as they are done, with everything decided
 	// until then, so that a sink slower than FlushInterval writes back to back in larger
-	// rounds. Meanwhile the workers go on deciding while the write backlog stays under a
-	// quarter of the BufferLimit budget; past it (a tick due or not), or with no bound once a
-	// tick is due, the loop waits for the writes, deciding nothing, and the consumer runs at
-	// most one FlushInterval ahead of the sink.
+	// rounds. Meanwhile the workers go on deciding while the write backlog stays under half
+	// of the BufferLimit budget, and under a quarter once it and the open windows fill the
+	// budget; past that (a tick due or not), or with no bound once a tick is due, the loop
+	// waits for the writes, deciding nothing, and the consumer runs at most one FlushInterval
+	// ahead of the sink.
 	SyncWrites bool
 	// Workers is how many goroutines decode and decide messages. Decoding runs ahead in
 	// parallel, also within one partition; each partition's messages are decided in offset
@@ -261,24 +262,25 @@ type Config[K comparable] struct {
 
 	// BufferLimit bounds, in bytes, the memory the consumer holds for what it consumed. A
 	// sixteenth of it, at most 64 MiB, is the client's prefetch of messages not yet decided:
-	// queued.max.messages.kbytes, queued.min.messages at one message per 2 KiB of it
-	// (librdkafka counts payload bytes only, and a small message costs the client more than
-	// its payload) and fetch.max.bytes at an eighth of it (at least 1 MiB and at least
-	// max.partition.fetch.bytes, as librdkafka requires), unless the Kafka configuration sets
-	// them. The client's C memory is outside the estimates. The rest is the budget of
-	// what was decided: the write backlog (state rows not flushed, closed partials not
-	// written, dead letters not confirmed; a write in flight counts twice, for the sink's
-	// working copy) and the open windows (counted three times, for the write their close makes).
-	// Past a quarter of the budget the backlog is written at once by a tick run early, and
-	// while writes are in flight the loop waits for them, deciding nothing (the client keeps
-	// its prefetch); a backlog a tick cannot write (dead letters waiting for their delivery
-	// reports, rows of writes that failed) pauses every partition until it is back under
-	// ResumeAt of that quarter. Open windows past what the budget leaves beside the backlog
-	// pause the partitions holding the most, one tick at a time (a partition's windows close
-	// only as its own watermark moves). The sizes are estimates of the Go heap the structures
-	// hold; the process needs room beside them for the garbage collector (a Go memory limit
-	// of BufferLimit less the memory outside Go, such as the client's C heap, keeps the whole
-	// process near it) and the rest of the program. Zero means
+	// queued.max.messages.kbytes, queued.min.messages at one message per 2 KiB of it (librdkafka
+	// counts payload bytes only, and a small message costs the client more than its payload) and
+	// fetch.max.bytes at an eighth of it (at least 1 MiB and at least max.partition.fetch.bytes,
+	// as librdkafka requires), unless the Kafka configuration sets them. The client's C memory is
+	// outside the estimates. The rest is the budget of what was decided: the write backlog (state
+	// rows not flushed, closed partials not written, dead letters not confirmed; a write in
+	// flight counts twice, for the sink's working copy) and the open windows (counted three
+	// times, for the write their close makes). Past a quarter of the budget the backlog is
+	// written at once by a tick run early; while writes are in flight the loop goes on deciding
+	// until the backlog passes half the budget, or the backlog and the windows together pass all
+	// of it, and then waits for them, deciding nothing (the client keeps its prefetch). A backlog
+	// that writes leave past a quarter (rows of writes that failed, what was decided while they
+	// ran) or that a tick cannot write (dead letters waiting for their delivery reports) pauses
+	// every partition until it is back under ResumeAt of that quarter. Open windows past what the
+	// budget leaves beside the backlog pause the partitions holding the most, one tick at a time
+	// (a partition's windows close only as its own watermark moves). The sizes are estimates of
+	// the Go heap the structures hold; the process needs room beside them for the garbage
+	// collector (a Go memory limit of BufferLimit less the memory outside Go, such as the
+	// client's C heap, keeps the whole process near it) and the rest of the program. Zero means
 	// DefaultBufferLimit (256 MiB); below 64 KiB is refused; negative means no bound, and
 	// librdkafka's prefetch defaults.
 	BufferLimit int64

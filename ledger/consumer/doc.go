@@ -102,10 +102,10 @@
 // their own while the workers go on deciding messages (unless [Config.SyncWrites]): at most
 // one tick's writes are in flight, and messages decided meanwhile join the next tick's. A
 // tick that comes meanwhile is due: it runs as soon as the writes are done, and the loop
-// goes on deciding until then while the write backlog stays under a quarter of the
-// [Config.BufferLimit] budget; past it (a tick due or not), or without a bound, the loop waits
-// for the writes (deciding nothing), so that the consumer runs at most one tick ahead of the
-// sink. The ledgers learn a write's outcome once all of the tick's writes returned, and only
+// goes on deciding until then while the write backlog stays under half of the
+// [Config.BufferLimit] budget, and under a quarter once it and the open windows fill the
+// budget; past that (a tick due or not), or without a bound, the loop waits for the writes
+// (deciding nothing), so that the consumer runs at most one tick ahead of the sink. The ledgers learn a write's outcome once all of the tick's writes returned, and only
 // then are its entries committable, with a commit right away. Rebalances and the shutdown
 // wait for writes in flight.
 //
@@ -161,11 +161,11 @@
 // from its last message, so its windows close (see package watermark). Lag is high watermark
 // minus position. [Config.BufferLimit] bounds the memory the consumer holds: the client's
 // prefetch is set to a share of it, a write backlog past its share is written at once (the
-// loop waits while the writes run, and the client keeps what it fetched; while writes fail,
-// every partition is paused), and open windows past theirs pause the partitions holding the
-// most. The loop keeps polling between writes, and a wait for one ends within its deadline,
-// under half of max.poll.interval.ms, so the group never evicts the consumer, also while a
-// write is being retried.
+// loop waits while the writes run once they and what it decides would press the bound, and the
+// client keeps what it fetched; while writes fail, every partition is paused), and open
+// windows past theirs pause the partitions holding the most. The loop keeps polling between
+// writes, and a wait for one ends within its deadline, under half of max.poll.interval.ms, so
+// the group never evicts the consumer, also while a write is being retried.
 //
 // # Bounded runs and liveness
 //

@@ -437,8 +437,11 @@ func (p *processor[K]) poll(ctx context.Context) {
 // tick's messages ahead of the sink, which bounds the rows and ledger entries waiting for
 // writes. With one, the bound does that: the loop goes on deciding while the sink writes, so
 // that deciding and writing overlap, and a tick due meanwhile takes all that was decided in
-// one round of writes (in which a state row overwritten meanwhile is written once). It waits
-// once the write backlog passes a quarter of the budget, tick due or not.
+// one round of writes (in which a state row overwritten meanwhile is written once). It waits,
+// tick due or not, once the write backlog passes half the budget, or a quarter of it while
+// the backlog and the open windows (windowCharge) together pass the whole budget. Below that
+// what the loop decides meanwhile fits beside the writes, which drop their share when they
+// are done; a backlog then past a quarter is written by a tick run at once (checkBuffer).
 //
 // Waiting, rather than pausing the partitions, keeps what the client has fetched: a paused
 // partition's prefetch is dropped, and on resume the client fetches it again, which leaves
@@ -450,6 +453,9 @@ func (p *processor[K]) holdsLoop() bool {
 	if p.s.buffer <= 0 {
 		return p.tickDue
 	}
-	_, backlog := p.buffered()
-	return backlog > p.s.buffer/4
+	windows, backlog := p.buffered()
+	if backlog > p.s.buffer/2 {
+		return true
+	}
+	return backlog > p.s.buffer/4 && windowCharge(windows)+backlog > p.s.buffer
 }

@@ -103,16 +103,17 @@ func TestOverlappedWritesDecideMessagesAndCommitOnlyWhenDone(t *testing.T) {
 }
 
 // With a buffer bound, a tick that comes while writes are in flight does not stop the loop
-// until the write backlog passes a quarter of the budget: the loop goes on deciding, and the
-// due tick runs once the writes are done, with everything decided meanwhile.
-func TestDueTickWaitsOnlyPastAQuarterOfTheBudget(t *testing.T) {
+// until the write backlog presses the bound (see TestHoldsLoopOnlyWhenTheBacklogPressesTheBound):
+// the loop goes on deciding, and the due tick runs once the writes are done, with everything
+// decided meanwhile.
+func TestDueTickWaitsOnlyWhenTheBacklogPressesTheBound(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		buffer int64 // the budget; 0 keeps the default
 		waits  bool
 	}{
 		{"backlog under a quarter", 0, false},
-		{"backlog past a quarter", 64, true},
+		{"backlog past half", 64, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -152,6 +153,80 @@ func TestDueTickWaitsOnlyPastAQuarterOfTheBudget(t *testing.T) {
 			assert.Equal(t, int64(3), h.committed(p0), "2 and 3's state written, [12:05,12:10) closed")
 		})
 	}
+}
+
+// The loop waits for the writes in flight only when what it decides meanwhile would press
+// the bound: a backlog past half the budget, or past a quarter while the backlog and the open
+// windows (counted three times) pass all of it. Below that the writes drop their share when
+// they are done. Without a bound it waits when a tick is due.
+func TestHoldsLoopOnlyWhenTheBacklogPressesTheBound(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		buffer           int64
+		due              bool
+		windows, backlog int64
+		waits            bool
+	}{
+		{"backlog under a quarter", 1000, true, 300, 240, false},
+		{"past a quarter, room beside the windows", 1000, true, 100, 300, false},
+		{"past a quarter, windows and backlog past the budget", 1000, false, 250, 300, true},
+		{"past half", 1000, false, 0, 510, true},
+		{"no bound, no tick due", -1, false, 0, 1 << 30, false},
+		{"no bound, a tick due", -1, true, 0, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.p.s.buffer = tc.buffer
+			h.assign(tp("t", 0), -1, "")
+			pt := h.p.order[0]
+			pt.winBytes.Store(tc.windows)
+			pt.stateBytes.Store(tc.backlog)
+			h.p.job, h.p.tickDue = &writeJob[string]{}, tc.due
+			defer func() {
+				h.p.job, h.p.tickDue = nil, false
+				pt.winBytes.Store(0)
+				pt.stateBytes.Store(0)
+			}()
+			assert.Equal(t, tc.waits, h.p.holdsLoop())
+		})
+	}
+}
+
+// Rows decided while writes were in flight that leave the backlog past a quarter once the
+// writes are done pause every partition, so that the backlog does not grow while a tick run
+// at once writes it; they resume once it is back under ResumeAt of the quarter.
+func TestBufferBoundPausesForWhatWasDecidedDuringTheWrites(t *testing.T) {
+	h := newHarness(t, nil)
+	h.p.s.buffer = 8 << 10 // a quarter: 2 KiB, about ten state rows; half: about twenty
+	run := h.deferWrites()
+	p0 := tp("t", 0)
+	h.assign(p0, -1, "")
+	h.feed(p0, 0, "s 0:00")
+	h.tick()
+	require.NotNil(t, h.p.job, "the tick's writes are in flight")
+	for i := range int64(12) {
+		h.feed(p0, 1+i, fmt.Sprintf("s 0:%02d", 1+i))
+	}
+	_, backlog := h.p.buffered()
+	require.Greater(t, backlog, int64(2<<10), "past a quarter")
+	require.False(t, h.p.holdsLoop(), "under half, no windows")
+
+	h.p.checkBuffer(h.ctx)
+	require.NotNil(t, h.p.job, "the loop went on without waiting for the writes")
+	assert.False(t, h.cl.paused[p0])
+	run()
+	h.p.checkBuffer(h.ctx)
+	require.Nil(t, h.p.job, "the writes applied")
+	assert.Equal(t, int64(1), h.committed(p0), "the first row written")
+	assert.True(t, h.cl.paused[p0], "the rows decided meanwhile hold the backlog past a quarter")
+
+	h.p.checkBuffer(h.ctx)
+	require.NotNil(t, h.p.job, "a tick at once writes them")
+	run()
+	h.p.checkBuffer(h.ctx)
+	h.p.checkBuffer(h.ctx)
+	assert.False(t, h.cl.paused[p0], "fetching again once the backlog is written")
+	assert.Equal(t, int64(13), h.committed(p0), "every row written")
 }
 
 func TestOverlappedCloseFailureKeepsTheBatchAndPauses(t *testing.T) {
