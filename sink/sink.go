@@ -16,6 +16,18 @@ type WindowWriter interface {
 	WriteClose(ctx context.Context, batches ...CloseBatch) error
 }
 
+// GatedWindowWriter is a [WindowWriter] that can make a write and commit it only once a gate
+// allows. A processor uses it to make a tick's close beside the tick's state flush and commit
+// it after the flush: a message whose window is written is late on a replay, so its state
+// rows must be durable before its window is.
+type GatedWindowWriter interface {
+	// WriteCloseGated writes batches as WriteClose does, and calls gate right before it
+	// commits (before each commit, when it retries): the write commits only if gate returns
+	// nil. Otherwise nothing of the call is durable, the call is not retried, and its error
+	// wraps gate's. Gate may block; it is called with the call's context.
+	WriteCloseGated(ctx context.Context, gate func(context.Context) error, batches ...CloseBatch) error
+}
+
 // StateWriter writes last-write-wins state.
 type StateWriter interface {
 	// UpsertLatest writes rows, each into the state table it names, all of them together or

@@ -228,8 +228,10 @@ type Config[K comparable] struct {
 	// for concurrent use, as sink/postgres and sink/mysql are (their writers may run at any
 	// concurrency); the outcome is the same, as every write is applied to the ledgers when all
 	// are done. The state tables' flushes start largest (by estimated bytes) first; a close
-	// call that writes windows follows them, and waits for the next tick if one failed (see
-	// the package documentation). Zero means 1, as does a negative value: one after another.
+	// call that writes windows commits after them, and waits for the next tick if one failed
+	// (see the package documentation). Above 1, with a sink.GatedWindowWriter, it is made
+	// beside them (which then run one fewer at a time) and commits once they are done;
+	// otherwise it starts then. Zero means 1, as does a negative value: one after another.
 	WriteConcurrency int
 	// AssignmentWait is how long a subscribed consumer may hold no partition before it logs a
 	// warning and [Consumer.Health] reports [HealthNoAssignment]: a group that cannot

@@ -109,11 +109,13 @@
 // then are its entries committable, with a commit right away. Rebalances and the shutdown
 // wait for writes in flight.
 //
-// A close that writes windows is made after the tick's state flushes succeeded, never beside
+// A close that writes windows commits after the tick's state flushes succeeded, never before
 // them: once a window is written, a replay takes its messages as late and does not buffer
 // their state rows again, so a close committed before a flush that then failed (a crash
-// between the two) would lose those rows. After a failed flush the closes wait, with their
-// partitions paused, for the next tick.
+// between the two) would lose those rows. A sink that implements [sink.GatedWindowWriter]
+// (sink/postgres does) makes the close beside the flushes when WriteConcurrency allows, and
+// its commit waits for them; with any other sink the close starts once they are done. After
+// a failed flush the closes wait, with their partitions paused, for the next tick.
 //
 // A failed close write keeps its partials, merged with later closes, and holds every offset
 // behind them. Its partitions are paused and decide no further message until a write

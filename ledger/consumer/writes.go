@@ -153,25 +153,58 @@ func (p *processor[K]) launch(ctx context.Context, job *writeJob[K], inline bool
 // runs off the loop and touches nothing but the job (each write its own result), the sink
 // and the settings.
 //
-// A close that writes windows follows the state writes, and is not attempted if one failed:
+// A close that writes windows commits after the state writes, and not at all if one failed:
 // a message with both window values and state rows is late on a replay once its window is
 // written, so its rows would be written by no one if the close committed and the flush that
 // holds them did not (a crash between the two). Its partials then wait for the next tick, as
-// after a failed close. A close that writes no window (progress, registrations) makes no
-// decided message late and runs beside the state writes.
+// after a failed close. With a sink.GatedWindowWriter and WriteConcurrency above 1 the close
+// is made beside the state writes (which then have one write fewer at a time) and its commit
+// waits for them; otherwise it starts once they are done. A close that writes no window
+// (progress, registrations) makes no decided message late and runs beside the state writes.
 func (p *processor[K]) write(ctx context.Context, job *writeJob[K]) {
 	ctx, cancel := context.WithTimeout(ctx, job.timeout)
 	defer cancel()
 	defer func() { job.timedOut = errors.Is(ctx.Err(), context.DeadlineExceeded) }()
-	timed := func(res *writeResult, f func() error) {
-		if err := ctx.Err(); err != nil {
-			*res = writeResult{err: err} // out of time: kept for the next tick
+	runs := job.stateRuns(ctx, p.s.Sink)
+	n := p.s.WriteConcurrency
+	gated, canGate := p.s.Sink.(sink.GatedWindowWriter)
+	switch {
+	case len(job.batch) == 0:
+		runAll(runs, n)
+	case !job.writesWindows():
+		runAll(append(runs, job.closeRun(ctx, p.s.Sink.WriteClose)), n)
+	case len(runs) > 0 && canGate && n > 1:
+		stated := make(chan struct{})
+		gate := func(ctx context.Context) error {
+			select {
+			case <-stated:
+				return job.stateErr()
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		var closing sync.WaitGroup
+		closing.Go(job.closeRun(ctx, func(ctx context.Context, bs ...sink.CloseBatch) error {
+			return gated.WriteCloseGated(ctx, gate, bs...)
+		}))
+		runAll(runs, n-1)
+		close(stated)
+		closing.Wait()
+		if errors.Is(job.closed.err, errStateFirst) {
+			job.closed.made = false // rolled back for the state, as if not attempted
+		}
+	default:
+		runAll(runs, n)
+		if err := job.stateErr(); err != nil {
+			job.closed = writeResult{err: err}
 			return
 		}
-		start := time.Now()
-		err := f()
-		*res = writeResult{made: true, err: err, duration: time.Since(start)}
+		job.closeRun(ctx, p.s.Sink.WriteClose)()
 	}
+}
+
+// stateRuns returns the job's state writes, the largest (by estimated bytes) first.
+func (job *writeJob[K]) stateRuns(ctx context.Context, s sink.StateWriter) []func() {
 	order := make([]*stateWrite, len(job.states))
 	for i := range job.states {
 		order[i] = &job.states[i]
@@ -179,24 +212,37 @@ func (p *processor[K]) write(ctx context.Context, job *writeJob[K]) {
 	slices.SortStableFunc(order, func(a, b *stateWrite) int { return cmp.Compare(b.bytes, a.bytes) })
 	runs := make([]func(), 0, len(order)+1)
 	for _, w := range order {
-		runs = append(runs, func() { timed(&w.res, func() error { return p.s.Sink.UpsertLatest(ctx, w.rows) }) })
+		runs = append(runs, func() { timed(ctx, &w.res, func() error { return s.UpsertLatest(ctx, w.rows) }) })
 	}
-	closeWrite := func() { timed(&job.closed, func() error { return p.s.Sink.WriteClose(ctx, job.batch...) }) }
-	after := len(job.batch) > 0 && job.writesWindows()
-	if len(job.batch) > 0 && !after {
-		runs = append(runs, closeWrite)
-	}
-	runAll(runs, p.s.WriteConcurrency)
-	if !after {
+	return runs
+}
+
+// closeRun returns the job's close write through write.
+func (job *writeJob[K]) closeRun(ctx context.Context, write func(context.Context, ...sink.CloseBatch) error) func() {
+	return func() { timed(ctx, &job.closed, func() error { return write(ctx, job.batch...) }) }
+}
+
+// timed makes a write with f and stores its result and duration in res; when ctx has ended
+// it makes none, and the error keeps what it would have written for the next tick.
+func timed(ctx context.Context, res *writeResult, f func() error) {
+	if err := ctx.Err(); err != nil {
+		*res = writeResult{err: err}
 		return
 	}
+	start := time.Now()
+	err := f()
+	*res = writeResult{made: true, err: err, duration: time.Since(start)}
+}
+
+// stateErr returns nil when every state write of the job succeeded, and otherwise an error
+// wrapping errStateFirst and the first failure.
+func (job *writeJob[K]) stateErr() error {
 	for _, w := range job.states {
 		if w.res.err != nil {
-			job.closed = writeResult{err: fmt.Errorf("%w: %w", errStateFirst, w.res.err)}
-			return
+			return fmt.Errorf("%w: %w", errStateFirst, w.res.err)
 		}
 	}
-	closeWrite()
+	return nil
 }
 
 // writesWindows reports whether the job's close batches hold partials.
@@ -209,7 +255,7 @@ func (job *writeJob[K]) writesWindows() bool {
 	return false
 }
 
-// errStateFirst fails a close batch not attempted because a state write of its job failed.
+// errStateFirst fails a close batch not written because a state write of its job failed.
 var errStateFirst = errors.New("consumer: close not written: a state flush of the same tick failed")
 
 // writeTimeout is the deadline of the next round of writes: WriteTimeout, doubled for every

@@ -642,23 +642,104 @@ func TestWritesStateLargestFirstThenTheClose(t *testing.T) {
 	}
 }
 
-// A close is not attempted when a state write of its tick failed: its messages' windows stay
+// A close is not committed when a state write of its tick failed: its messages' windows stay
 // unwritten (a replay would take them as late and drop their state rows), the partials wait
-// for the next tick, and nothing is committed until both are written.
+// for the next tick, and nothing is committed until both are written. A gated close is made
+// beside the state and rolled back; a plain one is not attempted. Neither counts as a failed
+// write: the sink did not fail it.
 func TestCloseWaitsForTheStateOfItsTick(t *testing.T) {
-	o := &orderedWrites{failStates: 1}
-	h := newHarness(t, func(c *Config[string]) { o.Sink = c.Sink; c.Sink = o; c.WriteConcurrency = 2 })
-	p0 := tp("t", 0)
-	h.assign(p0, -1, "")
-	h.feed(p0, 0, "ws 1 A 1", "ws 7 A 2") // the second closes [12:00,12:05) at the tick
-	h.tick()
-	require.NoError(t, h.p.fatal())
-	assert.Equal(t, []string{"state " + sinktest.StateTable}, o.order(), "the close not attempted")
-	assert.Empty(t, h.closes(), "no window written")
-	assert.Equal(t, int64(-1), h.committed(p0))
+	for _, gated := range []bool{false, true} {
+		t.Run(fmt.Sprint("gated ", gated), func(t *testing.T) {
+			o := &orderedWrites{failStates: 1}
+			var s sink.Sink = o
+			if gated {
+				s = &gatedWrites{orderedWrites: o}
+			}
+			h := newHarness(t, func(c *Config[string]) { o.Sink = c.Sink; c.Sink = s; c.WriteConcurrency = 2 })
+			p0 := tp("t", 0)
+			h.assign(p0, -1, "")
+			h.feed(p0, 0, "ws 1 A 1", "ws 7 A 2") // the second closes [12:00,12:05) at the tick
+			h.tick()
+			require.NoError(t, h.p.fatal())
+			first := []string{"state " + sinktest.StateTable}
+			if gated {
+				first = append(first, "state done", "close") // the close made, then refused at its gate
+			}
+			assert.ElementsMatch(t, first, o.order())
+			assert.Empty(t, h.closes(), "no window written")
+			assert.Equal(t, int64(-1), h.committed(p0))
+			assert.Equal(t, int64(1), h.p.counters.snapshot().WriteFailures, "the state write only")
 
-	h.tick()
-	assert.Equal(t, []string{"state " + sinktest.StateTable, "state " + sinktest.StateTable, "close"}, o.order())
-	assert.Len(t, h.closes(), 1, "written with the next tick")
-	assert.Equal(t, int64(1), h.committed(p0), "the second message waits in its open window")
+			h.tick()
+			assert.ElementsMatch(t, first, o.order()[:len(first)])
+			assert.Contains(t, o.order()[len(first):], "close")
+			assert.NotContains(t, o.order(), "commit "+sinktest.StateTable)
+			assert.Len(t, h.closes(), 1, "written with the next tick")
+			assert.Equal(t, int64(1), h.committed(p0), "the second message waits in its open window")
+		})
+	}
+}
+
+// gatedWrites is orderedWrites with sink.GatedWindowWriter: a close records "close" when it
+// is made, before its gate, and "commit" once the gate let it through; a state write records
+// "state done" when it returned. With meet set, a state write first waits (a second at most)
+// for a close to be made, so that a close made beside it is seen so.
+type gatedWrites struct {
+	*orderedWrites
+	meet    chan struct{}
+	entered sync.Once
+}
+
+func (g *gatedWrites) UpsertLatest(ctx context.Context, rows []sink.StateRow) error {
+	if g.meet != nil {
+		select {
+		case <-g.meet:
+		case <-time.After(time.Second):
+		}
+	}
+	err := g.orderedWrites.UpsertLatest(ctx, rows)
+	g.enter("state done")
+	return err
+}
+
+func (g *gatedWrites) WriteCloseGated(ctx context.Context, gate func(context.Context) error, bs ...sink.CloseBatch) error {
+	g.enter("close")
+	if g.meet != nil {
+		g.entered.Do(func() { close(g.meet) })
+	}
+	if err := gate(ctx); err != nil {
+		return fmt.Errorf("refused: %w", err)
+	}
+	g.enter("commit")
+	return g.Sink.WriteClose(ctx, bs...)
+}
+
+// With a sink.GatedWindowWriter and WriteConcurrency above 1, a close that writes windows is
+// made beside its tick's state writes, and commits only once they all returned nil; at
+// WriteConcurrency 1 it is written with WriteClose after them.
+func TestGatedCloseIsMadeBesideTheStateAndCommitsAfterIt(t *testing.T) {
+	state := "state " + sinktest.StateTable
+	for _, tc := range []struct {
+		concurrency int
+		want        []string
+	}{
+		{1, []string{state, "state done", "close"}}, // WriteClose, not gated
+		{2, []string{"close", state, "state done", "commit"}},
+	} {
+		t.Run(fmt.Sprint("concurrency ", tc.concurrency), func(t *testing.T) {
+			g := &gatedWrites{orderedWrites: &orderedWrites{}}
+			if tc.concurrency > 1 {
+				g.meet = make(chan struct{})
+			}
+			h := newHarness(t, func(c *Config[string]) { g.Sink = c.Sink; c.Sink = g; c.WriteConcurrency = tc.concurrency })
+			p0 := tp("t", 0)
+			h.assign(p0, -1, "")
+			h.feed(p0, 0, "ws 1 A 1", "ws 7 A 2")
+			h.tick()
+			require.NoError(t, h.p.fatal())
+			assert.Equal(t, tc.want, g.order())
+			assert.Len(t, h.closes(), 1, "the window written")
+			assert.Equal(t, int64(1), h.committed(p0))
+		})
+	}
 }

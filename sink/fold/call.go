@@ -1,6 +1,8 @@
 package fold
 
 import (
+	"context"
+	"errors"
 	"time"
 
 	"github.com/streamledger/streamledger/sink"
@@ -31,3 +33,31 @@ func WriteCloseCall(hooks []sink.Hook, batches []sink.CloseBatch, write func() (
 	sink.ReportWriteClose(hooks, info)
 	return err
 }
+
+// Gate calls gate, unless it is nil, as a close's transaction is about to commit (see
+// [sink.GatedWindowWriter]); the transaction commits only when it returns nil. A refusal
+// comes back wrapped in an error that [Retryable] never retries.
+func Gate(ctx context.Context, gate func(context.Context) error) error {
+	if gate == nil {
+		return nil
+	}
+	if err := gate(ctx); err != nil {
+		return &refusedError{err: err}
+	}
+	return nil
+}
+
+// Retryable returns transient, except that a gate's refusal (see [Gate]) is never retried,
+// whatever error it wraps.
+func Retryable(transient func(error) bool) func(error) bool {
+	return func(err error) bool {
+		var refused *refusedError
+		return !errors.As(err, &refused) && transient(err)
+	}
+}
+
+// refusedError is a gate's refusal.
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string { return "close not committed: " + e.err.Error() }
+func (e *refusedError) Unwrap() error { return e.err }

@@ -29,17 +29,25 @@ const (
 // Each call with at least one batch is reported to the [Config.Hooks] that implement
 // sink.HookWriteClose, with what its transaction wrote.
 func (s *Sink) WriteClose(ctx context.Context, batches ...sink.CloseBatch) error {
-	return fold.WriteCloseCall(s.cfg.Hooks, batches, func() (*fold.Plan, int, error) { return s.writeClose(ctx, batches) })
+	return s.WriteCloseGated(ctx, nil, batches...)
 }
 
-// writeClose is WriteClose without the report; it returns the plan of the last attempt and
-// the attempts made.
-func (s *Sink) writeClose(ctx context.Context, batches []sink.CloseBatch) (plan *fold.Plan, attempts int, err error) {
+// WriteCloseGated is WriteClose with a gate (see sink.GatedWindowWriter): the transaction
+// calls gate once the plan is written and commits only if it returns nil. While gate blocks
+// the transaction holds the table's lock row, so other writers' closes of the same table
+// wait for it as well.
+func (s *Sink) WriteCloseGated(ctx context.Context, gate func(context.Context) error, batches ...sink.CloseBatch) error {
+	return fold.WriteCloseCall(s.cfg.Hooks, batches, func() (*fold.Plan, int, error) { return s.writeClose(ctx, gate, batches) })
+}
+
+// writeClose is WriteCloseGated without the report; it returns the plan of the last attempt
+// and the attempts made.
+func (s *Sink) writeClose(ctx context.Context, gate func(context.Context) error, batches []sink.CloseBatch) (plan *fold.Plan, attempts int, err error) {
 	c, err := fold.NewCall(s.codec, s.cfg.Aggregates, batches)
 	if err != nil {
 		return nil, 0, err
 	}
-	err = s.cfg.Retry.Do(ctx, opWriteClose, transient, func(ctx context.Context, n int) error {
+	err = s.cfg.Retry.Do(ctx, opWriteClose, fold.Retryable(transient), func(ctx context.Context, n int) error {
 		attempts = n
 		now := sink.AtPrecision(s.cfg.Clock())
 		cutoff, prune := s.pruner.Due(now)
@@ -64,7 +72,10 @@ func (s *Sink) writeClose(ctx context.Context, batches []sink.CloseBatch) (plan 
 				return err
 			}
 			plan = p
-			return s.writePlan(ctx, tx, p, now)
+			if err := s.writePlan(ctx, tx, p, now); err != nil {
+				return err
+			}
+			return fold.Gate(ctx, gate)
 		})
 		if err == nil && prune {
 			s.pruner.Done(now)

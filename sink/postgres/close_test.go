@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -27,6 +28,35 @@ func TestReplayedBatchRecordsProgress(t *testing.T) {
 	got, err := s.ClosedThrough(context.WithoutCancel(ctx), b.Source)
 	require.NoError(t, err)
 	assert.Equal(t, later.ClosedThrough, got[b.Source])
+}
+
+// A gated close commits only when its gate allows, once its writes are made: while the gate
+// runs nothing of the call is visible to other connections; a refusal rolls the call back, is
+// not retried (also when it wraps a transient error), and the call's error wraps it.
+func TestWriteCloseGated(t *testing.T) {
+	ctx := testCtx(t)
+	s, _ := newSink(t, nil)
+	b := closeBatch(t, 0, 1, 2)
+	refusal := fmt.Errorf("a state write failed: %w", &pgconn.PgError{Code: "40001"})
+	calls := 0
+	err := s.WriteCloseGated(ctx, func(ctx context.Context) error {
+		calls++
+		got, err := s.ClosedThrough(ctx, b.Source)
+		require.NoError(t, err)
+		assert.Empty(t, got, "nothing visible before the commit")
+		return refusal
+	}, b)
+	require.ErrorIs(t, err, refusal)
+	assert.Equal(t, 1, calls, "a refusal is not retried")
+	got, err := s.ClosedThrough(ctx, b.Source)
+	require.NoError(t, err)
+	assert.Empty(t, got, "rolled back")
+
+	require.NoError(t, s.WriteCloseGated(ctx, func(context.Context) error { calls++; return nil }, b))
+	assert.Equal(t, 2, calls)
+	got, err = s.ClosedThrough(ctx, b.Source)
+	require.NoError(t, err)
+	assert.Equal(t, b.ClosedThrough, got[b.Source])
 }
 
 // Two writers of the same partition (a processor and its zombie after a rebalance) write

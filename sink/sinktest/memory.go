@@ -139,6 +139,18 @@ func (m *Memory) injected() error {
 	return err
 }
 
+// WriteCloseGated implements [sink.GatedWindowWriter]. Memory has no transaction to make
+// ahead of its commit: it calls gate before it writes anything, and then writes as
+// WriteClose does.
+func (m *Memory) WriteCloseGated(ctx context.Context, gate func(context.Context) error, batches ...sink.CloseBatch) error {
+	if gate != nil {
+		if err := gate(ctx); err != nil {
+			return fmt.Errorf("sinktest: close not committed: %w", err)
+		}
+	}
+	return m.WriteClose(ctx, batches...)
+}
+
 // WriteClose implements [sink.WindowWriter]: it plans the call with package fold from the
 // stored rows and applies the plan. Every batch of the call is written, or none.
 func (m *Memory) WriteClose(ctx context.Context, batches ...sink.CloseBatch) error {

@@ -138,6 +138,7 @@ func Run(t *testing.T, f Factory, feat Features) {
 		{"ReplayOfFoldedWindowIgnored", testReplayIgnored},
 		{"HorizonPruning", testHorizon},
 		{"CallIsAtomic", testCallAtomic},
+		{"GatedClose", testGatedClose},
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"Progress", testProgress},
 		{"StaleBatchOfAZombie", testStaleBatch},

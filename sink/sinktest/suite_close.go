@@ -482,6 +482,37 @@ func testCallAtomic(t *testing.T, f Factory, _ Features) {
 	assert.Equal(t, int64(2), rows[0].Count)
 }
 
+// testGatedClose checks a sink.GatedWindowWriter: nothing of the call is visible while its
+// gate runs, a refusal writes nothing and is not retried, and a call the gate lets through
+// is written.
+func testGatedClose(t *testing.T, f Factory, _ Features) {
+	ctx := ctxT(t)
+	s := f(t, DefaultSetup())
+	g, ok := s.(sink.GatedWindowWriter)
+	if !ok {
+		t.Skip("not a sink.GatedWindowWriter")
+	}
+	_, end := win(0)
+	b := closeOf(0, end, partial(t, 0, "line", "1", 1))
+	refusal := errors.New("refused by the test")
+	calls := 0
+	unseen := func(ctx context.Context) {
+		got, err := s.ClosedThrough(ctx, tp(0))
+		require.NoError(t, err)
+		assert.Empty(t, got, "nothing of the call visible while its gate runs")
+	}
+	err := g.WriteCloseGated(ctx, func(ctx context.Context) error { calls++; unseen(ctx); return refusal }, b)
+	require.ErrorIs(t, err, refusal)
+	assert.Equal(t, 1, calls, "a refusal is not retried")
+	unseen(ctx)
+
+	require.NoError(t, g.WriteCloseGated(ctx, func(ctx context.Context) error { calls++; unseen(ctx); return nil }, b))
+	assert.Equal(t, 2, calls)
+	got, err := s.ClosedThrough(ctx, tp(0))
+	require.NoError(t, err)
+	assert.Equal(t, end, got[tp(0)])
+}
+
 func testConcurrentWriters(t *testing.T, f Factory, feat Features) {
 	if !feat.ConcurrentWriters {
 		t.Skip("the implementation does not declare concurrent writers")
