@@ -100,22 +100,22 @@
 //
 // The windows are closed and serialized at the tick, but the writes run on a goroutine of
 // their own while the workers go on deciding messages (unless [Config.SyncWrites]): at most
-// one tick's writes are in flight, and messages decided meanwhile join the next tick's. A
-// tick that comes meanwhile is due: it runs as soon as the writes are done, and the loop
-// goes on deciding until then while the write backlog stays under half of the
-// [Config.BufferLimit] budget, and under a quarter once it and the open windows fill the
-// budget; past that (a tick due or not), or without a bound, the loop waits for the writes
-// (deciding nothing), so that the consumer runs at most one tick ahead of the sink. The ledgers learn a write's outcome once all of the tick's writes returned, and only
-// then are its entries committable, with a commit right away. Rebalances and the shutdown
-// wait for writes in flight.
+// one tick's writes are in flight, and messages decided meanwhile join the next tick's. A tick
+// that comes meanwhile is due: it runs as soon as the writes are done, and the loop goes on
+// deciding until then while the write backlog stays under half of the [Config.BufferLimit]
+// budget, and under a quarter once it and the open windows fill the budget; past that (a tick
+// due or not), or without a bound, the loop waits for the writes (deciding nothing), so that
+// the consumer runs at most one tick ahead of the sink. The ledgers learn a write's outcome
+// once all of the tick's writes returned, and only then are its entries committable, with a
+// commit right away. Rebalances and the shutdown wait for writes in flight.
 //
 // A close that writes windows commits after the tick's state flushes succeeded, never before
 // them: once a window is written, a replay takes its messages as late and does not buffer
 // their state rows again, so a close committed before a flush that then failed (a crash
 // between the two) would lose those rows. A sink that implements [sink.GatedWindowWriter]
-// (sink/postgres does) makes the close beside the flushes when WriteConcurrency allows, and
-// its commit waits for them; with any other sink the close starts once they are done. After
-// a failed flush the closes wait, with their partitions paused, for the next tick.
+// (sink/postgres and sink/mysql do) makes the close beside the flushes when WriteConcurrency
+// allows, and its commit waits for them; with any other sink the close starts once they are
+// done. After a failed flush the closes wait, with their partitions paused, for the next tick.
 //
 // A failed close write keeps its partials, merged with later closes, and holds every offset
 // behind them. Its partitions are paused and decide no further message until a write

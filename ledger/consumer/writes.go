@@ -487,7 +487,8 @@ func (p *processor[K]) poll(ctx context.Context) {
 // tick due or not, once the write backlog passes half the budget, or a quarter of it while
 // the backlog and the open windows (windowCharge) together pass the whole budget. Below that
 // what the loop decides meanwhile fits beside the writes, which drop their share when they
-// are done; a backlog then past a quarter is written by a tick run at once (checkBuffer).
+// are done; a backlog they leave past a quarter pauses every partition until a tick has
+// written it (checkBuffer).
 //
 // Waiting, rather than pausing the partitions, keeps what the client has fetched: a paused
 // partition's prefetch is dropped, and on resume the client fetches it again, which leaves
