@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -44,6 +46,80 @@ func (u Until) validate() error {
 	for tp, off := range u.Offsets {
 		if off < 0 {
 			return fmt.Errorf("%w: Until.Offsets: %s: expected an offset >= 0, found %d", ErrConfig, tp, off)
+		}
+	}
+	return nil
+}
+
+// Reset policies of auto.offset.reset, by what they name.
+var (
+	resetEarliest = []string{"earliest", "smallest", "beginning"}
+	resetLatest   = []string{"latest", "largest", "end"}
+	resetError    = []string{"error", "none"}
+)
+
+// resetPolicy returns the auto.offset.reset of km, set at the top level or in
+// default.topic.config, and whether it is set.
+func resetPolicy(km kafka.ConfigMap) (string, bool) {
+	v, ok := km["auto.offset.reset"]
+	if !ok {
+		if dt, isMap := km["default.topic.config"].(kafka.ConfigMap); isMap {
+			v, ok = dt["auto.offset.reset"]
+		}
+	}
+	if !ok {
+		return "", false
+	}
+	return strings.ToLower(fmt.Sprint(v)), true
+}
+
+// checkReset refuses a bounded Until with auto.offset.reset unset: on a partition without a
+// committed offset the policy decides where Run starts, and librdkafka's default, latest,
+// reads nothing, which a bounded run would then report as done.
+func checkReset(km kafka.ConfigMap, u Until) error {
+	if !u.bounded() {
+		return nil
+	}
+	if _, ok := resetPolicy(km); !ok {
+		return configError("Until: a bounded run needs auto.offset.reset in Kafka (earliest, latest or error): on a " +
+			"group without a committed offset it decides where a partition starts, and librdkafka's default, latest, " +
+			"reads nothing")
+	}
+	return nil
+}
+
+// startOffsets decides where each newly assigned partition of as starts: at its committed
+// offset; without one, in a bounded run, where auto.offset.reset says, resolved here from the
+// partition's offsets (earliest: its log start, latest: its end) and handed to the client as
+// an explicit offset, so that Run knows a partition with nothing to read below its stop
+// (restore then counts it as having reached its stop at once). A policy of error stops Run
+// with an error wrapping ErrAssign. Outside a bounded run the client's policy decides (start
+// -1).
+func (c *Consumer[K]) startOffsets(ctx context.Context, kc *kafka.Consumer, as []assignment) error {
+	policy, _ := resetPolicy(c.s.kafka)
+	for i := range as {
+		a := &as[i]
+		if a.committed >= 0 {
+			a.start = a.committed
+			continue
+		}
+		if !c.s.Until.bounded() {
+			continue
+		}
+		if slices.Contains(resetError, policy) {
+			return fmt.Errorf("%w: %s has no committed offset and auto.offset.reset is %s", ErrAssign, a.tp, policy)
+		}
+		lo, hi, err := kc.QueryWatermarkOffsets(a.tp.Topic, a.tp.Partition, timeoutMs(ctx, 10*time.Second))
+		if err != nil {
+			return fmt.Errorf("%w: reading the offsets of %s, which has no committed offset: %w", ErrAssign, a.tp, err)
+		}
+		switch {
+		case slices.Contains(resetEarliest, policy):
+			a.start = lo
+		case slices.Contains(resetLatest, policy):
+			a.start = hi
+		default:
+			return fmt.Errorf("%w: %s has no committed offset, and auto.offset.reset %q names no start", ErrAssign, a.tp, policy)
 		}
 	}
 	return nil

@@ -16,20 +16,33 @@ import (
 
 func TestUntilValidation(t *testing.T) {
 	tp0 := ledger.TopicPartition{Topic: "t", Partition: 0}
+	reset := kafka.ConfigMap{"auto.offset.reset": "earliest"}
 	for _, tc := range []struct {
 		name  string
 		until Until
+		kafka kafka.ConfigMap
 		want  string
 	}{
-		{"two fields", Until{End: true, Time: T0}, "Until: expected at most one of End, Time and Offsets, found 2"},
-		{"negative offset", Until{Offsets: map[ledger.TopicPartition]int64{tp0: -1}}, "Until.Offsets: t[0]: expected an offset >= 0, found -1"},
+		{"two fields", Until{End: true, Time: T0}, reset, "Until: expected at most one of End, Time and Offsets, found 2"},
+		{"negative offset", Until{Offsets: map[ledger.TopicPartition]int64{tp0: -1}}, reset, "Until.Offsets: t[0]: expected an offset >= 0, found -1"},
+		{"no reset policy", Until{End: true}, nil, "Until: a bounded run needs auto.offset.reset in Kafka"},
+		{"unbounded, no reset policy", Until{}, nil, ""},
+		{"reset policy of the topics", Until{Time: T0}, kafka.ConfigMap{"default.topic.config": kafka.ConfigMap{"auto.offset.reset": "latest"}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			km := kafka.ConfigMap{"bootstrap.servers": "unused:9092", "group.id": "g"}
+			for k, v := range tc.kafka {
+				km[k] = v
+			}
 			_, err := New(Config[string]{
-				Kafka:  kafka.ConfigMap{"bootstrap.servers": "unused:9092", "group.id": "g"},
+				Kafka:  km,
 				Topics: map[string]Handler[string]{"t": testHandler}, Sink: newMemory(t), Series: testKeys,
 				Until: tc.until,
 			})
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
 			require.ErrorIs(t, err, ErrConfig)
 			assert.Contains(t, err.Error(), tc.want)
 		})

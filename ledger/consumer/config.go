@@ -356,7 +356,7 @@ func (cfg Config[K]) validate() (*settings[K], error) {
 	}
 	s.kafka = km
 	for _, check := range []func() error{
-		s.bufferLimit, s.validateTopics, cfg.Until.validate, s.durations, s.counts, s.timeouts, s.parts, s.validateHooks,
+		s.bufferLimit, s.validateTopics, cfg.Until.validate, func() error { return checkReset(s.kafka, cfg.Until) }, s.durations, s.counts, s.timeouts, s.parts, s.validateHooks,
 	} {
 		if err := check(); err != nil {
 			return nil, err

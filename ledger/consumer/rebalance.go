@@ -22,6 +22,7 @@ type assignment struct {
 	tp        ledger.TopicPartition
 	committed int64 // -1 if none
 	metadata  string
+	start     int64 // where the client starts: committed, or -1 for the reset policy (see startOffsets)
 	stop      int64 // a bounded run's stop offset, -1 if none
 }
 
@@ -163,10 +164,10 @@ func (p *processor[K]) restore(a assignment, progress map[ledger.TopicPartition]
 		committed: a.committed, next: -1, nextDispatch: -1, seekTo: -1, lag: -1, firstAdded: -1,
 		open: map[int64]openWindow{}, stop: a.stop,
 	}
-	if pt := p.parts[a.tp]; pt.stop >= 0 && a.committed >= pt.stop {
+	if pt := p.parts[a.tp]; pt.stop >= 0 && max(a.committed, a.start) >= pt.stop {
 		p.reachedStop(pt, false) // nothing left below the stop; paused once the client holds it
 	}
-	p.log.Info("partition assigned", "partition", a.tp.String(), "committed", a.committed,
+	p.log.Info("partition assigned", "partition", a.tp.String(), "committed", a.committed, "start", a.start,
 		"watermark", logTime(info.Watermark), "closed_through", logTime(info.ClosedThrough),
 		"metadata_watermark", logTime(info.MetadataWatermark))
 	for _, h := range p.s.hooks.assign {
