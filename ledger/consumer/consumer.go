@@ -177,6 +177,7 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 		c.p.checkAssignment()
 		if c.p.boundedDone() {
 			c.s.Logger.Info("every partition reached its stop offset, written and committed")
+			c.p.reportIncomplete(work)
 			return c.shutdown(kc)
 		}
 	}

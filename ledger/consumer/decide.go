@@ -157,6 +157,8 @@ func (p *processor[K]) apply(pt *part[K], off int64, ev Event[K], end time.Time)
 			return false
 		}
 	}
+	pt.lastData = max(pt.lastData, end.UnixNano())
+	pt.holds = max(pt.holds, pt.lastData)
 	ow, ok := pt.open[end.UnixNano()]
 	if !ok {
 		ow.first = off

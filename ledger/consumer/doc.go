@@ -171,8 +171,13 @@
 //
 // # Bounded runs and liveness
 //
-// With [Config.Until], Run consumes each partition up to a stop offset, closes its windows
-// with an end-of-input watermark, and returns once everything is written and committed.
+// With [Config.Until], Run consumes each partition up to a stop offset, from its committed
+// offset or, on a group without one, from where auto.offset.reset says (which a bounded run
+// must set). It closes each partition's windows with an end-of-input watermark that ends at
+// the end of the last window holding data in any partition of the topics, and returns once
+// everything it owns is written and committed; it logs the merged rows that still wait for
+// partitions it does not own. A later run of the group decides events at or before that
+// watermark as late.
 // [Consumer.Health] tells a consumer that holds partitions and writes from one that has held
 // no partition for longer than [Config.AssignmentWait] (which it also logs) or whose writes
 // are stalled.

@@ -63,6 +63,7 @@ func (p *processor[K]) assign(ctx context.Context, as []assignment, topicParts [
 		}
 	}
 	p.reorder()
+	p.endKnown = false // the new partitions take part in the input's end
 	return nil
 }
 
@@ -164,6 +165,10 @@ func (p *processor[K]) restore(a assignment, progress map[ledger.TopicPartition]
 		committed: a.committed, next: -1, nextDispatch: -1, seekTo: -1, lag: -1, firstAdded: -1,
 		open: map[int64]openWindow{}, stop: a.stop,
 	}
+	if hasCT {
+		p.parts[a.tp].holds = ct.UnixNano()
+	}
+	p.held[a.tp] = true
 	if pt := p.parts[a.tp]; pt.stop >= 0 && max(a.committed, a.start) >= pt.stop {
 		p.reachedStop(pt, false) // nothing left below the stop; paused once the client holds it
 	}
@@ -202,6 +207,9 @@ func (p *processor[K]) revoke(ctx context.Context, tps []ledger.TopicPartition, 
 		return
 	}
 	slices.SortFunc(owned, func(a, b *part[K]) int { return compareTP(a.tp, b.tp) })
+	if p.endKnown {
+		p.endKnown, p.endedSinceTick = false, true // resolved again, without these
+	}
 	p.barrier()
 	if p.fatal() == nil {
 		p.await(ctx)

@@ -39,6 +39,7 @@ func (p *processor[K]) tick(ctx context.Context, reason CommitReason) {
 	}
 	p.tickedAt, p.tickedCount = p.now(), p.dispatched
 	p.endedSinceTick = false
+	p.resolveInputEnd(ctx)
 	if job := p.prepare(p.order, false); job != nil {
 		p.launch(ctx, job, false)
 		p.collect() // done already when the writes ran here
