@@ -482,12 +482,9 @@ func (s *settings[K]) counts() error {
 // max.poll.interval.ms.
 func (s *settings[K]) timeouts() error {
 	if s.AssignmentWait == 0 {
-		session, ok, err := configMillis(s.kafka, "session.timeout.ms")
+		session, err := sessionTimeout(s.kafka)
 		if err != nil {
 			return err
-		}
-		if !ok {
-			session = defaultSessionTimeout
 		}
 		s.AssignmentWait = 3 * session
 	}

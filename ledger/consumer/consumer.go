@@ -138,6 +138,7 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 	if err := kc.SubscribeTopics(c.s.topics, c.rebalance); err != nil {
 		return errors.Join(fmt.Errorf("consumer: subscribe to %v: %w", c.s.topics, err), c.closeClient(kc))
 	}
+	c.p.subscribed()
 	var ticks <-chan time.Time // nil, never ready, without a FlushInterval
 	if c.s.FlushInterval > 0 {
 		t := time.NewTicker(c.s.FlushInterval)

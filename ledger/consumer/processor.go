@@ -104,6 +104,7 @@ type processor[K comparable] struct {
 	counters counters
 	stop     stopState
 	live     liveness
+	session  time.Duration // the group's session timeout (session.timeout.ms)
 }
 
 // stopState records why Run must stop. Workers and the loop both set it.
@@ -200,6 +201,7 @@ type part[K comparable] struct {
 	state           stateBuffer
 
 	consumed, admitted, late, dead int64
+	deadSince                      map[string]int64 // dead-lettered since the last summary, by error class
 }
 
 // openWindow counts the ledger entries of one open window.
@@ -245,7 +247,12 @@ func (c *counters) snapshot() Counters {
 
 func newProcessor[K comparable](s *settings[K], cl client) (*processor[K], error) {
 	marks := watermark.NewSet[ledger.TopicPartition](s.wm)
+	session, err := sessionTimeout(s.kafka)
+	if err != nil {
+		return nil, err
+	}
 	return &processor[K]{
+		session:    session,
 		s:          s,
 		log:        s.Logger,
 		cl:         cl,
