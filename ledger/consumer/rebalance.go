@@ -211,6 +211,7 @@ func (p *processor[K]) revoke(ctx context.Context, tps []ledger.TopicPartition, 
 		p.endKnown, p.endedSinceTick = false, true // resolved again, without these
 	}
 	p.barrier()
+	p.logDeadLetters(owned)
 	if p.fatal() == nil {
 		p.await(ctx)
 	}

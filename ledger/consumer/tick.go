@@ -31,6 +31,7 @@ func (p *processor[K]) tick(ctx context.Context, reason CommitReason) {
 	}
 	start := time.Now()
 	p.barrier()
+	p.logDeadLetters(p.order)
 	p.drainReports()
 	p.resendDue(ctx)
 	if p.job != nil {
