@@ -285,7 +285,7 @@ func (p *processor[K]) resolveInputEnd(ctx context.Context) {
 		}
 		end = max(end, pt.holds)
 	}
-	others := p.topicPartitions(func(tp ledger.TopicPartition) bool { return p.parts[tp] == nil })
+	others := p.registeredParts(func(tp ledger.TopicPartition) bool { return p.parts[tp] == nil })
 	if len(others) > 0 {
 		rctx, cancel := context.WithTimeout(ctx, p.s.WriteTimeout)
 		ct, err := p.s.Sink.ClosedThrough(rctx, others...)
@@ -305,9 +305,9 @@ func (p *processor[K]) resolveInputEnd(ctx context.Context) {
 	}
 }
 
-// topicPartitions returns the partitions registered (or to register) with the sink for which
+// registeredParts returns the partitions registered (or to register) with the sink for which
 // keep reports true, sorted: every partition of the topics assigned so far.
-func (p *processor[K]) topicPartitions(keep func(ledger.TopicPartition) bool) []ledger.TopicPartition {
+func (p *processor[K]) registeredParts(keep func(ledger.TopicPartition) bool) []ledger.TopicPartition {
 	var out []ledger.TopicPartition
 	for tp := range p.registered {
 		if keep(tp) {
@@ -379,7 +379,7 @@ func (p *processor[K]) reportIncomplete(ctx context.Context) {
 		}
 		skipNone = err == nil && !t.IsZero()
 	}
-	tps := p.topicPartitions(func(ledger.TopicPartition) bool { return true })
+	tps := p.registeredParts(func(ledger.TopicPartition) bool { return true })
 	ct, err := p.s.Sink.ClosedThrough(rctx, tps...)
 	if err != nil {
 		p.log.Warn("checking that the merged rows are complete failed", "error", err)

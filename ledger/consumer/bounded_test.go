@@ -216,6 +216,7 @@ func TestBoundedInputEndOverPartitionsNotOwned(t *testing.T) {
 				h.tick()
 			}
 			assert.Equal(t, at(tc.end), progress(t, h.mem, "t", 1)[0])
+			assert.Equal(t, at(tc.end), h.checkpoint(p0), "the commit's metadata holds it too")
 			if tc.merged != "" {
 				a, ok, err := h.mem.Aggregate(h.ctx, sink.Key{WindowStart: at(tc.merged), Dimension: "line", DimensionID: "A"})
 				require.NoError(t, err)
