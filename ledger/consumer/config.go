@@ -80,9 +80,9 @@ type DeadLetterer interface {
 // Config configures a [Consumer]. Kafka and Topics are required, and Series with a Sink; every
 // other zero value is documented and usable. [New] validates it in one place.
 type Config[K comparable] struct {
-	// Kafka is the librdkafka configuration: bootstrap.servers and group.id are required;
-	// everything else (TLS, SASL, client.id, partition.assignment.strategy, auto.offset.reset,
-	// session timeouts...) passes through unchanged.
+	// Kafka is the librdkafka configuration: bootstrap.servers and group.id are required,
+	// and auto.offset.reset with a bounded Until; everything else (TLS, SASL, client.id,
+	// partition.assignment.strategy, session timeouts...) passes through unchanged.
 	//
 	// The consumer sets enable.auto.commit=false and enable.auto.offset.store=false, and a
 	// configuration that sets either to anything else is rejected rather than overridden:
@@ -292,14 +292,29 @@ type Config[K comparable] struct {
 	ResumeAt float64
 
 	// Until makes Run bounded, for backfills, batch jobs and tests: each partition is
-	// consumed up to its stop offset (see [Until]). Once every message of a partition below
-	// its stop is decided, its remaining windows are closed with an end-of-input watermark
-	// that steps, one window a tick, to the end of its last window holding data, and written
-	// (a partition's windows one at a time, not all at once), and Run returns nil once every
-	// partition it owns is written and committed through its stop. The committed metadata and
-	// closed_through of such a partition then hold that watermark, so a later run of the same
-	// group (bounded or not) decides events of the windows ending at or before it as late and
-	// admits later ones as usual. The zero value runs until Run's context is cancelled.
+	// consumed up to its stop offset (see [Until]), from its committed offset or, on a
+	// partition without one, from where auto.offset.reset says: earliest, the partition's log
+	// start; latest, its end, so that nothing is read; error, Run stops with an error wrapping
+	// [ErrAssign]. New refuses a bounded Until when Kafka leaves auto.offset.reset unset.
+	//
+	// Once every message of a partition below its stop is decided, its remaining windows are
+	// closed with an end-of-input watermark that steps, one window a tick, to the end of its
+	// last window holding data, and written (a partition's windows one at a time, not all at
+	// once). Once every partition it owns got there, each one's watermark goes on to the end
+	// of the input: the latest end of a window holding data in any partition of the topics
+	// (for the partitions it does not own, their closed_through in the sink). So a window is
+	// closed in every owned partition, also where it holds no data, and its merged rows are
+	// written. Run returns nil once every partition it owns is written and committed through
+	// its stop. A merged row that also waits for a partition it does not own (owned by
+	// another member of the group, or by none) stays incomplete until that partition's owner
+	// closes past it: Run logs a warning naming the windows and the partitions, and still
+	// returns nil, as everything it owns is written.
+	//
+	// The committed metadata and closed_through of each partition then hold the end-of-input
+	// watermark, which never goes back, so a later run of the same group (bounded or not)
+	// decides events of the windows ending at or before it as late, also in a partition that
+	// had no data there, and admits later ones as usual. The zero value runs until Run's
+	// context is cancelled.
 	Until Until
 
 	// Clock gives the arrival time of messages and measures idleness. Nil means time.Now.
@@ -356,7 +371,7 @@ func (cfg Config[K]) validate() (*settings[K], error) {
 	}
 	s.kafka = km
 	for _, check := range []func() error{
-		s.bufferLimit, s.validateTopics, cfg.Until.validate, s.durations, s.counts, s.timeouts, s.parts, s.validateHooks,
+		s.bufferLimit, s.validateTopics, cfg.Until.validate, func() error { return checkReset(s.kafka, cfg.Until) }, s.durations, s.counts, s.timeouts, s.parts, s.validateHooks,
 	} {
 		if err := check(); err != nil {
 			return nil, err
@@ -467,12 +482,9 @@ func (s *settings[K]) counts() error {
 // max.poll.interval.ms.
 func (s *settings[K]) timeouts() error {
 	if s.AssignmentWait == 0 {
-		session, ok, err := configMillis(s.kafka, "session.timeout.ms")
+		session, err := sessionTimeout(s.kafka)
 		if err != nil {
 			return err
-		}
-		if !ok {
-			session = defaultSessionTimeout
 		}
 		s.AssignmentWait = 3 * session
 	}

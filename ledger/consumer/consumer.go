@@ -138,6 +138,7 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 	if err := kc.SubscribeTopics(c.s.topics, c.rebalance); err != nil {
 		return errors.Join(fmt.Errorf("consumer: subscribe to %v: %w", c.s.topics, err), c.closeClient(kc))
 	}
+	c.p.subscribed()
 	var ticks <-chan time.Time // nil, never ready, without a FlushInterval
 	if c.s.FlushInterval > 0 {
 		t := time.NewTicker(c.s.FlushInterval)
@@ -177,6 +178,7 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 		c.p.checkAssignment()
 		if c.p.boundedDone() {
 			c.s.Logger.Info("every partition reached its stop offset, written and committed")
+			c.p.reportIncomplete(work)
 			return c.shutdown(kc)
 		}
 	}
@@ -345,22 +347,18 @@ func (c *Consumer[K]) onAssign(kc *kafka.Consumer, parts []kafka.TopicPartition)
 		return nil, fmt.Errorf("%w: reading committed offsets: %w", ErrAssign, err)
 	}
 	as := make([]assignment, 0, len(committed))
-	offsets := make([]kafka.TopicPartition, 0, len(committed))
 	for _, tp := range committed {
 		if tp.Topic == nil {
 			continue
 		}
-		a := assignment{tp: ledger.TopicPartition{Topic: *tp.Topic, Partition: tp.Partition}, committed: -1, stop: -1}
-		start := kafka.TopicPartition{Topic: tp.Topic, Partition: tp.Partition, Offset: kafka.OffsetInvalid}
+		a := assignment{tp: ledger.TopicPartition{Topic: *tp.Topic, Partition: tp.Partition}, committed: -1, start: -1, stop: -1}
 		if tp.Error == nil && tp.Offset >= 0 {
 			a.committed = int64(tp.Offset)
-			start.Offset = tp.Offset
 		}
 		if tp.Metadata != nil {
 			a.metadata = *tp.Metadata
 		}
 		as = append(as, a)
-		offsets = append(offsets, start)
 	}
 	all := c.topicPartitions(kc, as, ctx)
 	if c.s.Until.bounded() {
@@ -375,8 +373,19 @@ func (c *Consumer[K]) onAssign(kc *kafka.Consumer, parts []kafka.TopicPartition)
 			as[i].stop = c.stops[as[i].tp]
 		}
 	}
+	if err := c.startOffsets(ctx, kc, as); err != nil {
+		return nil, err
+	}
 	if err := c.p.assign(ctx, as, all); err != nil {
 		return nil, err
+	}
+	offsets := make([]kafka.TopicPartition, len(as))
+	for i, a := range as {
+		topic := a.tp.Topic
+		offsets[i] = kafka.TopicPartition{Topic: &topic, Partition: a.tp.Partition, Offset: kafka.OffsetInvalid}
+		if a.start >= 0 {
+			offsets[i].Offset = kafka.Offset(a.start)
+		}
 	}
 	return offsets, nil
 }

@@ -2,6 +2,9 @@ package consumer
 
 import (
 	"context"
+	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -213,4 +216,41 @@ func (l *letter) bytes() int64 {
 		n += int64(len(h.Key) + len(h.Value) + 32)
 	}
 	return n
+}
+
+// logDeadLetters logs, at INFO, one summary of the messages of parts dead-lettered since the
+// last one: how many, by topic and error class (each letter is logged at DEBUG as it is
+// dead-lettered). A tick logs one for every partition, a revocation one for those it gives
+// up. It runs at a barrier, as it reads the partitions' counts.
+func (p *processor[K]) logDeadLetters(parts []*part[K]) {
+	byTopic := map[string]map[string]int64{}
+	var n int64
+	for _, pt := range parts {
+		if len(pt.deadSince) == 0 {
+			continue
+		}
+		classes := byTopic[pt.tp.Topic]
+		if classes == nil {
+			classes = map[string]int64{}
+			byTopic[pt.tp.Topic] = classes
+		}
+		for class, k := range pt.deadSince {
+			classes[class] += k
+			n += k
+		}
+		clear(pt.deadSince)
+	}
+	if n == 0 {
+		return
+	}
+	groups := make([]any, 0, len(byTopic))
+	for _, topic := range slices.Sorted(maps.Keys(byTopic)) {
+		classes := byTopic[topic]
+		attrs := make([]any, 0, 2*len(classes))
+		for _, class := range slices.Sorted(maps.Keys(classes)) {
+			attrs = append(attrs, class, classes[class])
+		}
+		groups = append(groups, slog.Group(topic, attrs...))
+	}
+	p.log.Info("messages dead-lettered since the last summary", "count", n, slog.Group("by_class", groups...))
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/streamledger/streamledger/dlq"
 	"github.com/streamledger/streamledger/internal/kafkarecord"
 	"github.com/streamledger/streamledger/ledger"
 	"github.com/streamledger/streamledger/window"
@@ -157,6 +158,8 @@ func (p *processor[K]) apply(pt *part[K], off int64, ev Event[K], end time.Time)
 			return false
 		}
 	}
+	pt.lastData = max(pt.lastData, end.UnixNano())
+	pt.holds = max(pt.holds, pt.lastData)
 	ow, ok := pt.open[end.UnixNano()]
 	if !ok {
 		ow.first = off
@@ -243,6 +246,11 @@ func (p *processor[K]) deadLetter(ctx context.Context, pt *part[K], m *kafka.Mes
 	}
 	pt.wm.Touch(arrival)
 	p.decided(pt, MessageInfo{TopicPartition: pt.tp, Offset: off, Decision: DeadLettered, Condition: ledger.Ack(), Err: cause})
-	p.log.Info("message dead-lettered", "partition", pt.tp.String(), "offset", off, "error", cause)
+	class := dlq.ErrorClass(cause)
+	if pt.deadSince == nil {
+		pt.deadSince = make(map[string]int64)
+	}
+	pt.deadSince[class]++
+	p.log.Debug("message dead-lettered", "partition", pt.tp.String(), "offset", off, "class", class, "error", cause)
 	p.send(ctx, pt, &letter{tp: pt.tp, epoch: pt.epoch, offset: off, rec: kafkarecord.Of(m), cause: cause})
 }

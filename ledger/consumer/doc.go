@@ -171,11 +171,45 @@
 //
 // # Bounded runs and liveness
 //
-// With [Config.Until], Run consumes each partition up to a stop offset, closes its windows
-// with an end-of-input watermark, and returns once everything is written and committed.
+// With [Config.Until], Run consumes each partition up to a stop offset, from its committed
+// offset or, on a group without one, from where auto.offset.reset says (which a bounded run
+// must set). It closes each partition's windows with an end-of-input watermark that ends at
+// the end of the last window holding data in any partition of the topics, and returns once
+// everything it owns is written and committed; it logs the merged rows that still wait for
+// partitions it does not own. A later run of the group decides events at or before that
+// watermark as late.
+//
 // [Consumer.Health] tells a consumer that holds partitions and writes from one that has held
 // no partition for longer than [Config.AssignmentWait] (which it also logs) or whose writes
-// are stalled.
+// are stalled. Run logs, when it subscribes, that it waits for the group to assign
+// partitions, and once more if none came within a session timeout (session.timeout.ms, 45 s
+// by default). That wait is the group protocol's: the coordinator rebalances once every member
+// it knows has rejoined or timed out, so a member restarted after a crash (kill -9) waits for
+// its dead predecessor's session to time out. With group.instance.id set (static membership,
+// KIP-345), a restarted member with the same ID takes its predecessor's place and partitions
+// at once; in exchange librdkafka does not leave the group when a static member closes, so the
+// partitions of a member that stops for good wait for its session to time out.
+//
+// # Fetch order
+//
+// The client decides which partitions' messages arrive when. librdkafka keeps one queue of
+// fetched messages for all the assigned partitions, and queued.min.messages and
+// queued.max.messages.kbytes bound that queue as a whole, not each partition. When the queue
+// reaches a bound every partition leaves the client's fetch list, and when it falls below
+// they come back in partition order, so the next fetch request names them from the first
+// partition again; the broker fills a response (fetch.max.bytes) in the request's order, up
+// to max.partition.fetch.bytes per partition. So while the consumer decides more slowly than
+// the client fetches (a slow handler, a slow sink), every refill goes to the same first
+// partitions, and a partition further down the list gets nothing until they run out; a
+// merged row waits for every partition of its topics, so none completes meanwhile. The
+// consumer's fetch.max.bytes is an eighth of its prefetch (see [Config.BufferLimit]), 2 MiB by
+// default: room for two partitions at librdkafka's 1 MiB per partition. A Kafka configuration
+// that sets fetch.max.bytes to at least the assigned partitions times
+// max.partition.fetch.bytes gives each partition a share of every response, at the cost of
+// that much client memory per response (a response stays in memory until its last message is
+// consumed). kfake, franz-go's in-process broker, also counts a batch that it leaves out for
+// the partition limit against fetch.max.bytes, so its responses can hold one partition where
+// Kafka's would hold two.
 //
 // # Shutdown
 //

@@ -32,7 +32,7 @@ func newHarness(t testing.TB, mod func(*Config[string])) *harness {
 	h := &harness{t: t, cl: newFakeClient(), mem: newMemory(t), dlq: &fakeDLQ{}, clock: newFakeClock(T0), logs: &syncBuffer{}}
 	h.chk = newChecker(h.mem)
 	cfg := Config[string]{
-		Kafka:             kafka.ConfigMap{"bootstrap.servers": "unused:9092", "group.id": "g"},
+		Kafka:             kafka.ConfigMap{"bootstrap.servers": "unused:9092", "group.id": "g", "auto.offset.reset": "earliest"},
 		Topics:            map[string]Handler[string]{"t": testHandler, "u": testHandler},
 		Sink:              h.mem,
 		Series:            testKeys,

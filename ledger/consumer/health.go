@@ -3,6 +3,8 @@ package consumer
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )
 
 // HealthState is what a liveness probe reports of a [Consumer].
@@ -70,6 +72,7 @@ type liveness struct {
 	writingFrom    atomic.Int64 // the writes in flight started
 	failingFrom    atomic.Int64 // the first of the failed writes since the last success
 	warned         bool         // the no-assignment warning was logged for this episode
+	waitNoticed    bool         // the wait for the first assignment was logged
 }
 
 // started records New, and then the start of Run: holding nothing, waiting for an assignment
@@ -138,9 +141,28 @@ func (c *Consumer[K]) Health() Health {
 	return c.p.live.health(time.Now(), c.s.AssignmentWait, c.s.WriteTimeout)
 }
 
-// checkAssignment logs a warning once per episode in which the consumer has held no
-// partition for longer than AssignmentWait.
+// sessionTimeout is the group session timeout of km: session.timeout.ms, or librdkafka's
+// default.
+func sessionTimeout(km kafka.ConfigMap) (time.Duration, error) {
+	session, ok, err := configMillis(km, "session.timeout.ms")
+	if !ok {
+		session = defaultSessionTimeout
+	}
+	return session, err
+}
+
+// subscribed logs that Run subscribed and waits for the group to assign it partitions.
+func (p *processor[K]) subscribed() {
+	p.log.Info("subscribed; waiting for the group to assign partitions", "group", p.s.kafka["group.id"],
+		"session_timeout", p.session)
+}
+
+// checkAssignment logs, once, that no assignment came within a session timeout of the start
+// (a restarted member waits for the coordinator to time out its dead predecessor), and a
+// warning once per episode in which the consumer has held no partition for longer than
+// AssignmentWait.
 func (p *processor[K]) checkAssignment() {
+	p.checkFirstAssignment()
 	l := &p.live
 	if l.warned || p.s.AssignmentWait < 0 || len(p.order) > 0 {
 		return
@@ -154,4 +176,31 @@ func (p *processor[K]) checkAssignment() {
 		"members than partitions, or cannot complete a rebalance (members that died without leaving, "+
 		"a coordinator that does not answer)", "unassigned", h.Unassigned.Round(time.Second),
 		"assignment_wait", p.s.AssignmentWait, "assigned_before", l.assignedOnce.Load())
+}
+
+// checkFirstAssignment logs once, at INFO, when no assignment has come a session timeout
+// after Run started: the group coordinator rebalances only once every member it knows has
+// rejoined or timed out, so a member restarted after a crash (a process killed, for example)
+// waits until the session of its dead predecessor times out. It says nothing more once the
+// AssignmentWait warning has been logged.
+func (p *processor[K]) checkFirstAssignment() {
+	l := &p.live
+	if l.waitNoticed || l.warned || l.assignedOnce.Load() {
+		return
+	}
+	h := l.health(time.Now(), p.s.AssignmentWait, p.s.WriteTimeout)
+	if h.Unassigned < p.session {
+		return
+	}
+	l.waitNoticed = true
+	if id, static := p.s.kafka["group.instance.id"]; static {
+		p.log.Info("no partitions assigned after session.timeout.ms: the group waits for members that died "+
+			"without leaving it to time out, or for a rebalance to complete", "waited", h.Unassigned.Round(time.Second),
+			"session.timeout.ms", p.session, "group.instance.id", id)
+		return
+	}
+	p.log.Info("no partitions assigned after session.timeout.ms: the group waits for members that died without "+
+		"leaving it (a restarted process's predecessor, for example) to time out before it rebalances; with "+
+		"group.instance.id set (static membership) a restarted member takes its partitions back at once",
+		"waited", h.Unassigned.Round(time.Second), "session.timeout.ms", p.session, "group.instance.id", "unset")
 }

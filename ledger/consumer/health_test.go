@@ -125,3 +125,50 @@ func TestKafkaNoAssignmentWarns(t *testing.T) {
 	assert.Equal(t, HealthStopped, idle.c.Health().State)
 	assert.Equal(t, 1, strings.Count(idle.logs.String(), "held no partition for longer"), "warned once")
 }
+
+// A consumer that gets no assignment within a session timeout of its start says once, at
+// INFO, what the group waits for and what static membership changes; not after the
+// AssignmentWait warning, nor once an assignment came.
+func TestFirstAssignmentWait(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		instance string
+		warned   bool
+		assigned bool
+		want     string
+	}{
+		{name: "dynamic member", want: "group.instance.id=unset"},
+		{name: "static member", instance: "m-1", want: "group.instance.id=m-1"},
+		{name: "after the warning", warned: true},
+		{name: "assigned", assigned: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *Config[string]) {
+				c.Kafka["session.timeout.ms"] = 6000
+				if tc.instance != "" {
+					c.Kafka["group.instance.id"] = tc.instance
+				}
+			})
+			h.p.subscribed()
+			assert.Contains(t, h.logs.String(), "waiting for the group to assign partitions")
+			h.p.live.started(time.Now().Add(-5 * time.Second))
+			h.p.checkFirstAssignment()
+			assert.NotContains(t, h.logs.String(), "no partitions assigned", "within the session timeout")
+			h.p.live.started(time.Now().Add(-7 * time.Second))
+			h.p.live.warned = tc.warned
+			if tc.assigned {
+				h.p.live.assigned(time.Now(), 1)
+			}
+			h.p.checkFirstAssignment()
+			h.p.checkFirstAssignment()
+			logs := h.logs.String()
+			if tc.want == "" {
+				assert.NotContains(t, logs, "no partitions assigned")
+				return
+			}
+			assert.Equal(t, 1, strings.Count(logs, "no partitions assigned after session.timeout.ms"), logs)
+			assert.Contains(t, logs, "session.timeout.ms=6s")
+			assert.Contains(t, logs, tc.want)
+		})
+	}
+}

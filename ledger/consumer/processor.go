@@ -88,6 +88,11 @@ type processor[K comparable] struct {
 
 	assignedOnce   bool // an assignment came (a bounded run may end)
 	endedSinceTick bool // a partition reached its stop since the last tick
+	// A bounded run's end of input (Unix ns; see resolveInputEnd), once known since the
+	// last change of the assignment, and the partitions this run has owned.
+	inputEnd int64
+	endKnown bool
+	held     map[ledger.TopicPartition]bool
 
 	job     *writeJob[K]     // the writes in flight, if any
 	jobDone chan struct{}    // receives when the job's writes are done
@@ -99,6 +104,7 @@ type processor[K comparable] struct {
 	counters counters
 	stop     stopState
 	live     liveness
+	session  time.Duration // the group's session timeout (session.timeout.ms)
 }
 
 // stopState records why Run must stop. Workers and the loop both set it.
@@ -164,7 +170,8 @@ type part[K comparable] struct {
 	emptySent      bool  // the sink knows the partition as empty (caught up, no watermark)
 	stop           int64 // a bounded run's stop offset, -1 if none
 	ended          bool  // every message below stop was dispatched
-	finished       bool  // the end-of-input watermark reached the last open window
+	ownClosed      bool  // ended, and the end-of-input watermark closed its last open window
+	finished       bool  // ownClosed, and the end-of-input watermark reached the input's end
 	caughtUp       bool  // position equals the high watermark at the last tick
 	committed      int64
 	lag            int64
@@ -184,12 +191,17 @@ type part[K comparable] struct {
 	win         *window.Windows[K]
 	open        map[int64]openWindow // admitted entries per open window, by end (Unix ns)
 	openEntries int64
-	firstAdded  int64 // first offset added in this assignment, -1 before
-	next        int64 // offset after the last decided message, -1 before the first
-	inflight    int   // dead letters waiting for a report
-	state       stateBuffer
+	// lastData is the latest end (Unix ns) of a window it admitted an event to in this
+	// assignment, 0 if none; holds is the latest of that and its closed_through at the
+	// assignment: the sink may hold its partials of windows ending up to there.
+	lastData, holds int64
+	firstAdded      int64 // first offset added in this assignment, -1 before
+	next            int64 // offset after the last decided message, -1 before the first
+	inflight        int   // dead letters waiting for a report
+	state           stateBuffer
 
 	consumed, admitted, late, dead int64
+	deadSince                      map[string]int64 // dead-lettered since the last summary, by error class
 }
 
 // openWindow counts the ledger entries of one open window.
@@ -235,7 +247,12 @@ func (c *counters) snapshot() Counters {
 
 func newProcessor[K comparable](s *settings[K], cl client) (*processor[K], error) {
 	marks := watermark.NewSet[ledger.TopicPartition](s.wm)
+	session, err := sessionTimeout(s.kafka)
+	if err != nil {
+		return nil, err
+	}
 	return &processor[K]{
+		session:    session,
 		s:          s,
 		log:        s.Logger,
 		cl:         cl,
@@ -246,6 +263,7 @@ func newProcessor[K comparable](s *settings[K], cl client) (*processor[K], error
 		stateRetry: make(map[string][]sink.StateRow),
 		retryBytes: make(map[string]int64),
 		registered: make(map[ledger.TopicPartition]bool),
+		held:       make(map[ledger.TopicPartition]bool),
 		inbox:      newInbox(),
 		jobDone:    make(chan struct{}, 1),
 		spawn:      func(f func()) { go f() },

@@ -362,6 +362,33 @@ func TestDeadLetterIsDurableOnlyOnAPositiveReport(t *testing.T) {
 	assert.Equal(t, int64(2), h.p.counters.snapshot().DeadLetterFailures)
 }
 
+// Each dead letter is logged at DEBUG; a tick logs one INFO summary of those since the last,
+// by topic and error class, and none when there were none; a revocation summarizes the
+// partitions it gives up.
+func TestDeadLettersAreSummarizedPerTick(t *testing.T) {
+	h := newHarness(t, nil)
+	p0, p1, u0 := tp("t", 0), tp("t", 1), tp("u", 0)
+	for _, p := range []ledger.TopicPartition{p0, p1, u0} {
+		h.assign(p, -1, "")
+	}
+	h.feed(p0, 0, "x a", "s 1", "x b", "nan 2")
+	h.feed(p1, 0, "x c")
+	h.feed(u0, 0, "nan 3")
+	h.tick()
+	logs := h.logs.String()
+	assert.Equal(t, 5, strings.Count(logs, "level=DEBUG msg=\"message dead-lettered\""), logs)
+	assert.NotContains(t, logs, "level=INFO msg=\"message dead-lettered\"")
+	summary := "level=INFO msg=\"messages dead-lettered since the last summary\" count=5 " +
+		"by_class.t.consumer.invalid-event=1 by_class.t.test.decode=3 by_class.u.consumer.invalid-event=1"
+	assert.Equal(t, 1, strings.Count(logs, summary), logs)
+	h.tick()
+	assert.Equal(t, 1, strings.Count(h.logs.String(), "messages dead-lettered since"), "nothing new, no summary")
+
+	h.feed(p1, 1, "x d")
+	h.p.revoke(h.ctx, []ledger.TopicPartition{p1}, false, CommitRevoke)
+	assert.Contains(t, h.logs.String(), "messages dead-lettered since the last summary\" count=1 by_class.t.test.decode=1")
+}
+
 func TestStaleDeadLetterReportIsIgnoredAfterReassignment(t *testing.T) {
 	h := newHarness(t, nil)
 	p0 := tp("t", 0)

@@ -22,6 +22,7 @@ type assignment struct {
 	tp        ledger.TopicPartition
 	committed int64 // -1 if none
 	metadata  string
+	start     int64 // where the client starts: committed, or -1 for the reset policy (see startOffsets)
 	stop      int64 // a bounded run's stop offset, -1 if none
 }
 
@@ -62,6 +63,7 @@ func (p *processor[K]) assign(ctx context.Context, as []assignment, topicParts [
 		}
 	}
 	p.reorder()
+	p.endKnown = false // the new partitions take part in the input's end
 	return nil
 }
 
@@ -163,10 +165,14 @@ func (p *processor[K]) restore(a assignment, progress map[ledger.TopicPartition]
 		committed: a.committed, next: -1, nextDispatch: -1, seekTo: -1, lag: -1, firstAdded: -1,
 		open: map[int64]openWindow{}, stop: a.stop,
 	}
-	if pt := p.parts[a.tp]; pt.stop >= 0 && a.committed >= pt.stop {
+	if hasCT {
+		p.parts[a.tp].holds = ct.UnixNano()
+	}
+	p.held[a.tp] = true
+	if pt := p.parts[a.tp]; pt.stop >= 0 && max(a.committed, a.start) >= pt.stop {
 		p.reachedStop(pt, false) // nothing left below the stop; paused once the client holds it
 	}
-	p.log.Info("partition assigned", "partition", a.tp.String(), "committed", a.committed,
+	p.log.Info("partition assigned", "partition", a.tp.String(), "committed", a.committed, "start", a.start,
 		"watermark", logTime(info.Watermark), "closed_through", logTime(info.ClosedThrough),
 		"metadata_watermark", logTime(info.MetadataWatermark))
 	for _, h := range p.s.hooks.assign {
@@ -201,7 +207,11 @@ func (p *processor[K]) revoke(ctx context.Context, tps []ledger.TopicPartition, 
 		return
 	}
 	slices.SortFunc(owned, func(a, b *part[K]) int { return compareTP(a.tp, b.tp) })
+	if p.endKnown {
+		p.endKnown, p.endedSinceTick = false, true // resolved again, without these
+	}
 	p.barrier()
+	p.logDeadLetters(owned)
 	if p.fatal() == nil {
 		p.await(ctx)
 	}

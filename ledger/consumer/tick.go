@@ -31,6 +31,7 @@ func (p *processor[K]) tick(ctx context.Context, reason CommitReason) {
 	}
 	start := time.Now()
 	p.barrier()
+	p.logDeadLetters(p.order)
 	p.drainReports()
 	p.resendDue(ctx)
 	if p.job != nil {
@@ -39,6 +40,7 @@ func (p *processor[K]) tick(ctx context.Context, reason CommitReason) {
 	}
 	p.tickedAt, p.tickedCount = p.now(), p.dispatched
 	p.endedSinceTick = false
+	p.resolveInputEnd(ctx)
 	if job := p.prepare(p.order, false); job != nil {
 		p.launch(ctx, job, false)
 		p.collect() // done already when the writes ran here

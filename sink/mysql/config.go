@@ -10,7 +10,7 @@ import (
 
 // Config configures a [Sink]. Zero fields take the defaults in brackets; a negative
 // duration switches its feature off where that is stated. The tables live in the database
-// the *sql.DB's connections use (the DSN's).
+// the *sql.DB's connections use (the DSN's); [Sink.Migrate] refuses a DSN that names none.
 type Config struct {
 	// Aggregates describes the merged table (see [sink.AggregateSpec] for its defaults).
 	// The folded windows and the contributing topics are kept beside it, in

@@ -102,7 +102,8 @@ func NewEffects(db *sql.DB, cfg EffectConfig) (*Effects, error) {
 	return &Effects{db: db, cfg: cfg, table: quote(cfg.Table), chunk: markerChunk}, nil
 }
 
-// Migrate creates the marker table; idempotent and safe to run concurrently.
+// Migrate creates the marker table; idempotent and safe to run concurrently. Like
+// [Sink.Migrate], it refuses a connection without a default database.
 func (e *Effects) Migrate(ctx context.Context) error {
 	return migrate(ctx, e.db, e.migrations())
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/streamledger/streamledger/sink"
 )
 
 // migrationsTable records the schema version of every object set the library created.
@@ -16,7 +18,8 @@ const migrationsTable = "streamledger_migrations"
 // and two processes creating the same objects must not interleave.
 const migrateLock = "streamledger_migrate:"
 
-// migrateLockWait bounds how long Migrate waits for another process's migration.
+// migrateLockWait bounds how long Migrate waits for another process's migration; a
+// context deadline that comes sooner shortens the wait to the whole seconds before it.
 const migrateLockWait = 60 * time.Second
 
 // ErrSchemaTooNew is returned by Migrate when the database holds a newer schema version than
@@ -40,16 +43,26 @@ func migrate(ctx context.Context, db *sql.DB, ms []migration) (err error) {
 		return fmt.Errorf("mysql: migrate: connect: %w", err)
 	}
 	defer conn.Close()
+	lock, err := lockName(ctx, conn)
+	if err != nil {
+		return err
+	}
+	wait := migrateLockWait
+	if dl, ok := ctx.Deadline(); ok {
+		wait = max(min(wait, time.Until(dl).Truncate(time.Second)), 0)
+	}
 	var got sql.NullInt64
-	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(CONCAT(?, DATABASE()), ?)",
-		migrateLock, int(migrateLockWait/time.Second)).Scan(&got); err != nil {
+	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?)", lock, int(wait/time.Second)).Scan(&got); err != nil {
 		return fmt.Errorf("mysql: migrate: lock: %w", err)
 	}
-	if !got.Valid || got.Int64 != 1 {
-		return fmt.Errorf("mysql: migrate: lock: another migration held it for %v", migrateLockWait)
+	switch {
+	case !got.Valid: // an error on the server, such as the session being killed
+		return fmt.Errorf("mysql: migrate: lock %q: GET_LOCK returned NULL, expected 1", lock)
+	case got.Int64 != 1:
+		return fmt.Errorf("mysql: migrate: lock %q: another migration held it for %v", lock, wait)
 	}
 	defer func() {
-		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(CONCAT(?, DATABASE()))", migrateLock)
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "DO RELEASE_LOCK(?)", lock)
 	}()
 	mt := quote(migrationsTable)
 	if _, err := conn.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+mt+
@@ -63,6 +76,21 @@ func migrate(ctx context.Context, db *sql.DB, ms []migration) (err error) {
 		}
 	}
 	return nil
+}
+
+// lockName returns the name of the migration lock of conn's database. A connection without a
+// default database (a DSN that names none) is refused: DATABASE() is NULL there, and so
+// would be every lock name and table lookup built on it.
+func lockName(ctx context.Context, conn *sql.Conn) (string, error) {
+	var name sql.NullString
+	if err := conn.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&name); err != nil {
+		return "", fmt.Errorf("mysql: migrate: current database: %w", err)
+	}
+	if !name.Valid {
+		return "", fmt.Errorf("%w: mysql: migrate: the connection has no default database: the DSN names no "+
+			"database (user@tcp(host:3306)/dbname), and the sink's tables live in the DSN's database", sink.ErrInvalid)
+	}
+	return migrateLock + name.String, nil
 }
 
 func (m migration) apply(ctx context.Context, conn *sql.Conn, mt string) error {

@@ -1,9 +1,13 @@
 package mysql_test
 
 import (
+	"context"
+	"database/sql"
 	"sync"
 	"testing"
+	"time"
 
+	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -99,4 +103,56 @@ func TestReadinessView(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.False(t, got.Complete)
+}
+
+// A DSN that names no database leaves DATABASE() NULL: Migrate, of the sink and of the
+// effect sink, says so with an error wrapping sink.ErrInvalid, and does not report a lock
+// that nobody holds.
+func TestMigrateWithoutDatabase(t *testing.T) {
+	ctx := testCtx(t)
+	db := mytest.New(t)
+	cfg, err := gomysql.ParseDSN(db.DSN)
+	require.NoError(t, err)
+	cfg.DBName = ""
+	conn, err := gomysql.NewConnector(cfg)
+	require.NoError(t, err)
+	h := sql.OpenDB(conn)
+	t.Cleanup(func() { _ = h.Close() })
+	s, err := mysql.New(h, mysql.Config{})
+	require.NoError(t, err)
+	fx, err := mysql.NewEffects(h, mysql.EffectConfig{})
+	require.NoError(t, err)
+	for name, migrate := range map[string]func(context.Context) error{"sink": s.Migrate, "effects": fx.Migrate} {
+		err := migrate(ctx)
+		require.ErrorIs(t, err, sink.ErrInvalid, name)
+		assert.Contains(t, err.Error(), "the DSN names no database", name)
+		assert.NotContains(t, err.Error(), "held", name)
+	}
+}
+
+// A migration lock that another session holds is reported as held, after the wait that
+// Migrate's context leaves (the whole seconds before its deadline, at most a minute).
+func TestMigrateLockHeld(t *testing.T) {
+	ctx := testCtx(t)
+	db := mytest.New(t)
+	holder, err := db.DB.Conn(ctx)
+	require.NoError(t, err)
+	defer holder.Close()
+	var got int
+	require.NoError(t, holder.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", "streamledger_migrate:"+db.Name).Scan(&got))
+	require.Equal(t, 1, got)
+	s, err := mysql.New(db.Open(t), mysql.Config{})
+	require.NoError(t, err)
+	short, cancel := context.WithTimeout(ctx, 1900*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = s.Migrate(short)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, sink.ErrInvalid)
+	assert.Contains(t, err.Error(), "another migration held it for 1s")
+	assert.GreaterOrEqual(t, time.Since(start), time.Second, "it waited for the lock")
+
+	_, err = holder.ExecContext(ctx, "DO RELEASE_LOCK(?)", "streamledger_migrate:"+db.Name)
+	require.NoError(t, err)
+	require.NoError(t, s.Migrate(ctx), "once the lock is free")
 }

@@ -120,7 +120,9 @@ func (s *Sink) migrations(coll string) []migration {
 // several processes at once: migrations of a database run one at a time under a named
 // server lock, every statement can run again, and a version per object set is recorded in
 // streamledger_migrations. An attribute added to the spec later becomes a column of the
-// merged table. State tables are created only when their spec has column types.
+// merged table. State tables are created only when their spec has column types. A
+// connection without a default database (a DSN that names none) is refused with an error
+// wrapping [sink.ErrInvalid].
 func (s *Sink) Migrate(ctx context.Context) error {
 	coll, err := collation(ctx, s.db)
 	if err != nil {
