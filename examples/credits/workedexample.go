@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
@@ -248,7 +247,6 @@ func (x *walkthrough) newConsumer(crash bool) (*service.Service, error) {
 		Topic:          x.topic,
 		DeadLetters:    x.dl,
 		CommitInterval: service.EveryMessage,
-		PollTimeout:    10 * time.Millisecond,
 		PruneInterval:  -1,
 		Logger:         x.logger,
 		Hooks:          hooks,

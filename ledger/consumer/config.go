@@ -21,24 +21,34 @@ import (
 
 // Defaults for the zero values of [Config], and the bound of EffectBatch.
 const (
-	DefaultFlushInterval     = 5 * time.Second
-	DefaultPollTimeout       = 100 * time.Millisecond
-	DefaultWriteTimeout      = 30 * time.Second
-	DefaultAssignTimeout     = 30 * time.Second
-	DefaultDeadLetterBackoff = time.Second
-	DefaultShutdownTimeout   = 30 * time.Second
-	DefaultCloseTimeout      = 10 * time.Second
-	DefaultCommitTimeout     = 10 * time.Second
-	DefaultResumeAt          = 0.5
-	DefaultEffectBatch       = 256
-	MaxEffectBatch           = 8192
-	DefaultBufferLimit       = 256 << 20
+	DefaultFlushInterval   = 5 * time.Second
+	DefaultWriteTimeout    = 30 * time.Second
+	DefaultAssignTimeout   = 30 * time.Second
+	DefaultShutdownTimeout = 30 * time.Second
+	DefaultEffectBatch     = 256
+	MaxEffectBatch         = 8192
+	DefaultBufferLimit     = 256 << 20
 )
 
+// The runtime's fixed timings: each has one sensible value, so none is a Config field.
 const (
-	// maxDeadLetterBackoff caps the doubling backoff of a dead letter sent again, unless
-	// DeadLetterBackoff is longer.
+	// pollTimeout bounds one Poll of the client: how long the loop waits for a message before
+	// it looks at ticks, writes and the buffer bound again.
+	pollTimeout = 100 * time.Millisecond
+	// deadLetterBackoff is the first wait before a dead letter whose delivery failed is sent
+	// again; it doubles on each failure of the same letter, up to maxDeadLetterBackoff. The
+	// dead-letter producer retries within a send on its own (dlqkafka.Config.MaxAttempts).
+	deadLetterBackoff = time.Second
+	// maxDeadLetterBackoff caps the doubling backoff of a dead letter sent again.
 	maxDeadLetterBackoff = 30 * time.Second
+	// commitTimeout bounds the wait for one offset commit (see settings.commitTimeout).
+	commitTimeout = 10 * time.Second
+	// resumeAt is the low-water mark of the BufferLimit bounds, as a fraction of a bound:
+	// paused partitions resume once what they wait for falls to it.
+	resumeAt = 0.5
+	// closeShare is the least share of ShutdownTimeout, as a divisor, that closing the client
+	// gets: the graceful work before it has until the rest has passed.
+	closeShare = 4
 	// defaultSessionTimeout is librdkafka's session.timeout.ms default.
 	defaultSessionTimeout = 45 * time.Second
 	// defaultMaxPollInterval is librdkafka's max.poll.interval.ms default.
@@ -142,8 +152,9 @@ type Config[K comparable] struct {
 	Series func(K) sink.Series
 
 	// DeadLetters receives messages that fail to decode or validate. Their offsets become
-	// committable only on a positive delivery report; a failed delivery is sent again after
-	// DeadLetterBackoff, for as long as the partition is owned. Nil means there is no
+	// committable only on a positive delivery report; a failed delivery is sent again after a
+	// backoff of 1 s that doubles on each failure of the letter up to 30 s, for as long as the
+	// partition is owned. Nil means there is no
 	// dead-letter topic: a message that fails to decode stops Run with an error wrapping
 	// [ErrUndecodable], and its offset is never committed.
 	DeadLetters DeadLetterer
@@ -175,8 +186,6 @@ type Config[K comparable] struct {
 	// then run when [Consumer.Tick] asks, when the buffer fills (see BufferLimit), at
 	// rebalances and at the shutdown, and after FlushWhenCaughtUp only when that is set.
 	FlushInterval time.Duration
-	// PollTimeout bounds one Poll of the client. Zero means DefaultPollTimeout (100 ms).
-	PollTimeout time.Duration
 	// FlushWhenCaughtUp runs a tick early when a Poll returns nothing (the client has no
 	// message of any assigned partition at hand), messages were dispatched since the last tick
 	// began, that tick began at least FlushWhenCaughtUp ago, and no writes are in flight. It
@@ -238,29 +247,17 @@ type Config[K comparable] struct {
 	// complete a rebalance otherwise leaves a consumer waiting without a word. Zero means
 	// three session timeouts (session.timeout.ms, 45 s unless set); negative means never.
 	AssignmentWait time.Duration
-	// CommitTimeout bounds the wait for one offset commit: librdkafka waits for the group
-	// coordinator without a bound (a broker restart can hold a commit for many seconds), and
-	// the polling goroutine waits for it. A commit that takes longer is taken as failed (its
-	// offsets are sent again later) and no other commit is sent until it returns. A stop
-	// (Run's context ending) ends the wait at once, so that the shutdown does not start late;
-	// the shutdown waits for a commit left behind, then sends its own, both within
-	// ShutdownTimeout. Zero means DefaultCommitTimeout (10 s); negative means no bound.
-	CommitTimeout time.Duration
 	// AssignTimeout bounds reading the committed offsets and the sink's progress of newly
 	// assigned partitions. Failing that, Run stops with an error wrapping [ErrAssign]: the
 	// consumer cannot know from which watermark to decide. Zero means DefaultAssignTimeout.
 	AssignTimeout time.Duration
-	// DeadLetterBackoff is the wait before a dead letter whose delivery failed is sent again;
-	// it doubles on each failure of the same letter, up to 30 s (or DeadLetterBackoff when
-	// longer). Zero means DefaultDeadLetterBackoff (1 s).
-	DeadLetterBackoff time.Duration
-	// ShutdownTimeout bounds the graceful shutdown after Run's context is cancelled: waiting
-	// for dead-letter delivery reports, the last writes and the last commit. Zero means
-	// DefaultShutdownTimeout (30 s).
+	// ShutdownTimeout bounds the whole graceful shutdown after Run's context is cancelled,
+	// closing the client included: waiting for dead-letter delivery reports, the last writes
+	// and the last commit get until three quarters of it have passed, and closing the client,
+	// which can hang (confluent-kafka-go issue 189), gets what remains, at least a quarter of
+	// it. So Run returns within ShutdownTimeout of the start of its shutdown. After a fatal
+	// error or [Consumer.Abort], closing the client gets a quarter of it. Zero means 30 s.
 	ShutdownTimeout time.Duration
-	// CloseTimeout bounds closing the client, which can hang (confluent-kafka-go issue 189).
-	// Zero means DefaultCloseTimeout (10 s).
-	CloseTimeout time.Duration
 
 	// BufferLimit bounds, in bytes, the memory the consumer holds for what it consumed. A
 	// sixteenth of it, at most 64 MiB, is the client's prefetch of messages not yet decided:
@@ -277,7 +274,7 @@ type Config[K comparable] struct {
 	// of it, and then waits for them, deciding nothing (the client keeps its prefetch). A backlog
 	// that writes leave past a quarter (rows of writes that failed, what was decided while they
 	// ran) or that a tick cannot write (dead letters waiting for their delivery reports) pauses
-	// every partition until it is back under ResumeAt of that quarter. Open windows past what the
+	// every partition until it is back under half of that quarter. Open windows past what the
 	// budget leaves beside the backlog pause the partitions holding the most, one tick at a time
 	// (a partition's windows close only as its own watermark moves). The sizes are estimates of
 	// the Go heap the structures hold; the process needs room beside them for the garbage
@@ -286,10 +283,6 @@ type Config[K comparable] struct {
 	// DefaultBufferLimit (256 MiB); below 64 KiB is refused; negative means no bound, and
 	// librdkafka's prefetch defaults.
 	BufferLimit int64
-	// ResumeAt is the low-water mark of the BufferLimit bounds, as a fraction of a bound in
-	// [0, 1): paused partitions resume once what they wait for falls to it. Zero means
-	// DefaultResumeAt (0.5).
-	ResumeAt float64
 
 	// Until makes Run bounded, for backfills, batch jobs and tests: each partition is
 	// consumed up to its stop offset (see [Until]). Once every message of a partition below
@@ -333,6 +326,12 @@ type settings[K comparable] struct {
 	// tables holds what the sink declares of its tables, when it tells (see tables).
 	agg    *sink.AggregateSpec
 	states map[string]sink.StateSpec
+	// The fixed timings (pollTimeout, deadLetterBackoff, commitTimeout, resumeAt), kept here
+	// so that tests can shorten them. commitTimeout bounds the wait for one offset commit:
+	// librdkafka waits for the group coordinator without a bound, and the polling goroutine
+	// waits for the commit.
+	pollTimeout, deadLetterBackoff, commitTimeout time.Duration
+	resumeAt                                      float64
 }
 
 // tables is what a sink may tell of the tables it writes; sink/postgres, sink/mysql and
@@ -346,7 +345,8 @@ type tables interface {
 
 // validate checks cfg and fills in its defaults. Every error wraps ErrConfig.
 func (cfg Config[K]) validate() (*settings[K], error) {
-	s := &settings[K]{Config: cfg}
+	s := &settings[K]{Config: cfg, pollTimeout: pollTimeout, deadLetterBackoff: deadLetterBackoff,
+		commitTimeout: commitTimeout, resumeAt: resumeAt}
 	if cfg.Kafka == nil {
 		return nil, configError("Kafka: a librdkafka configuration with bootstrap.servers and group.id is required")
 	}
@@ -402,12 +402,9 @@ func (s *settings[K]) durations() error {
 		def  time.Duration
 	}{
 		{"WindowSize", &s.WindowSize, window.DefaultSize},
-		{"PollTimeout", &s.PollTimeout, DefaultPollTimeout},
 		{"WriteTimeout", &s.WriteTimeout, DefaultWriteTimeout},
 		{"AssignTimeout", &s.AssignTimeout, DefaultAssignTimeout},
-		{"DeadLetterBackoff", &s.DeadLetterBackoff, DefaultDeadLetterBackoff},
 		{"ShutdownTimeout", &s.ShutdownTimeout, DefaultShutdownTimeout},
-		{"CloseTimeout", &s.CloseTimeout, DefaultCloseTimeout},
 	} {
 		switch {
 		case *d.d < 0:
@@ -421,9 +418,6 @@ func (s *settings[K]) durations() error {
 	}
 	if s.Lateness == 0 {
 		s.Lateness = watermark.DefaultLateness
-	}
-	if s.CommitTimeout == 0 {
-		s.CommitTimeout = DefaultCommitTimeout
 	}
 	switch {
 	case s.FlushInterval == 0:
@@ -440,7 +434,7 @@ func (s *settings[K]) durations() error {
 	return nil
 }
 
-// counts fills in the workers, the write concurrency and the low-water mark.
+// counts fills in the workers and the write concurrency.
 func (s *settings[K]) counts() error {
 	switch {
 	case s.Workers == 0:
@@ -453,12 +447,6 @@ func (s *settings[K]) counts() error {
 	}
 	if s.WriteConcurrency <= 0 {
 		s.WriteConcurrency = 1
-	}
-	if !(s.ResumeAt >= 0 && s.ResumeAt < 1) {
-		return configError("ResumeAt: expected a fraction in [0, 1), found %v", s.ResumeAt)
-	}
-	if s.ResumeAt == 0 {
-		s.ResumeAt = DefaultResumeAt
 	}
 	return nil
 }

@@ -32,7 +32,6 @@ func TestConfigDefaults(t *testing.T) {
 	assert.Equal(t, watermark.DefaultIdleTimeout, s.IdleTimeout)
 	assert.Equal(t, DefaultFlushInterval, s.FlushInterval)
 	assert.Equal(t, DefaultWriteTimeout, s.WriteTimeout)
-	assert.Equal(t, DefaultResumeAt, s.ResumeAt)
 	assert.NotNil(t, s.Clock)
 	assert.NotNil(t, s.Logger)
 	assert.Equal(t, false, s.kafka["enable.auto.commit"])
@@ -144,7 +143,6 @@ func TestConfigErrors(t *testing.T) {
 		{"no series", func(c *Config[string]) { c.Series = nil }, "Series"},
 		{"negative window", func(c *Config[string]) { c.WindowSize = -time.Second }, "WindowSize"},
 		{"tiny buffer", func(c *Config[string]) { c.BufferLimit = 1000 }, "BufferLimit: expected at least 65536 bytes, or a negative value for no bound, found 1000"},
-		{"resume at one", func(c *Config[string]) { c.ResumeAt = 1 }, "ResumeAt"},
 		{"write timeout vs poll interval", func(c *Config[string]) { c.Kafka["max.poll.interval.ms"] = 50000 }, "WriteTimeout"},
 		{"bad poll interval", func(c *Config[string]) { c.Kafka["max.poll.interval.ms"] = "soon" }, "max.poll.interval.ms"},
 		{"useless hook", func(c *Config[string]) { c.Hooks = []Hook{noHook{}} }, "implements none"},

@@ -168,16 +168,15 @@ func (m *model) newInstance() *simInstance {
 	in.chk = newChecker(m.sink.Memory)
 	in.chk.sink = m.sink
 	cfg := Config[string]{
-		Kafka:             kafka.ConfigMap{"bootstrap.servers": "sim:9092", "group.id": "g"},
-		Topics:            map[string]Handler[string]{"t": testHandler},
-		Sink:              m.sink,
-		Series:            testKeys,
-		DeadLetters:       in.dlq,
-		IdleTimeout:       -1,
-		DeadLetterBackoff: time.Second,
-		Clock:             m.clock.Now,
-		Logger:            discardLogger(),
-		Hooks:             []Hook{in.chk},
+		Kafka:       kafka.ConfigMap{"bootstrap.servers": "sim:9092", "group.id": "g"},
+		Topics:      map[string]Handler[string]{"t": testHandler},
+		Sink:        m.sink,
+		Series:      testKeys,
+		DeadLetters: in.dlq,
+		IdleTimeout: -1,
+		Clock:       m.clock.Now,
+		Logger:      discardLogger(),
+		Hooks:       []Hook{in.chk},
 	}
 	s, err := cfg.validate()
 	require.NoError(m.t, err)

@@ -512,7 +512,7 @@ func TestBufferBoundPausesWhileWritesFail(t *testing.T) {
 
 // A write backlog past a quarter of the budget that no tick can write, dead letters waiting
 // for their delivery reports, pauses every partition until the reports bring it back under
-// ResumeAt of that quarter.
+// resumeAt of that quarter.
 func TestBufferBoundOnDeadLettersPauses(t *testing.T) {
 	h := newHarness(t, nil)
 	h.p.s.buffer = 8 << 10
@@ -560,7 +560,7 @@ func TestBufferBoundOnOpenWindows(t *testing.T) {
 	// The bound sits below what both together count against it, and its low-water mark (half
 	// of both) between them.
 	h.p.s.buffer = 2 * windowCharge(w0+w1) / 3
-	h.p.s.ResumeAt = 0.75
+	h.p.s.resumeAt = 0.75
 	h.tick()
 	assert.True(t, h.cl.paused[p0], "the smaller one fits under the low-water mark: paused")
 	assert.False(t, h.cl.paused[p1], "the larger one alone passes the low-water mark: never paused")
@@ -586,7 +586,7 @@ func TestWindowsPauseEndsWhenTheOthersStall(t *testing.T) {
 	}
 	w0, w1 := h.p.parts[p0].winBytes.Load(), h.p.parts[p1].winBytes.Load()
 	h.p.s.buffer = 2 * windowCharge(w0+w1) / 3
-	h.p.s.ResumeAt = 0.75
+	h.p.s.resumeAt = 0.75
 	h.tick()
 	require.True(t, h.cl.paused[p0], "paused for the open windows")
 	h.tick()

@@ -58,13 +58,10 @@ type Config struct {
 	// WriteConcurrency is how many of a tick's writes run at once (see consumer.Config)
 	// [DefaultWriteConcurrency].
 	WriteConcurrency int
-	// ShutdownTimeout bounds the graceful shutdown (see consumer.Config; 30 s when zero).
+	// ShutdownTimeout bounds the consumer's graceful shutdown, closing the Kafka consumer
+	// included (see consumer.Config; 30 s when zero), and then the dead-letter producer's
+	// close: with the brokers down a stop takes up to twice ShutdownTimeout.
 	ShutdownTimeout time.Duration
-	// CloseTimeout bounds closing the Kafka consumer after the shutdown (see consumer.Config;
-	// 10 s when zero): librdkafka's close waits for the group coordinator, so with the
-	// brokers down a stop takes up to ShutdownTimeout plus CloseTimeout, plus ShutdownTimeout
-	// again for the dead-letter producer's close.
-	CloseTimeout time.Duration
 	// Decoder bounds what a message may hold (the Netherlands, 6 h of delay, by default).
 	Decoder event.Config
 	// ProcessorID names this instance in its dead letters and as the Kafka client.id
@@ -189,7 +186,6 @@ func New(ctx context.Context, cfg Config, db Database) (*Pipeline, error) {
 		SyncWrites:        cfg.SyncWrites,
 		WriteConcurrency:  cfg.WriteConcurrency,
 		ShutdownTimeout:   cfg.ShutdownTimeout,
-		CloseTimeout:      cfg.CloseTimeout,
 		BufferLimit:       cfg.BufferLimit,
 		Until:             cfg.Until,
 		Clock:             cfg.Clock,

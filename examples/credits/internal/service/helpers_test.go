@@ -72,13 +72,11 @@ func (e *env) config(group string) service.Config {
 			"heartbeat.interval.ms": 100,
 			"fetch.wait.max.ms":     20,
 		}),
-		Topic:             topic,
-		DeadLetters:       e.dl,
-		CommitInterval:    service.EveryMessage,
-		PollTimeout:       10 * time.Millisecond,
-		PruneInterval:     -1,
-		DeadLetterBackoff: 20 * time.Millisecond,
-		ShutdownTimeout:   kafkatest.Timeout,
+		Topic:           topic,
+		DeadLetters:     e.dl,
+		CommitInterval:  service.EveryMessage,
+		PruneInterval:   -1,
+		ShutdownTimeout: kafkatest.Timeout,
 	}
 	e.db.configure(&cfg)
 	return cfg
