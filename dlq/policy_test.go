@@ -23,8 +23,8 @@ func TestPolicyDecide(t *testing.T) {
 		want     dlq.Decision
 	}{
 		{"zero policy replays", dlq.Policy{}, letter("x", t0, 0), 0, dlq.Replay},
-		{"zero policy refuses at the default limit", dlq.Policy{}, letter("x", t0, dlq.DefaultMaxReplays), 0, dlq.Refuse},
-		{"below the default limit", dlq.Policy{}, letter("x", t0, dlq.DefaultMaxReplays-1), 0, dlq.Replay},
+		{"zero policy refuses at the default limit", dlq.Policy{}, letter("x", t0, 3), 0, dlq.Refuse},
+		{"below the default limit", dlq.Policy{}, letter("x", t0, 3-1), 0, dlq.Replay},
 		{"custom limit", dlq.Policy{MaxReplays: 1}, letter("x", t0, 1), 0, dlq.Refuse},
 		{"custom limit not reached", dlq.Policy{MaxReplays: 5}, letter("x", t0, 4), 0, dlq.Replay},
 		{"class selected", dlq.Policy{Classes: []string{"a", "x"}}, letter("x", t0, 0), 0, dlq.Replay},

@@ -15,13 +15,13 @@ func TestConfigDefaults(t *testing.T) {
 	p := watermark.NewPartition(watermark.Config{})
 	cfg := p.Config()
 	assert.Equal(t, 120*time.Second, cfg.Lateness)
-	assert.Equal(t, watermark.DefaultLateness, cfg.Lateness)
-	assert.Equal(t, watermark.DefaultIdleTimeout, cfg.IdleTimeout)
+	assert.Equal(t, defaultLateness, cfg.Lateness)
+	assert.Equal(t, defaultIdleTimeout, cfg.IdleTimeout)
 	require.NotNil(t, cfg.Clock, "nil Clock must become the system clock")
 
 	s := watermark.NewSet[string](watermark.Config{})
-	assert.Equal(t, watermark.DefaultLateness, s.Config().Lateness)
-	assert.Equal(t, watermark.DefaultIdleTimeout, s.Config().IdleTimeout)
+	assert.Equal(t, defaultLateness, s.Config().Lateness)
+	assert.Equal(t, defaultIdleTimeout, s.Config().IdleTimeout)
 	require.NotNil(t, s.Config().Clock)
 }
 
@@ -61,13 +61,13 @@ func TestClockFunc(t *testing.T) {
 func TestZeroValues(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var p watermark.Partition
-		assert.Equal(t, watermark.DefaultLateness, p.Config().Lateness)
-		assert.Equal(t, watermark.DefaultIdleTimeout, p.Config().IdleTimeout)
+		assert.Equal(t, defaultLateness, p.Config().Lateness)
+		assert.Equal(t, defaultIdleTimeout, p.Config().IdleTimeout)
 		require.NotNil(t, p.Config().Clock)
 
 		p.SetCaughtUp(true)
 		assert.False(t, p.Tick(), "the first tick starts the quiet time")
-		time.Sleep(watermark.DefaultIdleTimeout - time.Nanosecond)
+		time.Sleep(defaultIdleTimeout - time.Nanosecond)
 		p.Tick()
 		assert.False(t, p.Idle())
 		time.Sleep(time.Nanosecond)
@@ -84,12 +84,12 @@ func TestZeroValues(t *testing.T) {
 		var r watermark.Partition
 		require.NoError(t, r.Restore(watermark.RestorePoint{ClosedThrough: at(5 * time.Minute)}))
 		r.SetCaughtUp(true)
-		time.Sleep(watermark.DefaultIdleTimeout)
+		time.Sleep(defaultIdleTimeout)
 		require.True(t, r.Tick(), "quiet time counts from the restore")
-		assert.Equal(t, at(5*time.Minute+watermark.DefaultIdleTimeout), wmOf(t, &r))
+		assert.Equal(t, at(5*time.Minute+defaultIdleTimeout), wmOf(t, &r))
 
 		var s watermark.Set[string]
-		assert.Equal(t, watermark.DefaultLateness, s.Config().Lateness)
+		assert.Equal(t, defaultLateness, s.Config().Lateness)
 		_, ok := s.Min()
 		assert.False(t, ok)
 		assert.Nil(t, s.Tick())
@@ -100,7 +100,7 @@ func TestZeroValues(t *testing.T) {
 		require.True(t, ok)
 		assert.Equal(t, at(time.Minute), got)
 		q.SetCaughtUp(true)
-		time.Sleep(watermark.DefaultIdleTimeout)
+		time.Sleep(defaultIdleTimeout)
 		assert.Equal(t, []string{"x"}, s.Tick())
 	})
 }

@@ -11,7 +11,7 @@
 //
 //	wm(P) = max event time seen in P - lateness
 //
-// with lateness [Config.Lateness] (default [DefaultLateness], 120 s). It never
+// with lateness [Config.Lateness] (120 s unless set). It never
 // goes back: every update is a max with the current value, whatever order the
 // event times come in.
 //

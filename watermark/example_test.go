@@ -111,7 +111,7 @@ func ExampleSet_Min() {
 
 	quiet, _ := set.Partition(1)
 	quiet.SetCaughtUp(true)
-	now = now.Add(watermark.DefaultIdleTimeout)
+	now = now.Add(30 * time.Second) // the default idle timeout
 	fmt.Println("idle advance in:", set.Tick())
 	wm, _ = set.Min()
 	fmt.Println("min with partition 1 idle:", wm.Format("15:04"))

@@ -9,6 +9,12 @@ import (
 	"github.com/streamledger/streamledger/watermark"
 )
 
+// The defaults of the zero Config, as its documentation states them.
+const (
+	defaultLateness    = 120 * time.Second
+	defaultIdleTimeout = 30 * time.Second
+)
+
 // t0 is 12:00 UTC; windows of 5 minutes are aligned to it.
 var t0 = time.Date(2024, 5, 13, 12, 0, 0, 0, time.UTC)
 

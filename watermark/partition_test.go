@@ -67,7 +67,7 @@ func TestWatermarkIsUTCWithoutMonotonicReading(t *testing.T) {
 	q.Observe(now, now)
 	wm = wmOf(t, q)
 	assert.Equal(t, wm, wm.Round(0), "no monotonic reading")
-	assert.True(t, wm.Equal(now.Add(-watermark.DefaultLateness)))
+	assert.True(t, wm.Equal(now.Add(-defaultLateness)))
 }
 
 func TestIsLate(t *testing.T) {

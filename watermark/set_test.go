@@ -94,7 +94,7 @@ func TestSetTick(t *testing.T) {
 	assert.Equal(t, 1, clock.reads, "one clock read per Tick, whatever the number of partitions")
 	assert.True(t, part(keys[1]).IdleAdvanced())
 	assert.False(t, part(keys[0]).IdleAdvanced())
-	assert.Equal(t, at(time.Minute+idleTimeout-watermark.DefaultLateness), wmOf(t, part(keys[1])))
+	assert.Equal(t, at(time.Minute+idleTimeout-defaultLateness), wmOf(t, part(keys[1])))
 
 	part(keys[1]).Observe(at(time.Hour), clock.Now()) // rejoins
 	clock.Advance(time.Second)

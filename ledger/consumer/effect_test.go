@@ -318,7 +318,7 @@ func TestKafkaEffectFailureCommitsUpToIt(t *testing.T) {
 			cfg.Topics = map[string]Handler[string]{"fx": fx.handler}
 			cfg.ApplyEffects = fx.apply
 			cfg.Sink, cfg.Series = nil, nil
-			cfg.FlushInterval = DefaultFlushInterval // the shutdown's commit is the only one
+			cfg.FlushInterval = defaultFlushInterval // the shutdown's commit is the only one
 		}
 	}
 	first := start(t, "first", clientConfig(c, "gfx", ""), newMemory(t), []string{"fx"}, mod(fx))

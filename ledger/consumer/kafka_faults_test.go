@@ -216,22 +216,36 @@ func (g *gatedSink) arm() {
 }
 
 func (g *gatedSink) WriteClose(ctx context.Context, b ...sink.CloseBatch) error {
+	if err := g.hold(ctx); err != nil {
+		return err
+	}
+	return g.Memory.WriteClose(ctx, b...)
+}
+
+func (g *gatedSink) WriteCloseGated(ctx context.Context, gate func(context.Context) error, b ...sink.CloseBatch) error {
+	if err := g.hold(ctx); err != nil {
+		return err
+	}
+	return g.Memory.WriteCloseGated(ctx, gate, b...)
+}
+
+// hold waits, when armed, until the test releases the write, and returns what it releases
+// it with.
+func (g *gatedSink) hold(ctx context.Context) error {
 	g.mu.Lock()
 	armed, entered, release := g.armed, g.entered, g.release
 	g.armed = false
 	g.mu.Unlock()
-	if armed {
-		close(entered)
-		select {
-		case err := <-release:
-			if err != nil {
-				return err
-			}
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if !armed {
+		return nil
 	}
-	return g.Memory.WriteClose(ctx, b...)
+	close(entered)
+	select {
+	case err := <-release:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // A revocation that arrives while a write is in progress, and the write then fails: the

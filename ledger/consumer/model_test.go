@@ -134,6 +134,13 @@ func (f *flakySink) WriteClose(ctx context.Context, b ...sink.CloseBatch) error 
 	return f.Memory.WriteClose(ctx, b...)
 }
 
+func (f *flakySink) WriteCloseGated(ctx context.Context, gate func(context.Context) error, b ...sink.CloseBatch) error {
+	if f.failing() {
+		return errors.New("injected write failure")
+	}
+	return f.Memory.WriteCloseGated(ctx, gate, b...)
+}
+
 func (f *flakySink) UpsertLatest(ctx context.Context, rows []sink.StateRow) error {
 	if f.failing() {
 		return errors.New("injected flush failure")
