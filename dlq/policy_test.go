@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/dlq"
+	"github.com/streamledger/streamledger/internal/configtest"
 )
 
 func letter(class string, failed time.Time, replays int) dlq.DeadLetter {
@@ -62,6 +63,15 @@ func TestPolicyValidate(t *testing.T) {
 			require.Contains(t, err.Error(), "expected")
 		})
 	}
+}
+
+// Every signed numeric field of Policy at -1 is refused, naming the field: a replay needs a
+// limit on replays, and a negative Limit means nothing.
+func TestPolicyNegativeValues(t *testing.T) {
+	configtest.Negative(t, dlq.Policy{}, dlq.ErrInvalid, dlq.Policy.Validate, []configtest.Case[dlq.Policy]{
+		{Field: "MaxReplays", Refused: true},
+		{Field: "Limit", Refused: true},
+	})
 }
 
 func TestDecisionString(t *testing.T) {

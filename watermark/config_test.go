@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/internal/configtest"
 	"github.com/streamledger/streamledger/watermark"
 )
 
@@ -36,19 +37,33 @@ func TestConfigKeepsExplicitValues(t *testing.T) {
 	assert.Equal(t, at(9*time.Second), wmOf(t, p), "lateness of 1 s applies")
 }
 
-// Negative means off: no lateness (the watermark is the maximum event time), and a
-// partition that never goes idle however long it is quiet.
-func TestConfigNegativeMeansOff(t *testing.T) {
-	clock := newFakeClock(t0)
-	p := watermark.NewPartition(watermark.Config{Lateness: -1, IdleTimeout: -1, Clock: clock})
-	assert.Equal(t, time.Duration(-1), p.Config().Lateness, "reads back as none, not as the default")
-	p.Observe(at(10*time.Second), clock.Now())
-	assert.Equal(t, at(10*time.Second), wmOf(t, p), "no lateness")
-	p.SetCaughtUp(true)
-	clock.Advance(24 * time.Hour)
-	assert.False(t, p.Tick())
-	assert.False(t, p.Idle(), "never idle")
-	assert.Equal(t, at(10*time.Second), wmOf(t, p))
+// Every signed numeric field of Config at -1 means off, as documented: no lateness (the
+// watermark is the maximum event time), and a partition that never goes idle however long it
+// is quiet. Config has no value to refuse, so NewPartition and NewSet return no error.
+func TestConfigNegativeValues(t *testing.T) {
+	build := func(cfg watermark.Config) error {
+		watermark.NewSet[int](cfg)
+		return nil
+	}
+	configtest.Negative(t, watermark.Config{Clock: newFakeClock(t0)}, nil, build, []configtest.Case[watermark.Config]{
+		{Field: "Lateness", Accepted: func(t *testing.T, cfg watermark.Config) {
+			p := watermark.NewPartition(cfg)
+			assert.Equal(t, time.Duration(-1), p.Config().Lateness, "reads back as none, not as the default")
+			p.Observe(at(10*time.Second), t0)
+			assert.Equal(t, at(10*time.Second), wmOf(t, p), "no lateness")
+		}},
+		{Field: "IdleTimeout", Accepted: func(t *testing.T, cfg watermark.Config) {
+			clock := newFakeClock(t0)
+			cfg.Clock = clock
+			p := watermark.NewPartition(cfg)
+			p.Observe(at(10*time.Second), clock.Now())
+			p.SetCaughtUp(true)
+			clock.Advance(24 * time.Hour)
+			assert.False(t, p.Tick())
+			assert.False(t, p.Idle(), "never idle")
+			assert.Equal(t, at(10*time.Second-defaultLateness), wmOf(t, p), "no idle advance")
+		}},
+	})
 }
 
 func TestClockFunc(t *testing.T) {

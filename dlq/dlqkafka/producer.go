@@ -196,10 +196,7 @@ func (p *Producer) send(ctx context.Context, rec dlq.Record, cause error, start 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	letter := dlq.NewDeadLetter(rec, cause, p.cfg.ProcessorID, p.cfg.Clock())
-	if p.cfg.MaxErrorMessage > 0 {
-		letter.ErrorMessage = dlq.TruncateMessage(letter.ErrorMessage, p.cfg.MaxErrorMessage)
-	}
+	letter := p.letter(rec, cause)
 	headers, err := letter.Headers()
 	if err != nil {
 		return fmt.Errorf("dlqkafka: dead letter for %s: %w", rec, err)
@@ -230,6 +227,16 @@ func (p *Producer) send(ctx context.Context, rec dlq.Record, cause error, start 
 		}
 		done(info.Err)
 	})
+}
+
+// letter builds the dead letter of rec, failed with cause now, its error message bounded by
+// MaxErrorMessage.
+func (p *Producer) letter(rec dlq.Record, cause error) dlq.DeadLetter {
+	letter := dlq.NewDeadLetter(rec, cause, p.cfg.ProcessorID, p.cfg.Clock())
+	if p.cfg.MaxErrorMessage > 0 {
+		letter.ErrorMessage = dlq.TruncateMessage(letter.ErrorMessage, p.cfg.MaxErrorMessage)
+	}
+	return letter
 }
 
 // Flush waits until every letter sent so far has been reported to its done function, or until

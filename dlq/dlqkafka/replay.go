@@ -151,7 +151,7 @@ func (cfg ReplayConfig) withDefaults() (ReplayConfig, error) {
 		}
 	}
 	if err := cfg.Policy.Validate(); err != nil {
-		return cfg, fmt.Errorf("%w: Policy: %w", ErrConfig, err)
+		return cfg, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if cfg.Group == "" {
 		cfg.Group = defaultReplayGroupPrefix + cfg.Topic

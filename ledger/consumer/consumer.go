@@ -142,12 +142,8 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 	if err := kc.SubscribeTopics(c.s.topics, c.rebalance); err != nil {
 		return errors.Join(fmt.Errorf("consumer: subscribe to %v: %w", c.s.topics, err), c.closeClient(kc, time.Time{}))
 	}
-	var ticks <-chan time.Time // nil, never ready, without a FlushInterval
-	if c.s.FlushInterval > 0 {
-		t := time.NewTicker(c.s.FlushInterval)
-		defer t.Stop()
-		ticks = t.C
-	}
+	ticks, stopTicks := c.s.ticker()
+	defer stopTicks()
 	pollMs := max(int(c.s.pollTimeout/time.Millisecond), 1)
 	for {
 		if done, err := c.stopping(kc, ctx); done {
@@ -184,6 +180,16 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 			return c.shutdown(kc)
 		}
 	}
+}
+
+// ticker returns the channel of the periodic tick and the function that stops it: a channel
+// that is never ready (nil) when FlushInterval is negative.
+func (s *settings[K]) ticker() (<-chan time.Time, func()) {
+	if s.FlushInterval <= 0 {
+		return nil, func() {}
+	}
+	t := time.NewTicker(s.FlushInterval)
+	return t.C, t.Stop
 }
 
 // pollBurst is how many more messages the loop takes, without waiting, after one Poll
