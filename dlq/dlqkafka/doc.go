@@ -46,10 +46,10 @@
 //
 // # Metrics
 //
-// [Config].Hooks observe the producer: each [Producer.Send] is reported to the hooks that implement
-// [HookSend], and each outcome, with its attempts and its latency from Send, to those that
-// implement [HookDelivery]. The package imports no metrics library; the Prometheus adapter
-// in ledger/consumer/prom implements both.
+// [Config].Hooks observe the producer ([HookDelivery]): for each letter Send accepted, where it
+// was written, its produce attempts and its latency from Send. The outcome itself is the done
+// function's, which the consumer runtime reports. The package imports no metrics library; the
+// Prometheus adapter in ledger/consumer/prom implements the hook.
 //
 // # Configuration
 //

@@ -68,8 +68,8 @@ type Config struct {
 	// unreachable, an idempotent producer's fatal error). It runs on the producer's delivery
 	// goroutine and must not block. Nil drops them.
 	OnError func(error)
-	// Hooks observe the producer (see [Hook]): each value implements HookSend,
-	// HookDelivery or both, or NewProducer refuses it.
+	// Hooks observe the producer (see [Hook]): each value implements HookDelivery, or
+	// NewProducer refuses it.
 	Hooks []Hook
 }
 
@@ -78,7 +78,7 @@ type Producer struct {
 	cfg   Config
 	s     *sender
 	admin *kafka.AdminClient
-	hooks hooks
+	hooks []HookDelivery
 
 	mu     sync.Mutex
 	closed bool
@@ -169,21 +169,9 @@ func NewProducer(cfg Config) (*Producer, error) {
 //
 // ctx bounds the topic lookup and the wait for room in the producer's queue, not the delivery.
 //
-// Each call is reported to the HookSend hooks, and each outcome to the HookDelivery hooks.
+// What the producer did for each letter Send accepted is reported to the Hooks.
 func (p *Producer) Send(ctx context.Context, rec dlq.Record, cause error, done func(error)) error {
 	start := time.Now()
-	err := p.send(ctx, rec, cause, start, done)
-	if len(p.hooks.send) > 0 {
-		info := SendInfo{Source: rec.Topic, Partition: rec.Partition, Duration: time.Since(start), Err: err}
-		for _, h := range p.hooks.send {
-			h.OnSend(info)
-		}
-	}
-	return err
-}
-
-// send is Send without the report; start is when Send was called.
-func (p *Producer) send(ctx context.Context, rec dlq.Record, cause error, start time.Time, done func(error)) error {
 	if done == nil {
 		return fmt.Errorf("%w: Send: done is nil, expected a function to receive the delivery", ErrConfig)
 	}
@@ -213,19 +201,20 @@ func (p *Producer) send(ctx context.Context, rec dlq.Record, cause error, start 
 		Timestamp:      letter.FailedAt,
 	}
 	return p.s.send(ctx, msg, func(o outcome) {
+		var err error
 		info := DeliveryInfo{Source: rec.Topic, Topic: topic, Partition: rec.Partition, Offset: -1, Attempts: o.attempts}
 		if o.err != nil {
-			info.Err = &DeliveryError{Topic: topic, Partition: rec.Partition, Source: rec, Attempts: o.attempts, Err: o.err}
+			err = &DeliveryError{Topic: topic, Partition: rec.Partition, Source: rec, Attempts: o.attempts, Err: o.err}
 		} else {
 			info.Offset = int64(o.tp.Offset)
 		}
-		if len(p.hooks.delivery) > 0 {
+		if len(p.hooks) > 0 {
 			info.Latency = time.Since(start)
-			for _, h := range p.hooks.delivery {
+			for _, h := range p.hooks {
 				h.OnDelivery(info)
 			}
 		}
-		done(info.Err)
+		done(err)
 	})
 }
 

@@ -81,9 +81,14 @@ func (l *lastDelivery) OnDelivery(d dlqkafka.DeliveryInfo) {
 	l.d = d
 }
 
-// send dead-letters rec, waits for its delivery and returns it as the hooks saw it, Err
-// being what done received.
-func send(t *testing.T, p *dlqkafka.Producer, rec dlq.Record, cause error) dlqkafka.DeliveryInfo {
+// delivery is a letter's outcome: what the hooks saw of it, and Err, what done received.
+type delivery struct {
+	dlqkafka.DeliveryInfo
+	Err error
+}
+
+// send dead-letters rec, waits for its delivery and returns it.
+func send(t *testing.T, p *dlqkafka.Producer, rec dlq.Record, cause error) delivery {
 	t.Helper()
 	ch := make(chan error, 1)
 	require.NoError(t, p.Send(context.Background(), rec, cause, func(err error) { ch <- err }))
@@ -93,11 +98,11 @@ func send(t *testing.T, p *dlqkafka.Producer, rec dlq.Record, cause error) dlqka
 		last := l.(*lastDelivery)
 		last.mu.Lock()
 		defer last.mu.Unlock()
-		require.Equal(t, err, last.d.Err, "done and the hooks see one outcome")
-		return last.d
+		require.Equal(t, err == nil, last.d.Offset >= 0, "the hooks see the letter written only when done sees it delivered")
+		return delivery{last.d, err}
 	case <-time.After(kafkatest.Timeout):
 		t.Fatalf("no delivery for %s after %s", rec, kafkatest.Timeout)
-		return dlqkafka.DeliveryInfo{}
+		return delivery{}
 	}
 }
 

@@ -188,8 +188,6 @@ type part[K comparable] struct {
 	next        int64 // offset after the last decided message, -1 before the first
 	inflight    int   // dead letters waiting for a report
 	state       stateBuffer
-
-	consumed, admitted, late, dead int64
 }
 
 // openWindow counts the ledger entries of one open window.

@@ -390,7 +390,6 @@ func (p *processor[K]) report(d time.Duration, caughtUp bool) {
 			TopicPartition: pt.tp, Watermark: wm, Lag: pt.lag, Pending: pt.led.Pending(),
 			OpenWindows: pt.win.OpenWindows(), OpenKeys: pt.win.OpenKeys(),
 			Idle: pt.wm.Idle(), Paused: pt.paused != 0,
-			Consumed: pt.consumed, Admitted: pt.admitted, Late: pt.late, DeadLettered: pt.dead,
 		}
 		if pt.hasWritten {
 			pi.ClosedThrough = pt.written

@@ -97,9 +97,6 @@ func (m *consumerMetrics) OnWrite(i consumer.WriteInfo) {
 	}
 	m.writes.WithLabelValues(kind).Inc()
 	m.rows.WithLabelValues(kind).Add(float64(i.Rows))
-	if i.Kind == consumer.WriteClose && !i.ClosedThrough.IsZero() {
-		m.closedThrough.WithLabelValues(i.Source.Topic, partition(i.Source)).Set(unix(i.ClosedThrough))
-	}
 }
 
 // OnCommit implements consumer.HookCommit.
