@@ -34,7 +34,7 @@ func TestConfigNegativeValues(t *testing.T) {
 		t.Cleanup(func() { _ = p.Close(context.Background()) })
 		return p
 	}
-	base := Config{Kafka: unreachable(), ProcessorID: "c1"}
+	base := Config{Kafka: unreachable(), ConsumerID: "c1"}
 	configtest.Negative(t, base, ErrConfig, build, []configtest.Case[Config]{
 		{Field: "ReplicationFactor", Refused: true},
 		{Field: "MaxAttempts", Accepted: func(t *testing.T, cfg Config) {

@@ -4,7 +4,7 @@
 //
 // # Writing dead letters
 //
-// A [Producer] sends a message that a processor gave up on to its dead-letter topic (by default
+// A [Producer] sends a message that a consumer gave up on to its dead-letter topic (by default
 // "dlq.<topic>", see [Config].Topic), in the same partition number as the source, with the
 // original key, value and headers plus the headers of [dlq.DeadLetter.Headers]. The letter's Kafka
 // timestamp is its time of failure, from the injectable [Config].Clock.

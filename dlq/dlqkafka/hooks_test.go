@@ -49,7 +49,7 @@ func TestHooksReportDeliveries(t *testing.T) {
 
 func TestHooksRefusedAtNew(t *testing.T) {
 	c := kafkatest.Start(t, kafkatest.Config{})
-	_, err := dlqkafka.NewProducer(dlqkafka.Config{Kafka: c.ConfigMap(), ProcessorID: "p", Hooks: []dlqkafka.Hook{&observed{}, 42}})
+	_, err := dlqkafka.NewProducer(dlqkafka.Config{Kafka: c.ConfigMap(), ConsumerID: "p", Hooks: []dlqkafka.Hook{&observed{}, 42}})
 	require.ErrorIs(t, err, dlqkafka.ErrConfig)
 	assert.ErrorContains(t, err, "Hooks[1]: int")
 }

@@ -25,7 +25,7 @@ const (
 	defaultMaxErrorMessage = 4096
 )
 
-// Config configures a [Producer]. Kafka and ProcessorID are required. In every field, zero
+// Config configures a [Producer]. Kafka and ConsumerID are required. In every field, zero
 // means the default the field states; a negative value is accepted only where the field says
 // what it means, and NewProducer refuses it anywhere else with an error wrapping [ErrConfig]
 // that names the field.
@@ -34,8 +34,8 @@ type Config struct {
 	// producer sets enable.idempotence=true, allow.auto.create.topics=false and
 	// go.delivery.reports=true; a different value for one of these is an error.
 	Kafka kafka.ConfigMap
-	// ProcessorID identifies this processor instance in every dead letter it writes.
-	ProcessorID string
+	// ConsumerID identifies this consumer instance in every dead letter it writes.
+	ConsumerID string
 	// Topic names the dead-letter topic of a source topic. Nil means [dlq.DefaultTopic]
 	// ("dlq." + source).
 	Topic func(source string) string
@@ -111,8 +111,8 @@ func attempts(n int, backoff time.Duration) (int, time.Duration) {
 
 // NewProducer checks cfg and starts an idempotent producer.
 func NewProducer(cfg Config) (*Producer, error) {
-	if cfg.ProcessorID == "" {
-		return nil, fmt.Errorf("%w: ProcessorID is empty, expected an identifier of this processor", ErrConfig)
+	if cfg.ConsumerID == "" {
+		return nil, fmt.Errorf("%w: ConsumerID is empty, expected an identifier of this consumer", ErrConfig)
 	}
 	if len(cfg.Kafka) == 0 {
 		return nil, fmt.Errorf("%w: Kafka is empty, expected at least bootstrap.servers", ErrConfig)
@@ -221,7 +221,7 @@ func (p *Producer) Send(ctx context.Context, rec dlq.Record, cause error, done f
 // letter builds the dead letter of rec, failed with cause now, its error message bounded by
 // MaxErrorMessage.
 func (p *Producer) letter(rec dlq.Record, cause error) dlq.DeadLetter {
-	letter := dlq.NewDeadLetter(rec, cause, p.cfg.ProcessorID, p.cfg.Clock())
+	letter := dlq.NewDeadLetter(rec, cause, p.cfg.ConsumerID, p.cfg.Clock())
 	if p.cfg.MaxErrorMessage > 0 {
 		letter.ErrorMessage = dlq.TruncateMessage(letter.ErrorMessage, p.cfg.MaxErrorMessage)
 	}

@@ -45,8 +45,8 @@ func newProducer(t *testing.T, c *kafkatest.Cluster, cfg dlqkafka.Config) *dlqka
 	if cfg.Kafka == nil {
 		cfg.Kafka = c.ConfigMap()
 	}
-	if cfg.ProcessorID == "" {
-		cfg.ProcessorID = "proc-1"
+	if cfg.ConsumerID == "" {
+		cfg.ConsumerID = "proc-1"
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = fixedClock()
@@ -141,7 +141,7 @@ func fromKafkatest(hs []kafkatest.Header) []dlq.Header {
 // headers first and in order (null and empty values kept apart), then the reserved headers.
 func TestDeadLetterBytesHeadersAndPartition(t *testing.T) {
 	c := kafkatest.Start(t, kafkatest.Config{Topics: map[string]int32{"arrivals": 3, "dlq.arrivals": 3}})
-	p := newProducer(t, c, dlqkafka.Config{ProcessorID: "ov-7"})
+	p := newProducer(t, c, dlqkafka.Config{ConsumerID: "ov-7"})
 
 	var recs []dlq.Record
 	for part := int32(2); part >= 0; part-- {
@@ -172,7 +172,7 @@ func TestDeadLetterBytesHeadersAndPartition(t *testing.T) {
 			kafkatest.Header{Key: dlq.HeaderTimestamp, Value: []byte("2024-03-05T07:41:00.25Z")},
 			kafkatest.Header{Key: dlq.HeaderErrorClass, Value: []byte("schema")},
 			kafkatest.Header{Key: dlq.HeaderErrorMessage, Value: []byte("decode: field delay: expected a number")},
-			kafkatest.Header{Key: dlq.HeaderProcessor, Value: []byte("ov-7")},
+			kafkatest.Header{Key: dlq.HeaderConsumer, Value: []byte("ov-7")},
 			kafkatest.Header{Key: dlq.HeaderFailedAt, Value: []byte(t0.Add(time.Duration(i) * time.Second).Format(time.RFC3339Nano))},
 		)
 		require.Equal(t, want, m.Headers)
@@ -183,7 +183,7 @@ func TestDeadLetterBytesHeadersAndPartition(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, rec, back.Record)
 		require.Equal(t, "schema", back.ErrorClass)
-		require.Equal(t, "ov-7", back.ProcessorID)
+		require.Equal(t, "ov-7", back.ConsumerID)
 	}
 }
 
@@ -210,8 +210,8 @@ func TestDeadLetterTypeNameClassAndNullKey(t *testing.T) {
 // the next Send fails at once with the same error instead of waiting on the cluster again.
 func TestUnreachableClusterFailsFastAfterOneLookup(t *testing.T) {
 	p, err := dlqkafka.NewProducer(dlqkafka.Config{
-		Kafka:       kafka.ConfigMap{"bootstrap.servers": "127.0.0.1:1", "log_level": 0},
-		ProcessorID: "p", MetadataTimeout: 200 * time.Millisecond,
+		Kafka:      kafka.ConfigMap{"bootstrap.servers": "127.0.0.1:1", "log_level": 0},
+		ConsumerID: "p", MetadataTimeout: 200 * time.Millisecond,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {

@@ -45,7 +45,7 @@ func mkLetter(partition int32, offset int64, class string, replays int) dlq.Dead
 		Record:       source("arrivals", partition, offset),
 		ErrorClass:   class,
 		ErrorMessage: class + " failure at " + fmt.Sprint(offset),
-		ProcessorID:  "p",
+		ConsumerID:   "p",
 		FailedAt:     t0.Add(time.Duration(offset) * time.Minute),
 		ReplayCount:  replays,
 	}

@@ -83,7 +83,7 @@ func workedExample(ctx context.Context, w io.Writer, o exampleOptions) (err erro
 			defer func() { err = errors.Join(err, db.Drop(context.WithoutCancel(ctx), schema)) }()
 		}
 	}
-	dl, err := dlqkafka.NewProducer(dlqkafka.Config{Kafka: b.config(nil), ProcessorID: "credits-worked-example", CreateTopics: true})
+	dl, err := dlqkafka.NewProducer(dlqkafka.Config{Kafka: b.config(nil), ConsumerID: "credits-worked-example", CreateTopics: true})
 	if err != nil {
 		return err
 	}

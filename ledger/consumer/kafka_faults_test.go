@@ -85,7 +85,7 @@ func TestKafkaUnconfirmedDeadLetterKeepsItsOffset(t *testing.T) {
 	c := kafkatest.Start(t, kafkatest.Config{Topics: map[string]int32{"d": 1, "dlq.d": 1}})
 	fault := c.FailProduce("dlq.d", -1, nil)
 	prod, err := dlqkafka.NewProducer(dlqkafka.Config{
-		Kafka: c.ConfigMap(), ProcessorID: "test-processor", MaxAttempts: 1, RetryBackoff: 10 * time.Millisecond,
+		Kafka: c.ConfigMap(), ConsumerID: "test-consumer", MaxAttempts: 1, RetryBackoff: 10 * time.Millisecond,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = prod.Close(context.Background()) })

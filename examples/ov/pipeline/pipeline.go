@@ -209,7 +209,7 @@ func newDeadLetters(cfg Config, common kafka.ConfigMap) (*dlqkafka.Producer, err
 	}
 	p, err := dlqkafka.NewProducer(dlqkafka.Config{
 		Kafka:        prodCfg,
-		ProcessorID:  cfg.ProcessorID,
+		ConsumerID:   cfg.ProcessorID,
 		CreateTopics: cfg.CreateDLQTopics,
 		Clock:        cfg.Clock,
 		OnError: func(err error) {
