@@ -24,18 +24,6 @@ var (
 	ErrAssigned = errors.New("watermark: partition already assigned")
 )
 
-// Clock tells the time. It is consulted only by [Partition.Tick], [Set.Tick],
-// [Partition.Restore] and when a partition is created, never per event.
-type Clock interface {
-	Now() time.Time
-}
-
-// ClockFunc adapts a function such as time.Now to [Clock].
-type ClockFunc func() time.Time
-
-// Now returns f().
-func (f ClockFunc) Now() time.Time { return f() }
-
 // Config configures a [Partition] or a [Set]. In every field, zero means the
 // default the field states, and a negative value means what the field says;
 // the zero value is ready to use. A zero Partition or Set uses the zero Config.
@@ -51,9 +39,11 @@ type Config struct {
 	// Zero means 30 s; negative means never.
 	IdleTimeout time.Duration
 
-	// Clock measures idleness. Nil means the system clock (time.Now).
+	// Clock measures idleness. It is read only by [Partition.Tick], [Set.Tick],
+	// [Partition.Restore] and when a partition is created, never per event.
 	// Arrival times passed to [Partition.Observe] must come from the same clock.
-	Clock Clock
+	// Nil means time.Now.
+	Clock func() time.Time
 }
 
 // resolve fills in defaults; a negative Lateness or IdleTimeout is kept (none, never).
@@ -65,7 +55,7 @@ func (c Config) resolve() Config {
 		c.IdleTimeout = defaultIdleTimeout
 	}
 	if c.Clock == nil {
-		c.Clock = ClockFunc(time.Now)
+		c.Clock = time.Now
 	}
 	return c
 }
@@ -95,7 +85,7 @@ func (c *Config) now() time.Time {
 	if c.Clock == nil {
 		return time.Now()
 	}
-	return c.Clock.Now()
+	return c.Clock()
 }
 
 // resolved returns c with the defaults filled in, for reading back.
@@ -105,7 +95,7 @@ func (c *Config) resolved() Config {
 		r.Lateness = c.Lateness // none, not the default a zero would read back as
 	}
 	if r.Clock == nil {
-		r.Clock = ClockFunc(time.Now)
+		r.Clock = time.Now
 	}
 	return r
 }

@@ -28,10 +28,11 @@ func TestConfigDefaults(t *testing.T) {
 
 func TestConfigKeepsExplicitValues(t *testing.T) {
 	clock := newFakeClock(t0)
-	p := watermark.NewPartition(watermark.Config{Lateness: time.Second, IdleTimeout: time.Minute, Clock: clock})
+	p := watermark.NewPartition(watermark.Config{Lateness: time.Second, IdleTimeout: time.Minute, Clock: clock.Now})
 	assert.Equal(t, time.Second, p.Config().Lateness)
 	assert.Equal(t, time.Minute, p.Config().IdleTimeout)
-	assert.Same(t, clock, p.Config().Clock)
+	clock.Advance(time.Hour)
+	assert.Equal(t, at(time.Hour), p.Config().Clock(), "the configured clock reads back")
 
 	p.Observe(at(10*time.Second), t0)
 	assert.Equal(t, at(9*time.Second), wmOf(t, p), "lateness of 1 s applies")
@@ -45,7 +46,7 @@ func TestConfigNegativeValues(t *testing.T) {
 		watermark.NewSet[int](cfg)
 		return nil
 	}
-	configtest.Negative(t, watermark.Config{Clock: newFakeClock(t0)}, nil, build, []configtest.Case[watermark.Config]{
+	configtest.Negative(t, watermark.Config{Clock: newFakeClock(t0).Now}, nil, build, []configtest.Case[watermark.Config]{
 		{Field: "Lateness", Accepted: func(t *testing.T, cfg watermark.Config) {
 			p := watermark.NewPartition(cfg)
 			assert.Equal(t, time.Duration(-1), p.Config().Lateness, "reads back as none, not as the default")
@@ -54,7 +55,7 @@ func TestConfigNegativeValues(t *testing.T) {
 		}},
 		{Field: "IdleTimeout", Accepted: func(t *testing.T, cfg watermark.Config) {
 			clock := newFakeClock(t0)
-			cfg.Clock = clock
+			cfg.Clock = clock.Now
 			p := watermark.NewPartition(cfg)
 			p.Observe(at(10*time.Second), clock.Now())
 			p.SetCaughtUp(true)
@@ -64,11 +65,6 @@ func TestConfigNegativeValues(t *testing.T) {
 			assert.Equal(t, at(10*time.Second-defaultLateness), wmOf(t, p), "no idle advance")
 		}},
 	})
-}
-
-func TestClockFunc(t *testing.T) {
-	var c watermark.Clock = watermark.ClockFunc(func() time.Time { return t0 })
-	assert.Equal(t, t0, c.Now())
 }
 
 // A zero Partition or Set behaves as one made from the zero Config, and

@@ -38,9 +38,9 @@ func (c *fakeClock) Advance(d time.Duration) { c.now = c.now.Add(d) }
 
 // newPartition returns a fresh partition with the given lateness and idle
 // timeout (zero for defaults) on clock.
-func newPartition(t testing.TB, clock watermark.Clock, lateness, idle time.Duration) *watermark.Partition {
+func newPartition(t testing.TB, clock *fakeClock, lateness, idle time.Duration) *watermark.Partition {
 	t.Helper()
-	p := watermark.NewPartition(watermark.Config{Lateness: lateness, IdleTimeout: idle, Clock: clock})
+	p := watermark.NewPartition(watermark.Config{Lateness: lateness, IdleTimeout: idle, Clock: clock.Now})
 	return p
 }
 

@@ -15,9 +15,9 @@ type tp struct {
 	partition int32
 }
 
-func newSet(t *testing.T, clock watermark.Clock) *watermark.Set[tp] {
+func newSet(t *testing.T, clock *fakeClock) *watermark.Set[tp] {
 	t.Helper()
-	s := watermark.NewSet[tp](watermark.Config{IdleTimeout: idleTimeout, Clock: clock})
+	s := watermark.NewSet[tp](watermark.Config{IdleTimeout: idleTimeout, Clock: clock.Now})
 	return s
 }
 

@@ -502,7 +502,7 @@ func (s *settings[K]) parts() error {
 	if s.Logger == nil {
 		s.Logger = slog.Default()
 	}
-	s.wm = watermark.Config{Lateness: s.Lateness, IdleTimeout: s.IdleTimeout, Clock: watermark.ClockFunc(s.Clock)}
+	s.wm = watermark.Config{Lateness: s.Lateness, IdleTimeout: s.IdleTimeout, Clock: s.Clock}
 	s.win = window.Config[K]{Size: s.WindowSize, Retain: s.RetainKey}
 	if t, ok := s.Sink.(tables); ok {
 		agg, states := t.Tables()
