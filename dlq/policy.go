@@ -53,15 +53,15 @@ type Policy struct {
 	Limit int
 }
 
-// Validate reports a setting that cannot be used, wrapping [ErrInvalid].
+// Validate reports a setting that cannot be used, wrapping [ErrConfig] and naming the field.
 func (p Policy) Validate() error {
 	switch {
 	case p.MaxReplays < 0:
-		return fmt.Errorf("%w: Policy.MaxReplays: expected >= 0 (0 for %d), found %d", ErrInvalid, defaultMaxReplays, p.MaxReplays)
+		return fmt.Errorf("%w: Policy.MaxReplays: expected >= 0 (0 for %d), found %d", ErrConfig, defaultMaxReplays, p.MaxReplays)
 	case p.Limit < 0:
-		return fmt.Errorf("%w: Policy.Limit: expected >= 0 (0 for no limit), found %d", ErrInvalid, p.Limit)
+		return fmt.Errorf("%w: Policy.Limit: expected >= 0 (0 for no limit), found %d", ErrConfig, p.Limit)
 	case !p.FailedFrom.IsZero() && !p.FailedBefore.IsZero() && !p.FailedFrom.Before(p.FailedBefore):
-		return fmt.Errorf("%w: Policy: expected FailedFrom (%s) before FailedBefore (%s)", ErrInvalid,
+		return fmt.Errorf("%w: Policy: expected FailedFrom (%s) before FailedBefore (%s)", ErrConfig,
 			p.FailedFrom.UTC().Format(time.RFC3339Nano), p.FailedBefore.UTC().Format(time.RFC3339Nano))
 	}
 	return nil

@@ -59,7 +59,7 @@ func TestPolicyValidate(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := p.Validate()
-			require.ErrorIs(t, err, dlq.ErrInvalid)
+			require.ErrorIs(t, err, dlq.ErrConfig)
 			require.Contains(t, err.Error(), "expected")
 		})
 	}
@@ -68,7 +68,7 @@ func TestPolicyValidate(t *testing.T) {
 // Every signed numeric field of Policy at -1 is refused, naming the field: a replay needs a
 // limit on replays, and a negative Limit means nothing.
 func TestPolicyNegativeValues(t *testing.T) {
-	configtest.Negative(t, dlq.Policy{}, dlq.ErrInvalid, dlq.Policy.Validate, []configtest.Case[dlq.Policy]{
+	configtest.Negative(t, dlq.Policy{}, dlq.ErrConfig, dlq.Policy.Validate, []configtest.Case[dlq.Policy]{
 		{Field: "MaxReplays", Refused: true},
 		{Field: "Limit", Refused: true},
 	})
