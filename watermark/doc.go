@@ -50,10 +50,10 @@
 //
 // so the windows of a quiet partition close and commit instead of waiting for
 // its next message. Because it needs the partition to be caught up, the
-// advance never overtakes unread data. [Partition.Tick] and
-// [Partition.IdleAdvanced] report an advance: the caller writes it to P's
-// progress (and commit metadata) before deciding any later message of P, so
-// that a replay decides exactly as the first run did. The next message ends
+// advance never overtakes unread data. [Partition.Tick] and [Set.Tick]
+// report an advance: the caller writes it to P's progress (and commit
+// metadata) before deciding any later message of P, so that a replay decides
+// exactly as the first run did. The next message ends
 // idleness; if it belongs to a window the advance closed, it is late.
 //
 // # Global watermark

@@ -51,7 +51,6 @@ func TestIdleAdvance(t *testing.T) {
 			assert.Equal(t, tt.wantIdle, p.Idle())
 			assert.Equal(t, tt.wantWM, wmOf(t, p))
 			assert.Equal(t, tt.wantIdle, advanced, "an idle partition with data advances")
-			assert.Equal(t, advanced, p.IdleAdvanced())
 		})
 	}
 }
@@ -76,7 +75,6 @@ func TestIdleAdvanceFollowsFormulaAcrossTicks(t *testing.T) {
 	// A tick at the same instant changes nothing and reports no advance.
 	before := wmOf(t, p)
 	assert.False(t, p.Tick())
-	assert.False(t, p.IdleAdvanced())
 	assert.True(t, p.Idle())
 	assert.Equal(t, before, wmOf(t, p))
 }

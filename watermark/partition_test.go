@@ -46,7 +46,6 @@ func TestFreshPartitionHasNoWatermark(t *testing.T) {
 	assert.False(t, p.IsLate(time.Time{}), "with wm unknown nothing is late, not even the oldest window")
 	assert.False(t, p.Idle())
 	assert.False(t, p.CaughtUp())
-	assert.False(t, p.IdleAdvanced())
 }
 
 func TestWatermarkIsUTCWithoutMonotonicReading(t *testing.T) {

@@ -92,8 +92,6 @@ func TestSetTick(t *testing.T) {
 	clock.Advance(idleTimeout)
 	assert.Equal(t, []tp{keys[1], keys[3]}, s.Tick(), "advanced keys, in assignment order")
 	assert.Equal(t, 1, clock.reads, "one clock read per Tick, whatever the number of partitions")
-	assert.True(t, part(keys[1]).IdleAdvanced())
-	assert.False(t, part(keys[0]).IdleAdvanced())
 	assert.Equal(t, at(time.Minute+idleTimeout-defaultLateness), wmOf(t, part(keys[1])))
 
 	part(keys[1]).Observe(at(time.Hour), clock.Now()) // rejoins
