@@ -6,19 +6,19 @@
 //
 // # Dead letters
 //
-// A message that a processor cannot handle (it fails to decode or validate) goes to the
+// A message that a consumer cannot handle (it fails to decode or validate) goes to the
 // dead-letter topic of its source, by default [DefaultTopic] ("dlq.<topic>"), in the SAME
 // partition number as the source, with its original key, value and headers. So the dead-letter
 // topic has the source's partition count and a replay keeps each partition's order (Kafka
 // Connect's one-partition DLQ loses it). [NewDeadLetter] builds the [DeadLetter]: the original
-// [Record] plus the failure's class and message, the processor and the time of failure.
+// [Record] plus the failure's class and message, the consumer and the time of failure.
 //
 // # Headers
 //
 // [DeadLetter.Headers] writes the original headers first, in order, then headers with the
 // reserved prefix [HeaderPrefix] ("__streamledger.dlq."), modelled on Kafka Connect's
 // `__connect.errors.*`: [HeaderVersion], [HeaderTopic], [HeaderPartition], [HeaderOffset],
-// [HeaderTimestamp], [HeaderErrorClass], [HeaderErrorMessage], [HeaderProcessor],
+// [HeaderTimestamp], [HeaderErrorClass], [HeaderErrorMessage], [HeaderConsumer],
 // [HeaderFailedAt] and [HeaderReplayCount]. Values are text, readable with any Kafka tool.
 // [Decode] reads them back; it never panics on garbage and says which header was wrong and what
 // it found ([*HeaderError], [ErrNotDeadLetter]).

@@ -12,8 +12,10 @@ var (
 	// ErrBadHeader is wrapped by every [*HeaderError].
 	ErrBadHeader = errors.New("dlq: malformed dead-letter header")
 	// ErrInvalid means a value passed to this package cannot be used as it is (an empty topic, a
-	// negative partition, an out-of-range setting).
+	// negative partition, a malformed topic name).
 	ErrInvalid = errors.New("dlq: invalid argument")
+	// ErrConfig means a [Policy] cannot be used; the message names the field and says why.
+	ErrConfig = errors.New("dlq: invalid configuration")
 )
 
 // HeaderError describes a reserved header that is missing, repeated or malformed.

@@ -18,14 +18,14 @@ func (e *ValidationError) ErrorClass() string { return "validation" }
 
 func ExampleNewDeadLetter() {
 	rec := dlq.Record{
-		Topic: "arrivals", Partition: 3, Offset: 1042,
-		Key: []byte("line-42"), Value: []byte(`{"delay":"soon"}`),
+		Topic: "events", Partition: 3, Offset: 1042,
+		Key: []byte("key-42"), Value: []byte(`{"delay":"soon"}`),
 		Headers: []dlq.Header{{Key: "trace-id", Value: []byte("abc")}},
 	}
 	cause := fmt.Errorf("decode: %w", &ValidationError{Field: "delay"})
 	failedAt := time.Date(2024, 3, 5, 7, 42, 13, 0, time.UTC)
 
-	d := dlq.NewDeadLetter(rec, cause, "ov-processor-1", failedAt)
+	d := dlq.NewDeadLetter(rec, cause, "consumer-1", failedAt)
 	headers, err := d.Headers()
 	if err != nil {
 		panic(err)
@@ -35,15 +35,15 @@ func ExampleNewDeadLetter() {
 		fmt.Printf("%s: %s\n", h.Key, h.Value)
 	}
 	// Output:
-	// to dlq.arrivals partition 3
+	// to dlq.events partition 3
 	// trace-id: abc
 	// __streamledger.dlq.version: 1
-	// __streamledger.dlq.topic: arrivals
+	// __streamledger.dlq.topic: events
 	// __streamledger.dlq.partition: 3
 	// __streamledger.dlq.offset: 1042
 	// __streamledger.dlq.error.class: validation
 	// __streamledger.dlq.error.message: decode: invalid field delay
-	// __streamledger.dlq.processor: ov-processor-1
+	// __streamledger.dlq.consumer: consumer-1
 	// __streamledger.dlq.failed.at: 2024-03-05T07:42:13Z
 }
 
@@ -51,13 +51,13 @@ func ExampleDecode() {
 	headers := []dlq.Header{
 		{Key: "trace-id", Value: []byte("abc")},
 		{Key: dlq.HeaderVersion, Value: []byte("1")},
-		{Key: dlq.HeaderTopic, Value: []byte("arrivals")},
+		{Key: dlq.HeaderTopic, Value: []byte("events")},
 		{Key: dlq.HeaderPartition, Value: []byte("3")},
 		{Key: dlq.HeaderOffset, Value: []byte("1042")},
 		{Key: dlq.HeaderErrorClass, Value: []byte("validation")},
 		{Key: dlq.HeaderReplayCount, Value: []byte("1")},
 	}
-	d, err := dlq.Decode([]byte("line-42"), []byte(`{"delay":"soon"}`), headers)
+	d, err := dlq.Decode([]byte("key-42"), []byte(`{"delay":"soon"}`), headers)
 	if err != nil {
 		panic(err)
 	}
@@ -66,13 +66,13 @@ func ExampleDecode() {
 
 	_, err = dlq.Decode(nil, nil, []dlq.Header{
 		{Key: dlq.HeaderVersion, Value: []byte("1")},
-		{Key: dlq.HeaderTopic, Value: []byte("arrivals")},
+		{Key: dlq.HeaderTopic, Value: []byte("events")},
 		{Key: dlq.HeaderPartition, Value: []byte("three")},
 		{Key: dlq.HeaderOffset, Value: []byte("1042")},
 	})
 	fmt.Println(errors.Is(err, dlq.ErrBadHeader), err)
 	// Output:
-	// arrivals/3@1042 validation 1
+	// events/3@1042 validation 1
 	// republished with [{trace-id abc} {__streamledger.dlq.replay.count 2}]
 	// true dlq: header __streamledger.dlq.partition: expected a partition in decimal, 0 to 2147483647, found "three"
 }
@@ -88,7 +88,7 @@ func ExampleErrorClass() {
 
 func ExamplePolicy() {
 	p := dlq.Policy{MaxReplays: 2, Classes: []string{"validation"}, Limit: 10}
-	fresh := dlq.DeadLetter{Record: dlq.Record{Topic: "arrivals"}, ErrorClass: "validation"}
+	fresh := dlq.DeadLetter{Record: dlq.Record{Topic: "events"}, ErrorClass: "validation"}
 	looping := fresh
 	looping.ReplayCount = 2
 	other := fresh
@@ -105,7 +105,7 @@ func ExampleReport() {
 	p := dlq.Policy{}
 	for i, class := range []string{"validation", "schema", "validation", "validation"} {
 		d := dlq.DeadLetter{
-			Record:       dlq.Record{Topic: "arrivals", Offset: int64(i)},
+			Record:       dlq.Record{Topic: "events", Offset: int64(i)},
 			ErrorClass:   class,
 			ErrorMessage: class + " failed",
 			FailedAt:     t0.Add(time.Duration(i) * time.Minute),

@@ -34,9 +34,9 @@ const (
 	HeaderErrorClass = HeaderPrefix + "error.class"
 	// HeaderErrorMessage is the failure's message (err.Error()).
 	HeaderErrorMessage = HeaderPrefix + "error.message"
-	// HeaderProcessor identifies the processor instance that dead-lettered the message.
-	HeaderProcessor = HeaderPrefix + "processor"
-	// HeaderFailedAt is when the processor gave up on the message.
+	// HeaderConsumer identifies the consumer instance that dead-lettered the message.
+	HeaderConsumer = HeaderPrefix + "consumer"
+	// HeaderFailedAt is when the consumer gave up on the message.
 	HeaderFailedAt = HeaderPrefix + "failed.at"
 	// HeaderReplayCount is how many times the message has been replayed from a dead-letter topic.
 	// Unlike the other reserved headers it travels with a replayed message, so that a message
@@ -76,7 +76,7 @@ func (d DeadLetter) Headers() ([]Header, error) {
 	}
 	// Every reserved value is cut from one buffer: two allocations per letter instead of one
 	// per header. The three-index slices keep an append to one value from overwriting the next.
-	buf := make([]byte, 0, len(Version)+len(d.Topic)+len(d.ErrorClass)+len(d.ErrorMessage)+len(d.ProcessorID)+2*len(timeLayout)+3*20)
+	buf := make([]byte, 0, len(Version)+len(d.Topic)+len(d.ErrorClass)+len(d.ErrorMessage)+len(d.ConsumerID)+2*len(timeLayout)+3*20)
 	add := func(key string, appendValue func([]byte) []byte) {
 		start := len(buf)
 		buf = appendValue(buf)
@@ -97,7 +97,7 @@ func (d DeadLetter) Headers() ([]Header, error) {
 	}
 	add(HeaderErrorClass, appendString(d.ErrorClass))
 	add(HeaderErrorMessage, appendString(d.ErrorMessage))
-	add(HeaderProcessor, appendString(d.ProcessorID))
+	add(HeaderConsumer, appendString(d.ConsumerID))
 	if !d.FailedAt.IsZero() {
 		add(HeaderFailedAt, appendTime(d.FailedAt))
 	}
@@ -223,14 +223,14 @@ func Decode(key, value []byte, headers []Header) (DeadLetter, error) {
 	}
 	d.ErrorClass = string(raw[hErrorClass])
 	d.ErrorMessage = string(raw[hErrorMessage])
-	d.ProcessorID = string(raw[hProcessor])
+	d.ConsumerID = string(raw[hConsumer])
 	return d, nil
 }
 
 // known lists the reserved headers Decode understands; the h* constants index it.
 var known = [...]string{
 	HeaderVersion, HeaderTopic, HeaderPartition, HeaderOffset, HeaderTimestamp,
-	HeaderErrorClass, HeaderErrorMessage, HeaderProcessor, HeaderFailedAt, HeaderReplayCount,
+	HeaderErrorClass, HeaderErrorMessage, HeaderConsumer, HeaderFailedAt, HeaderReplayCount,
 }
 
 const (
@@ -241,7 +241,7 @@ const (
 	hTimestamp
 	hErrorClass
 	hErrorMessage
-	hProcessor
+	hConsumer
 	hFailedAt
 	hReplayCount
 )

@@ -35,7 +35,7 @@ func sampleLetter() dlq.DeadLetter {
 		},
 		ErrorClass:   "schema",
 		ErrorMessage: "field \"delay\": expected a number, found \"soon\"",
-		ProcessorID:  "ov-1",
+		ConsumerID:   "ov-1",
 		FailedAt:     failedAt,
 		ReplayCount:  2,
 	}
@@ -64,7 +64,7 @@ func TestHeadersLayout(t *testing.T) {
 		dlq.HeaderTimestamp:    "2024-03-05T07:41:59.25Z",
 		dlq.HeaderErrorClass:   "schema",
 		dlq.HeaderErrorMessage: `field "delay": expected a number, found "soon"`,
-		dlq.HeaderProcessor:    "ov-1",
+		dlq.HeaderConsumer:     "ov-1",
 		dlq.HeaderFailedAt:     "2024-03-05T07:42:13.123456789Z",
 		dlq.HeaderReplayCount:  "2",
 	}
@@ -348,7 +348,7 @@ func TestNewDeadLetter(t *testing.T) {
 		},
 		ErrorClass:   "*strconv.NumError",
 		ErrorMessage: `strconv.Atoi: parsing "x": invalid syntax`,
-		ProcessorID:  "proc-1",
+		ConsumerID:   "proc-1",
 		FailedAt:     failedAt,
 		ReplayCount:  4,
 	}, d)

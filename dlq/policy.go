@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// DefaultMaxReplays is the replay limit of a [Policy] whose MaxReplays is zero.
-const DefaultMaxReplays = 3
+// defaultMaxReplays is the replay limit of a [Policy] whose MaxReplays is zero.
+const defaultMaxReplays = 3
 
 // Decision is what a replay does with one dead letter.
 type Decision uint8
@@ -34,11 +34,12 @@ func (d Decision) String() string {
 }
 
 // Policy decides which dead letters a replay republishes. The zero Policy replays every letter
-// that has been replayed fewer than [DefaultMaxReplays] times.
+// that has been replayed fewer than 3 times. In every field, zero means the default the field
+// states; a negative value is refused ([Policy.Validate]).
 type Policy struct {
-	// MaxReplays refuses a letter whose ReplayCount is MaxReplays or more. Zero means
-	// [DefaultMaxReplays]; negative is invalid: a replay without a limit can loop forever on a
-	// message that always fails.
+	// MaxReplays refuses a letter whose ReplayCount is MaxReplays or more: a replay without a
+	// limit can loop forever on a message that always fails. Zero means 3; a negative value is
+	// refused.
 	MaxReplays int
 	// FailedFrom selects letters with FailedAt at or after it; zero means no lower bound.
 	FailedFrom time.Time
@@ -47,28 +48,29 @@ type Policy struct {
 	FailedBefore time.Time
 	// Classes selects letters whose ErrorClass is one of these; empty means every class.
 	Classes []string
-	// Limit stops a replay once this many letters have been replayed; zero means no limit.
+	// Limit stops a replay once this many letters have been replayed. Zero means no limit; a
+	// negative value is refused.
 	Limit int
 }
 
-// Validate reports a setting that cannot be used, wrapping [ErrInvalid].
+// Validate reports a setting that cannot be used, wrapping [ErrConfig] and naming the field.
 func (p Policy) Validate() error {
 	switch {
 	case p.MaxReplays < 0:
-		return fmt.Errorf("%w: MaxReplays: expected >= 0 (0 for the default %d), found %d", ErrInvalid, DefaultMaxReplays, p.MaxReplays)
+		return fmt.Errorf("%w: Policy.MaxReplays: expected >= 0 (0 for %d), found %d", ErrConfig, defaultMaxReplays, p.MaxReplays)
 	case p.Limit < 0:
-		return fmt.Errorf("%w: Limit: expected >= 0 (0 for no limit), found %d", ErrInvalid, p.Limit)
+		return fmt.Errorf("%w: Policy.Limit: expected >= 0 (0 for no limit), found %d", ErrConfig, p.Limit)
 	case !p.FailedFrom.IsZero() && !p.FailedBefore.IsZero() && !p.FailedFrom.Before(p.FailedBefore):
-		return fmt.Errorf("%w: expected FailedFrom (%s) before FailedBefore (%s)", ErrInvalid,
+		return fmt.Errorf("%w: Policy: expected FailedFrom (%s) before FailedBefore (%s)", ErrConfig,
 			p.FailedFrom.UTC().Format(time.RFC3339Nano), p.FailedBefore.UTC().Format(time.RFC3339Nano))
 	}
 	return nil
 }
 
-// MaxReplaysOrDefault returns MaxReplays, or [DefaultMaxReplays] when it is zero.
-func (p Policy) MaxReplaysOrDefault() int {
+// maxReplays returns MaxReplays, or defaultMaxReplays when it is zero.
+func (p Policy) maxReplays() int {
 	if p.MaxReplays == 0 {
-		return DefaultMaxReplays
+		return defaultMaxReplays
 	}
 	return p.MaxReplays
 }
@@ -84,7 +86,7 @@ func (p Policy) Decide(d DeadLetter, replayed int) Decision {
 	if !p.selects(d) {
 		return Skip
 	}
-	if d.ReplayCount >= p.MaxReplaysOrDefault() {
+	if d.ReplayCount >= p.maxReplays() {
 		return Refuse
 	}
 	return Replay

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/dlq"
+	"github.com/streamledger/streamledger/internal/configtest"
 )
 
 func letter(class string, failed time.Time, replays int) dlq.DeadLetter {
@@ -23,8 +24,8 @@ func TestPolicyDecide(t *testing.T) {
 		want     dlq.Decision
 	}{
 		{"zero policy replays", dlq.Policy{}, letter("x", t0, 0), 0, dlq.Replay},
-		{"zero policy refuses at the default limit", dlq.Policy{}, letter("x", t0, dlq.DefaultMaxReplays), 0, dlq.Refuse},
-		{"below the default limit", dlq.Policy{}, letter("x", t0, dlq.DefaultMaxReplays-1), 0, dlq.Replay},
+		{"zero policy refuses at the default limit", dlq.Policy{}, letter("x", t0, 3), 0, dlq.Refuse},
+		{"below the default limit", dlq.Policy{}, letter("x", t0, 3-1), 0, dlq.Replay},
 		{"custom limit", dlq.Policy{MaxReplays: 1}, letter("x", t0, 1), 0, dlq.Refuse},
 		{"custom limit not reached", dlq.Policy{MaxReplays: 5}, letter("x", t0, 4), 0, dlq.Replay},
 		{"class selected", dlq.Policy{Classes: []string{"a", "x"}}, letter("x", t0, 0), 0, dlq.Replay},
@@ -58,10 +59,19 @@ func TestPolicyValidate(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := p.Validate()
-			require.ErrorIs(t, err, dlq.ErrInvalid)
+			require.ErrorIs(t, err, dlq.ErrConfig)
 			require.Contains(t, err.Error(), "expected")
 		})
 	}
+}
+
+// Every signed numeric field of Policy at -1 is refused, naming the field: a replay needs a
+// limit on replays, and a negative Limit means nothing.
+func TestPolicyNegativeValues(t *testing.T) {
+	configtest.Negative(t, dlq.Policy{}, dlq.ErrConfig, dlq.Policy.Validate, []configtest.Case[dlq.Policy]{
+		{Field: "MaxReplays", Refused: true},
+		{Field: "Limit", Refused: true},
+	})
 }
 
 func TestDecisionString(t *testing.T) {

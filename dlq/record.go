@@ -19,7 +19,7 @@ type Record struct {
 	Headers []Header
 }
 
-// DeadLetter is a message that a processor gave up on, with why, where and when. Its Record
+// DeadLetter is a message that a consumer gave up on, with why, where and when. Its Record
 // holds the original message; Record.Headers never holds a reserved header (see [HeaderPrefix]).
 type DeadLetter struct {
 	Record
@@ -27,8 +27,8 @@ type DeadLetter struct {
 	ErrorClass string
 	// ErrorMessage is the failure's text.
 	ErrorMessage string
-	// ProcessorID identifies the processor instance that gave up.
-	ProcessorID string
+	// ConsumerID identifies the consumer instance that gave up.
+	ConsumerID string
 	// FailedAt is when it gave up, in UTC.
 	FailedAt time.Time
 	// ReplayCount is how many times the original message had been replayed from a dead-letter
@@ -41,12 +41,12 @@ type DeadLetter struct {
 // read from rec's [HeaderReplayCount] (a malformed one counts as 0) and every reserved header is
 // left out of the letter's Record.Headers; rec itself is not modified. Messages can be long:
 // see [TruncateMessage].
-func NewDeadLetter(rec Record, cause error, processorID string, failedAt time.Time) DeadLetter {
+func NewDeadLetter(rec Record, cause error, consumerID string, failedAt time.Time) DeadLetter {
 	d := DeadLetter{
-		Record:      rec,
-		ErrorClass:  ErrorClass(cause),
-		ProcessorID: processorID,
-		FailedAt:    failedAt.UTC(),
+		Record:     rec,
+		ErrorClass: ErrorClass(cause),
+		ConsumerID: consumerID,
+		FailedAt:   failedAt.UTC(),
 	}
 	if cause != nil {
 		d.ErrorMessage = cause.Error()

@@ -12,7 +12,7 @@ import (
 func Example_windowedConsumer() {
 	const size, lateness = 5 * time.Minute, 2 * time.Minute
 	tr := ledger.NewTracker()
-	tp := ledger.TopicPartition{Topic: "arrival-predictions", Partition: 0}
+	tp := ledger.TopicPartition{Topic: "events", Partition: 0}
 	p, _ := tr.Assign(tp, -1)
 
 	start := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)

@@ -119,8 +119,8 @@ func (t *Tracker) MarkCommitted(cs ...Commit) {
 	}
 }
 
-// Pending returns the number of entries pending over all partitions: what
-// processor_uncommitted_messages exports.
+// Pending returns the number of entries pending over all partitions: the depth of the
+// ledgers, which a consumer exports as its uncommitted messages.
 func (t *Tracker) Pending() int64 {
 	var n int64
 	for _, tr := range t.parts {

@@ -1,9 +1,6 @@
 package sink
 
-import (
-	"fmt"
-	"time"
-)
+import "fmt"
 
 // Hook is a value that implements one or more of the Hook* interfaces of this package: the
 // metrics of a sink implementation, reported to whoever observes it. Implementations find
@@ -47,15 +44,12 @@ type WriteCloseInfo struct {
 	// Attempts counts the transactions tried; above 1, the earlier ones failed with
 	// transient errors and were retried.
 	Attempts int
-	// Duration is the call's, retries and their backoff included.
-	Duration time.Duration
 	// Err is what the call returned.
 	Err error
 }
 
 // UpsertLatestInfo describes the rows of one table in one UpsertLatest call: a call that
-// writes several tables is reported once per table, each with the call's Attempts, Duration
-// and Err.
+// writes several tables is reported once per table, each with the call's Attempts and Err.
 type UpsertLatestInfo struct {
 	Table string
 	// Rows counts the rows sent, after the batch was collapsed to the newest row per key;
@@ -64,7 +58,6 @@ type UpsertLatestInfo struct {
 	Rows int
 	// Attempts counts the transactions tried (see [WriteCloseInfo.Attempts]).
 	Attempts int
-	Duration time.Duration
 	Err      error
 }
 
@@ -107,7 +100,6 @@ func ReportUpsertLatest(hooks []Hook, info UpsertLatestInfo) {
 // write returns the attempts it made.
 func UpsertLatestCall(hooks []Hook, rows []StateRow, spec func(table string) (StateSpec, bool),
 	write func(groups [][]StateRow) (attempts int, err error)) error {
-	start := time.Now()
 	groups, err := PrepareLatest(rows, spec)
 	attempts := 0
 	if err == nil && len(groups) > 0 {
@@ -116,7 +108,7 @@ func UpsertLatestCall(hooks []Hook, rows []StateRow, spec func(table string) (St
 	if len(hooks) == 0 {
 		return err
 	}
-	info := UpsertLatestInfo{Attempts: attempts, Duration: time.Since(start), Err: err}
+	info := UpsertLatestInfo{Attempts: attempts, Err: err}
 	if err != nil || len(groups) == 0 {
 		if len(rows) > 0 {
 			info.Table = rows[0].Table

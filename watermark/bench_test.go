@@ -85,7 +85,7 @@ func BenchmarkSetTickMin(b *testing.B) {
 	for _, n := range []int{16, 256} {
 		b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) {
 			clock := newFakeClock(t0)
-			s := watermark.NewSet[int](watermark.Config{Clock: clock})
+			s := watermark.NewSet[int](watermark.Config{Clock: clock.Now})
 			for k := range n {
 				p, _ := s.Assign(k, watermark.RestorePoint{})
 				p.Observe(at(time.Duration(k)*time.Second), t0)

@@ -5,12 +5,12 @@ import (
 	"time"
 )
 
-// DefaultLateness is the allowed lateness used when [Config.Lateness] is zero: 120 s, so
-// that a 5-minute window is written about 7 minutes after it opens.
-const DefaultLateness = 120 * time.Second
-
-// DefaultIdleTimeout is the idle timeout used when [Config.IdleTimeout] is zero.
-const DefaultIdleTimeout = 30 * time.Second
+// The defaults of the zero Config: 120 s of lateness, so that a 5-minute window is written
+// about 7 minutes after it opens, and 30 s of idle timeout.
+const (
+	defaultLateness    = 120 * time.Second
+	defaultIdleTimeout = 30 * time.Second
+)
 
 // Errors returned for misuse. They are wrapped with details; test with [errors.Is].
 var (
@@ -24,48 +24,38 @@ var (
 	ErrAssigned = errors.New("watermark: partition already assigned")
 )
 
-// Clock tells the time. It is consulted only by [Partition.Tick], [Set.Tick],
-// [Partition.Restore] and when a partition is created, never per event.
-type Clock interface {
-	Now() time.Time
-}
-
-// ClockFunc adapts a function such as time.Now to [Clock].
-type ClockFunc func() time.Time
-
-// Now returns f().
-func (f ClockFunc) Now() time.Time { return f() }
-
-// Config configures a [Partition] or a [Set]. The zero value is ready to use:
-// 120 s lateness, 30 s idle timeout, the system clock. A zero Partition or Set
-// uses the zero Config.
+// Config configures a [Partition] or a [Set]. In every field, zero means the
+// default the field states, and a negative value means what the field says;
+// the zero value is ready to use. A zero Partition or Set uses the zero Config.
 type Config struct {
 	// Lateness is the allowed lateness: wm(P) trails the maximum event time
-	// seen in P by this much. Zero means [DefaultLateness]; negative means none:
-	// the watermark is the maximum event time.
+	// seen in P by this much. Zero means 120 s; negative means none: the
+	// watermark is the maximum event time.
 	Lateness time.Duration
 
 	// IdleTimeout is how long a caught-up partition must go without a message
-	// before it is idle. Zero means [DefaultIdleTimeout]; negative means never.
-	// A partition whose caller never reports it caught up (see
-	// [Partition.SetPosition]) never becomes idle, whatever the timeout.
+	// before it is idle. A partition whose caller never reports it caught up
+	// (see [Partition.SetPosition]) never becomes idle, whatever the timeout.
+	// Zero means 30 s; negative means never.
 	IdleTimeout time.Duration
 
-	// Clock measures idleness. Nil means the system clock (time.Now).
+	// Clock measures idleness. It is read only by [Partition.Tick], [Set.Tick],
+	// [Partition.Restore] and when a partition is created, never per event.
 	// Arrival times passed to [Partition.Observe] must come from the same clock.
-	Clock Clock
+	// Nil means time.Now.
+	Clock func() time.Time
 }
 
 // resolve fills in defaults; a negative Lateness or IdleTimeout is kept (none, never).
 func (c Config) resolve() Config {
 	if c.Lateness == 0 {
-		c.Lateness = DefaultLateness
+		c.Lateness = defaultLateness
 	}
 	if c.IdleTimeout == 0 {
-		c.IdleTimeout = DefaultIdleTimeout
+		c.IdleTimeout = defaultIdleTimeout
 	}
 	if c.Clock == nil {
-		c.Clock = ClockFunc(time.Now)
+		c.Clock = time.Now
 	}
 	return c
 }
@@ -76,7 +66,7 @@ func (c Config) resolve() Config {
 func (c *Config) lateness() time.Duration {
 	switch {
 	case c.Lateness == 0:
-		return DefaultLateness
+		return defaultLateness
 	case c.Lateness < 0:
 		return 0
 	}
@@ -86,7 +76,7 @@ func (c *Config) lateness() time.Duration {
 // idleTimeout is negative when partitions never go idle.
 func (c *Config) idleTimeout() time.Duration {
 	if c.IdleTimeout == 0 {
-		return DefaultIdleTimeout
+		return defaultIdleTimeout
 	}
 	return c.IdleTimeout
 }
@@ -95,7 +85,7 @@ func (c *Config) now() time.Time {
 	if c.Clock == nil {
 		return time.Now()
 	}
-	return c.Clock.Now()
+	return c.Clock()
 }
 
 // resolved returns c with the defaults filled in, for reading back.
@@ -105,7 +95,7 @@ func (c *Config) resolved() Config {
 		r.Lateness = c.Lateness // none, not the default a zero would read back as
 	}
 	if r.Clock == nil {
-		r.Clock = ClockFunc(time.Now)
+		r.Clock = time.Now
 	}
 	return r
 }

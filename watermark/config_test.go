@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/internal/configtest"
 	"github.com/streamledger/streamledger/watermark"
 )
 
@@ -15,45 +16,55 @@ func TestConfigDefaults(t *testing.T) {
 	p := watermark.NewPartition(watermark.Config{})
 	cfg := p.Config()
 	assert.Equal(t, 120*time.Second, cfg.Lateness)
-	assert.Equal(t, watermark.DefaultLateness, cfg.Lateness)
-	assert.Equal(t, watermark.DefaultIdleTimeout, cfg.IdleTimeout)
+	assert.Equal(t, defaultLateness, cfg.Lateness)
+	assert.Equal(t, defaultIdleTimeout, cfg.IdleTimeout)
 	require.NotNil(t, cfg.Clock, "nil Clock must become the system clock")
 
 	s := watermark.NewSet[string](watermark.Config{})
-	assert.Equal(t, watermark.DefaultLateness, s.Config().Lateness)
-	assert.Equal(t, watermark.DefaultIdleTimeout, s.Config().IdleTimeout)
+	assert.Equal(t, defaultLateness, s.Config().Lateness)
+	assert.Equal(t, defaultIdleTimeout, s.Config().IdleTimeout)
 	require.NotNil(t, s.Config().Clock)
 }
 
 func TestConfigKeepsExplicitValues(t *testing.T) {
 	clock := newFakeClock(t0)
-	p := watermark.NewPartition(watermark.Config{Lateness: time.Second, IdleTimeout: time.Minute, Clock: clock})
+	p := watermark.NewPartition(watermark.Config{Lateness: time.Second, IdleTimeout: time.Minute, Clock: clock.Now})
 	assert.Equal(t, time.Second, p.Config().Lateness)
 	assert.Equal(t, time.Minute, p.Config().IdleTimeout)
-	assert.Same(t, clock, p.Config().Clock)
+	clock.Advance(time.Hour)
+	assert.Equal(t, at(time.Hour), p.Config().Clock(), "the configured clock reads back")
 
 	p.Observe(at(10*time.Second), t0)
 	assert.Equal(t, at(9*time.Second), wmOf(t, p), "lateness of 1 s applies")
 }
 
-// Negative means off: no lateness (the watermark is the maximum event time), and a
-// partition that never goes idle however long it is quiet.
-func TestConfigNegativeMeansOff(t *testing.T) {
-	clock := newFakeClock(t0)
-	p := watermark.NewPartition(watermark.Config{Lateness: -1, IdleTimeout: -1, Clock: clock})
-	assert.Equal(t, time.Duration(-1), p.Config().Lateness, "reads back as none, not as the default")
-	p.Observe(at(10*time.Second), clock.Now())
-	assert.Equal(t, at(10*time.Second), wmOf(t, p), "no lateness")
-	p.SetCaughtUp(true)
-	clock.Advance(24 * time.Hour)
-	assert.False(t, p.Tick())
-	assert.False(t, p.Idle(), "never idle")
-	assert.Equal(t, at(10*time.Second), wmOf(t, p))
-}
-
-func TestClockFunc(t *testing.T) {
-	var c watermark.Clock = watermark.ClockFunc(func() time.Time { return t0 })
-	assert.Equal(t, t0, c.Now())
+// Every signed numeric field of Config at -1 means off, as documented: no lateness (the
+// watermark is the maximum event time), and a partition that never goes idle however long it
+// is quiet. Config has no value to refuse, so NewPartition and NewSet return no error.
+func TestConfigNegativeValues(t *testing.T) {
+	build := func(cfg watermark.Config) error {
+		watermark.NewSet[int](cfg)
+		return nil
+	}
+	configtest.Negative(t, watermark.Config{Clock: newFakeClock(t0).Now}, nil, build, []configtest.Case[watermark.Config]{
+		{Field: "Lateness", Accepted: func(t *testing.T, cfg watermark.Config) {
+			p := watermark.NewPartition(cfg)
+			assert.Equal(t, time.Duration(-1), p.Config().Lateness, "reads back as none, not as the default")
+			p.Observe(at(10*time.Second), t0)
+			assert.Equal(t, at(10*time.Second), wmOf(t, p), "no lateness")
+		}},
+		{Field: "IdleTimeout", Accepted: func(t *testing.T, cfg watermark.Config) {
+			clock := newFakeClock(t0)
+			cfg.Clock = clock.Now
+			p := watermark.NewPartition(cfg)
+			p.Observe(at(10*time.Second), clock.Now())
+			p.SetCaughtUp(true)
+			clock.Advance(24 * time.Hour)
+			assert.False(t, p.Tick())
+			assert.False(t, p.Idle(), "never idle")
+			assert.Equal(t, at(10*time.Second-defaultLateness), wmOf(t, p), "no idle advance")
+		}},
+	})
 }
 
 // A zero Partition or Set behaves as one made from the zero Config, and
@@ -61,13 +72,13 @@ func TestClockFunc(t *testing.T) {
 func TestZeroValues(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var p watermark.Partition
-		assert.Equal(t, watermark.DefaultLateness, p.Config().Lateness)
-		assert.Equal(t, watermark.DefaultIdleTimeout, p.Config().IdleTimeout)
+		assert.Equal(t, defaultLateness, p.Config().Lateness)
+		assert.Equal(t, defaultIdleTimeout, p.Config().IdleTimeout)
 		require.NotNil(t, p.Config().Clock)
 
 		p.SetCaughtUp(true)
 		assert.False(t, p.Tick(), "the first tick starts the quiet time")
-		time.Sleep(watermark.DefaultIdleTimeout - time.Nanosecond)
+		time.Sleep(defaultIdleTimeout - time.Nanosecond)
 		p.Tick()
 		assert.False(t, p.Idle())
 		time.Sleep(time.Nanosecond)
@@ -84,12 +95,12 @@ func TestZeroValues(t *testing.T) {
 		var r watermark.Partition
 		require.NoError(t, r.Restore(watermark.RestorePoint{ClosedThrough: at(5 * time.Minute)}))
 		r.SetCaughtUp(true)
-		time.Sleep(watermark.DefaultIdleTimeout)
+		time.Sleep(defaultIdleTimeout)
 		require.True(t, r.Tick(), "quiet time counts from the restore")
-		assert.Equal(t, at(5*time.Minute+watermark.DefaultIdleTimeout), wmOf(t, &r))
+		assert.Equal(t, at(5*time.Minute+defaultIdleTimeout), wmOf(t, &r))
 
 		var s watermark.Set[string]
-		assert.Equal(t, watermark.DefaultLateness, s.Config().Lateness)
+		assert.Equal(t, defaultLateness, s.Config().Lateness)
 		_, ok := s.Min()
 		assert.False(t, ok)
 		assert.Nil(t, s.Tick())
@@ -100,7 +111,7 @@ func TestZeroValues(t *testing.T) {
 		require.True(t, ok)
 		assert.Equal(t, at(time.Minute), got)
 		q.SetCaughtUp(true)
-		time.Sleep(watermark.DefaultIdleTimeout)
+		time.Sleep(defaultIdleTimeout)
 		assert.Equal(t, []string{"x"}, s.Tick())
 	})
 }

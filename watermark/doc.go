@@ -11,7 +11,7 @@
 //
 //	wm(P) = max event time seen in P - lateness
 //
-// with lateness [Config.Lateness] (default [DefaultLateness], 120 s). It never
+// with lateness [Config.Lateness] (120 s unless set). It never
 // goes back: every update is a max with the current value, whatever order the
 // event times come in.
 //
@@ -50,10 +50,10 @@
 //
 // so the windows of a quiet partition close and commit instead of waiting for
 // its next message. Because it needs the partition to be caught up, the
-// advance never overtakes unread data. [Partition.Tick] and
-// [Partition.IdleAdvanced] report an advance: the caller writes it to P's
-// progress (and commit metadata) before deciding any later message of P, so
-// that a replay decides exactly as the first run did. The next message ends
+// advance never overtakes unread data. [Partition.Tick] and [Set.Tick]
+// report an advance: the caller writes it to P's progress (and commit
+// metadata) before deciding any later message of P, so that a replay decides
+// exactly as the first run did. The next message ends
 // idleness; if it belongs to a window the advance closed, it is late.
 //
 // # Global watermark

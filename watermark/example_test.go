@@ -69,7 +69,7 @@ func ExamplePartition_Restore() {
 // keeps pace with the clock from its last message.
 func ExamplePartition_Tick() {
 	now := time.Date(2024, 5, 13, 12, 8, 0, 0, time.UTC) // the wall clock
-	clock := watermark.ClockFunc(func() time.Time { return now })
+	clock := func() time.Time { return now }
 	p := watermark.NewPartition(watermark.Config{IdleTimeout: time.Minute, Clock: clock})
 
 	p.Observe(time.Date(2024, 5, 13, 12, 7, 0, 0, time.UTC), now)
@@ -98,7 +98,7 @@ func ExamplePartition_Tick() {
 // readiness of merged results only.
 func ExampleSet_Min() {
 	now := time.Date(2024, 5, 13, 12, 20, 0, 0, time.UTC)
-	clock := watermark.ClockFunc(func() time.Time { return now })
+	clock := func() time.Time { return now }
 	set := watermark.NewSet[int32](watermark.Config{Clock: clock})
 	base := time.Date(2024, 5, 13, 12, 0, 0, 0, time.UTC)
 
@@ -111,7 +111,7 @@ func ExampleSet_Min() {
 
 	quiet, _ := set.Partition(1)
 	quiet.SetCaughtUp(true)
-	now = now.Add(watermark.DefaultIdleTimeout)
+	now = now.Add(30 * time.Second) // the default idle timeout
 	fmt.Println("idle advance in:", set.Tick())
 	wm, _ = set.Min()
 	fmt.Println("min with partition 1 idle:", wm.Format("15:04"))

@@ -9,6 +9,12 @@ import (
 	"github.com/streamledger/streamledger/watermark"
 )
 
+// The defaults of the zero Config, as its documentation states them.
+const (
+	defaultLateness    = 120 * time.Second
+	defaultIdleTimeout = 30 * time.Second
+)
+
 // t0 is 12:00 UTC; windows of 5 minutes are aligned to it.
 var t0 = time.Date(2024, 5, 13, 12, 0, 0, 0, time.UTC)
 
@@ -32,9 +38,9 @@ func (c *fakeClock) Advance(d time.Duration) { c.now = c.now.Add(d) }
 
 // newPartition returns a fresh partition with the given lateness and idle
 // timeout (zero for defaults) on clock.
-func newPartition(t testing.TB, clock watermark.Clock, lateness, idle time.Duration) *watermark.Partition {
+func newPartition(t testing.TB, clock *fakeClock, lateness, idle time.Duration) *watermark.Partition {
 	t.Helper()
-	p := watermark.NewPartition(watermark.Config{Lateness: lateness, IdleTimeout: idle, Clock: clock})
+	p := watermark.NewPartition(watermark.Config{Lateness: lateness, IdleTimeout: idle, Clock: clock.Now})
 	return p
 }
 

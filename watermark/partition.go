@@ -44,7 +44,6 @@ type Partition struct {
 	restored bool // Restore succeeded
 	caughtUp bool // the caller's last report said nothing of P is unread
 	idle     bool // caught up and quiet for the idle timeout, as of the last Tick
-	advanced bool // the last Tick raised wm by an idle advance
 }
 
 // NewPartition returns the watermark of a fresh partition: no data, watermark
@@ -148,7 +147,6 @@ func (p *Partition) Restore(from RestorePoint) error {
 	}
 	p.restored = true
 	p.idle = false
-	p.advanced = false
 	p.since = p.cfg.now()
 	if w.IsZero() {
 		return nil
@@ -194,14 +192,12 @@ func (p *Partition) CaughtUp() bool { return p.caughtUp }
 //
 //	wm(P) = max(wm(P), maxEventTime(P) + (now - arrival of P's last message) - lateness)
 //
-// Tick reports whether it raised wm(P) that way (see also
-// [Partition.IdleAdvanced]). When it did, write the new watermark to P's
-// progress before deciding any later message of P, so that a replay decides
-// as this run did.
+// Tick reports whether it raised wm(P) that way. When it did, write the new
+// watermark to P's progress before deciding any later message of P, so that
+// a replay decides as this run did.
 func (p *Partition) Tick() bool { return p.tick(p.cfg.now()) }
 
 func (p *Partition) tick(now time.Time) bool {
-	p.advanced = false
 	if !p.caughtUp {
 		p.idle = false
 		return false
@@ -217,16 +213,12 @@ func (p *Partition) tick(now time.Time) bool {
 	if !p.hasMax {
 		return false
 	}
-	p.advanced = p.raise(p.maxEvent.Add(quiet - p.cfg.lateness()))
-	return p.advanced
+	return p.raise(p.maxEvent.Add(quiet - p.cfg.lateness()))
 }
 
 // Idle reports whether the partition was idle at the last Tick and has not
 // rejoined since (by a message or a report that it is not caught up).
 func (p *Partition) Idle() bool { return p.idle }
-
-// IdleAdvanced reports whether the last Tick raised wm(P) by an idle advance.
-func (p *Partition) IdleAdvanced() bool { return p.advanced }
 
 // EndOfInput raises wm(P) to t, the end-of-input watermark of a bounded run: every window
 // ending at or before t closes, and any later event of such a window is late. It reports

@@ -46,7 +46,6 @@ func TestFreshPartitionHasNoWatermark(t *testing.T) {
 	assert.False(t, p.IsLate(time.Time{}), "with wm unknown nothing is late, not even the oldest window")
 	assert.False(t, p.Idle())
 	assert.False(t, p.CaughtUp())
-	assert.False(t, p.IdleAdvanced())
 }
 
 func TestWatermarkIsUTCWithoutMonotonicReading(t *testing.T) {
@@ -67,7 +66,7 @@ func TestWatermarkIsUTCWithoutMonotonicReading(t *testing.T) {
 	q.Observe(now, now)
 	wm = wmOf(t, q)
 	assert.Equal(t, wm, wm.Round(0), "no monotonic reading")
-	assert.True(t, wm.Equal(now.Add(-watermark.DefaultLateness)))
+	assert.True(t, wm.Equal(now.Add(-defaultLateness)))
 }
 
 func TestIsLate(t *testing.T) {

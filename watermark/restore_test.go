@@ -45,7 +45,7 @@ func TestRestore(t *testing.T) {
 
 			maxET, ok := p.MaxEventTime()
 			require.True(t, ok)
-			assert.Equal(t, tt.want.Add(watermark.DefaultLateness), maxET, "max event time after restore is wm + lateness")
+			assert.Equal(t, tt.want.Add(defaultLateness), maxET, "max event time after restore is wm + lateness")
 
 			assert.True(t, p.IsLate(tt.want), "a window ending at the restored wm is written: late")
 			assert.False(t, p.IsLate(tt.want.Add(1)))

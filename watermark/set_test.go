@@ -15,9 +15,9 @@ type tp struct {
 	partition int32
 }
 
-func newSet(t *testing.T, clock watermark.Clock) *watermark.Set[tp] {
+func newSet(t *testing.T, clock *fakeClock) *watermark.Set[tp] {
 	t.Helper()
-	s := watermark.NewSet[tp](watermark.Config{IdleTimeout: idleTimeout, Clock: clock})
+	s := watermark.NewSet[tp](watermark.Config{IdleTimeout: idleTimeout, Clock: clock.Now})
 	return s
 }
 
@@ -92,9 +92,7 @@ func TestSetTick(t *testing.T) {
 	clock.Advance(idleTimeout)
 	assert.Equal(t, []tp{keys[1], keys[3]}, s.Tick(), "advanced keys, in assignment order")
 	assert.Equal(t, 1, clock.reads, "one clock read per Tick, whatever the number of partitions")
-	assert.True(t, part(keys[1]).IdleAdvanced())
-	assert.False(t, part(keys[0]).IdleAdvanced())
-	assert.Equal(t, at(time.Minute+idleTimeout-watermark.DefaultLateness), wmOf(t, part(keys[1])))
+	assert.Equal(t, at(time.Minute+idleTimeout-defaultLateness), wmOf(t, part(keys[1])))
 
 	part(keys[1]).Observe(at(time.Hour), clock.Now()) // rejoins
 	clock.Advance(time.Second)

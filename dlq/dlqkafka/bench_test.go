@@ -15,7 +15,7 @@ import (
 // producer's own bookkeeping adds, not what a real cluster does.
 func BenchmarkSend(b *testing.B) {
 	c := kafkatest.Start(b, kafkatest.Config{Topics: map[string]int32{"arrivals": 4, "dlq.arrivals": 4}})
-	p, err := dlqkafka.NewProducer(dlqkafka.Config{Kafka: c.ConfigMap(), ProcessorID: "bench"})
+	p, err := dlqkafka.NewProducer(dlqkafka.Config{Kafka: c.ConfigMap(), ConsumerID: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,7 +4,7 @@
 //
 // # Writing dead letters
 //
-// A [Producer] sends a message that a processor gave up on to its dead-letter topic (by default
+// A [Producer] sends a message that a consumer gave up on to its dead-letter topic (by default
 // "dlq.<topic>", see [Config].Topic), in the same partition number as the source, with the
 // original key, value and headers plus the headers of [dlq.DeadLetter.Headers]. The letter's Kafka
 // timestamp is its time of failure, from the injectable [Config].Clock.
@@ -46,10 +46,10 @@
 //
 // # Metrics
 //
-// [Config].Hooks observe the producer: each [Producer.Send] is reported to the hooks that implement
-// [HookSend], and each outcome, with its attempts and its latency from Send, to those that
-// implement [HookDelivery]. The package imports no metrics library; the Prometheus adapter
-// in ledger/consumer/prom implements both.
+// [Config].Hooks observe the producer ([HookDelivery]): for each letter Send accepted, where it
+// was written, its produce attempts and its latency from Send. The outcome itself is the done
+// function's, which the consumer runtime reports. The package imports no metrics library; the
+// Prometheus adapter in ledger/consumer/prom implements the hook.
 //
 // # Configuration
 //

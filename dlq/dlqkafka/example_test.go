@@ -18,15 +18,15 @@ import (
 // A consumer loop dead-letters a message it cannot decode and acks its ledger entry only when
 // the delivery report is positive. franz-go's in-process broker stands in for Kafka.
 func ExampleProducer_Send() {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "arrivals"))
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "events"))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer cluster.Close()
 	p, err := dlqkafka.NewProducer(dlqkafka.Config{
 		Kafka:        kafka.ConfigMap{"bootstrap.servers": strings.Join(cluster.ListenAddrs(), ","), "log_level": 0},
-		ProcessorID:  "ov-processor-1",
-		CreateTopics: true, // dlq.arrivals, with as many partitions as arrivals
+		ConsumerID:   "consumer-1",
+		CreateTopics: true, // dlq.events, with as many partitions as events
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -37,7 +37,7 @@ func ExampleProducer_Send() {
 		_ = p.Close(ctx)
 	}()
 
-	topic := "arrivals" // a message that failed to decode, as the consumer received it
+	topic := "events" // a message that failed to decode, as the consumer received it
 	msg := &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: 1, Offset: 42}, Value: []byte("{not json")}
 	cause := errors.New("field delay: expected a number")
 	delivered := make(chan error, 1) // read by the consumer loop
@@ -50,23 +50,23 @@ func ExampleProducer_Send() {
 	if err := <-delivered; err == nil {
 		fmt.Println("ack", msg.TopicPartition) // ledger.Ack(42): the offset may now be committed
 	}
-	// Output: ack arrivals[1]@42
+	// Output: ack events[1]@42
 }
 
 // A dry run of the replay-dlq command: what would be replayed, grouped by error class. The
 // dead-letter topic holds one letter, written as ExampleProducer_Send writes one.
 func ExampleReplay() {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "arrivals"))
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "events"))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer cluster.Close()
 	brokers := kafka.ConfigMap{"bootstrap.servers": strings.Join(cluster.ListenAddrs(), ","), "log_level": 0}
-	deadLetter(brokers, dlq.Record{Topic: "arrivals", Offset: 7, Value: []byte("{not json")}, decodeError("invalid JSON"))
+	deadLetter(brokers, dlq.Record{Topic: "events", Offset: 7, Value: []byte("{not json")}, decodeError("invalid JSON"))
 
 	rep, err := dlqkafka.Replay(context.Background(), dlqkafka.ReplayConfig{
 		Kafka:  brokers,
-		Topic:  "dlq.arrivals",
+		Topic:  "dlq.events",
 		DryRun: true,
 		Policy: dlq.Policy{MaxReplays: 3},
 		OnEntry: func(e dlqkafka.Entry) {
@@ -90,7 +90,7 @@ func (e decodeError) ErrorClass() string { return "decode.json" }
 
 // deadLetter writes one dead letter for rec and waits for its delivery.
 func deadLetter(brokers kafka.ConfigMap, rec dlq.Record, cause error) {
-	p, err := dlqkafka.NewProducer(dlqkafka.Config{Kafka: brokers, ProcessorID: "example", CreateTopics: true})
+	p, err := dlqkafka.NewProducer(dlqkafka.Config{Kafka: brokers, ConsumerID: "example", CreateTopics: true})
 	if err != nil {
 		log.Fatal(err)
 	}

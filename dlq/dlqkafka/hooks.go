@@ -5,37 +5,23 @@ import (
 	"time"
 )
 
-// Hook is a value that implements one or more of the Hook* interfaces of this package: the
-// metrics of a [Producer], reported to whoever observes it. The producer finds them by type
-// assertion, so a metrics adapter implements only what it exports and this package imports
-// no metrics library. A hook must not block.
+// Hook is a value that implements [HookDelivery]: the metrics only a [Producer] knows,
+// reported to whoever observes it. The producer finds them by type assertion, so this package
+// imports no metrics library. A hook must not block.
+//
+// The outcome of a letter (delivered or not) is not a hook's: the done function of
+// [Producer.Send] receives it, and the consumer runtime reports it
+// (consumer.HookDeadLetter). A hook gets what the caller of Send cannot see: where the letter
+// was written, how many produce attempts it took, and how long.
 type Hook any
 
-// HookSend is called when [Producer.Send] returns, on the caller's goroutine: Send may be
-// called from several goroutines at once, and so may the hook.
-type HookSend interface {
-	OnSend(SendInfo)
-}
-
-// HookDelivery is called with the outcome of every letter Send accepted, on the producer's
-// delivery goroutine, just before the letter's done function.
+// HookDelivery is called once the producer is done with a letter that Send accepted, on the
+// producer's delivery goroutine, just before the letter's done function.
 type HookDelivery interface {
 	OnDelivery(DeliveryInfo)
 }
 
-// SendInfo describes one Send call.
-type SendInfo struct {
-	// Source and Partition are the source topic and partition of the letter.
-	Source    string
-	Partition int32
-	// Duration is the call's: the dead-letter topic's lookup (or creation) and the wait for
-	// room in the client's queue.
-	Duration time.Duration
-	// Err is what Send returned: nil when the letter was handed to the client.
-	Err error
-}
-
-// DeliveryInfo describes the outcome of one dead letter.
+// DeliveryInfo describes the producer's work on one dead letter.
 type DeliveryInfo struct {
 	// Source is the source topic of the letter; Topic, Partition and Offset locate it in the
 	// dead-letter topic, Offset -1 unless it was delivered.
@@ -44,34 +30,20 @@ type DeliveryInfo struct {
 	Offset        int64
 	// Attempts is the number of produce attempts; above 1 the earlier ones failed.
 	Attempts int
-	// Latency is the time from Send to the outcome.
+	// Latency is the time from Send to the outcome, the attempts and their backoff included.
 	Latency time.Duration
-	// Err is what Send's done receives: nil only on a positive delivery report.
-	Err error
 }
 
-// hooks holds the configured hooks split by interface.
-type hooks struct {
-	send     []HookSend
-	delivery []HookDelivery
-}
-
-// newHooks splits hs, or returns an error naming the first value that implements neither
-// interface.
-func newHooks(hs []Hook) (hooks, error) {
-	var h hooks
+// newHooks returns the hooks of hs, or an error naming the first value that does not
+// implement HookDelivery.
+func newHooks(hs []Hook) ([]HookDelivery, error) {
+	var out []HookDelivery
 	for i, x := range hs {
-		s, sok := x.(HookSend)
-		d, dok := x.(HookDelivery)
-		if !sok && !dok {
-			return hooks{}, fmt.Errorf("%w: Hooks[%d]: %T implements none of HookSend and HookDelivery", ErrConfig, i, x)
+		d, ok := x.(HookDelivery)
+		if !ok {
+			return nil, fmt.Errorf("%w: Hooks[%d]: %T does not implement HookDelivery", ErrConfig, i, x)
 		}
-		if sok {
-			h.send = append(h.send, s)
-		}
-		if dok {
-			h.delivery = append(h.delivery, d)
-		}
+		out = append(out, d)
 	}
-	return h, nil
+	return out, nil
 }

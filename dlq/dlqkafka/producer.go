@@ -13,33 +13,41 @@ import (
 	"github.com/streamledger/streamledger/internal/kafkarecord"
 )
 
-// Defaults for the zero values of [Config] and [ReplayConfig].
+// Defaults for the zero retry fields of [Config] and [ReplayConfig].
 const (
-	DefaultMaxAttempts     = 3
-	DefaultRetryBackoff    = 500 * time.Millisecond
-	DefaultMetadataTimeout = 10 * time.Second
-	DefaultMaxErrorMessage = 4096
+	DefaultMaxAttempts  = 3
+	DefaultRetryBackoff = 500 * time.Millisecond
 )
 
-// Config configures a [Producer]. Kafka and ProcessorID are required; every other zero value is
-// documented.
+// The defaults of the other zero fields of [Config] and [ReplayConfig].
+const (
+	defaultMetadataTimeout = 10 * time.Second
+	defaultMaxErrorMessage = 4096
+)
+
+// Config configures a [Producer]. Kafka and ConsumerID are required. In every field, zero
+// means the default the field states; a negative value is accepted only where the field says
+// what it means, and NewProducer refuses it anywhere else with an error wrapping [ErrConfig]
+// that names the field.
 type Config struct {
 	// Kafka is the librdkafka configuration (bootstrap.servers, TLS, SASL, client.id...). The
 	// producer sets enable.idempotence=true, allow.auto.create.topics=false and
 	// go.delivery.reports=true; a different value for one of these is an error.
 	Kafka kafka.ConfigMap
-	// ProcessorID identifies this processor instance in every dead letter it writes.
-	ProcessorID string
-	// Topic names the dead-letter topic of a source topic; nil means [dlq.DefaultTopic].
+	// ConsumerID identifies this consumer instance in every dead letter it writes.
+	ConsumerID string
+	// Topic names the dead-letter topic of a source topic. Nil means [dlq.DefaultTopic]
+	// ("dlq." + source).
 	Topic func(source string) string
 	// CreateTopics lets the producer create a missing dead-letter topic through the admin client,
 	// with the source topic's partition count. When false a missing topic is an error
 	// ([ErrTopicMissing]) naming the topic to create. Either way the broker is never asked to
 	// auto-create a topic: it would use its default partition count.
 	CreateTopics bool
-	// ReplicationFactor of created topics; zero means the broker's default.
+	// ReplicationFactor of created topics. Zero means the broker's default
+	// (default.replication.factor); a negative value is refused.
 	ReplicationFactor int
-	// TopicConfig is the configuration of created topics (retention.ms...); nil means none.
+	// TopicConfig is the configuration of created topics (retention.ms...). Nil means none.
 	TopicConfig map[string]string
 	// MaxAttempts bounds the produce attempts of one dead letter, the first included; zero means
 	// [DefaultMaxAttempts], negative one attempt (no retries). librdkafka retries within an
@@ -48,20 +56,20 @@ type Config struct {
 	// RetryBackoff is the wait before the next attempt; zero means [DefaultRetryBackoff],
 	// negative none.
 	RetryBackoff time.Duration
-	// MetadataTimeout bounds one lookup or creation of a topic, within Send's context; zero means
-	// [DefaultMetadataTimeout]. It must not be negative: a lookup is always bounded.
+	// MetadataTimeout bounds one lookup or creation of a topic, within Send's context: a
+	// lookup is always bounded. Zero means 10 s; a negative value is refused.
 	MetadataTimeout time.Duration
-	// MaxErrorMessage bounds the error message header in bytes (see [dlq.TruncateMessage]); zero
-	// means [DefaultMaxErrorMessage], negative means no bound.
+	// MaxErrorMessage bounds the error message header in bytes (see [dlq.TruncateMessage]).
+	// Zero means 4096 bytes; negative means no bound.
 	MaxErrorMessage int
-	// Clock gives the time of failure; nil means time.Now.
+	// Clock gives the time of failure. Nil means time.Now.
 	Clock func() time.Time
 	// OnError receives errors of the client that concern no single letter (a broker
-	// unreachable, an idempotent producer's fatal error); nil drops them. It runs on the
-	// producer's delivery goroutine and must not block.
+	// unreachable, an idempotent producer's fatal error). It runs on the producer's delivery
+	// goroutine and must not block. Nil drops them.
 	OnError func(error)
-	// Hooks observe the producer (see [Hook]): each value implements HookSend,
-	// HookDelivery or both, or NewProducer refuses it.
+	// Hooks observe the producer (see [Hook]): each value implements HookDelivery, or
+	// NewProducer refuses it.
 	Hooks []Hook
 }
 
@@ -70,7 +78,7 @@ type Producer struct {
 	cfg   Config
 	s     *sender
 	admin *kafka.AdminClient
-	hooks hooks
+	hooks []HookDelivery
 
 	mu     sync.Mutex
 	closed bool
@@ -103,8 +111,8 @@ func attempts(n int, backoff time.Duration) (int, time.Duration) {
 
 // NewProducer checks cfg and starts an idempotent producer.
 func NewProducer(cfg Config) (*Producer, error) {
-	if cfg.ProcessorID == "" {
-		return nil, fmt.Errorf("%w: ProcessorID is empty, expected an identifier of this processor", ErrConfig)
+	if cfg.ConsumerID == "" {
+		return nil, fmt.Errorf("%w: ConsumerID is empty, expected an identifier of this consumer", ErrConfig)
 	}
 	if len(cfg.Kafka) == 0 {
 		return nil, fmt.Errorf("%w: Kafka is empty, expected at least bootstrap.servers", ErrConfig)
@@ -113,7 +121,7 @@ func NewProducer(cfg Config) (*Producer, error) {
 		return nil, fmt.Errorf("%w: ReplicationFactor: expected >= 0, found %d", ErrConfig, cfg.ReplicationFactor)
 	}
 	if cfg.MetadataTimeout < 0 {
-		return nil, fmt.Errorf("%w: MetadataTimeout: expected a positive duration or zero for the default, found %s", ErrConfig, cfg.MetadataTimeout)
+		return nil, fmt.Errorf("%w: MetadataTimeout: expected a positive duration, or zero for 10 s, found %s", ErrConfig, cfg.MetadataTimeout)
 	}
 	hs, err := newHooks(cfg.Hooks)
 	if err != nil {
@@ -124,10 +132,10 @@ func NewProducer(cfg Config) (*Producer, error) {
 	}
 	cfg.MaxAttempts, cfg.RetryBackoff = attempts(cfg.MaxAttempts, cfg.RetryBackoff)
 	if cfg.MetadataTimeout == 0 {
-		cfg.MetadataTimeout = DefaultMetadataTimeout
+		cfg.MetadataTimeout = defaultMetadataTimeout
 	}
 	if cfg.MaxErrorMessage == 0 {
-		cfg.MaxErrorMessage = DefaultMaxErrorMessage
+		cfg.MaxErrorMessage = defaultMaxErrorMessage
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
@@ -161,21 +169,9 @@ func NewProducer(cfg Config) (*Producer, error) {
 //
 // ctx bounds the topic lookup and the wait for room in the producer's queue, not the delivery.
 //
-// Each call is reported to the HookSend hooks, and each outcome to the HookDelivery hooks.
+// What the producer did for each letter Send accepted is reported to the Hooks.
 func (p *Producer) Send(ctx context.Context, rec dlq.Record, cause error, done func(error)) error {
 	start := time.Now()
-	err := p.send(ctx, rec, cause, start, done)
-	if len(p.hooks.send) > 0 {
-		info := SendInfo{Source: rec.Topic, Partition: rec.Partition, Duration: time.Since(start), Err: err}
-		for _, h := range p.hooks.send {
-			h.OnSend(info)
-		}
-	}
-	return err
-}
-
-// send is Send without the report; start is when Send was called.
-func (p *Producer) send(ctx context.Context, rec dlq.Record, cause error, start time.Time, done func(error)) error {
 	if done == nil {
 		return fmt.Errorf("%w: Send: done is nil, expected a function to receive the delivery", ErrConfig)
 	}
@@ -188,10 +184,7 @@ func (p *Producer) send(ctx context.Context, rec dlq.Record, cause error, start 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	letter := dlq.NewDeadLetter(rec, cause, p.cfg.ProcessorID, p.cfg.Clock())
-	if p.cfg.MaxErrorMessage > 0 {
-		letter.ErrorMessage = dlq.TruncateMessage(letter.ErrorMessage, p.cfg.MaxErrorMessage)
-	}
+	letter := p.letter(rec, cause)
 	headers, err := letter.Headers()
 	if err != nil {
 		return fmt.Errorf("dlqkafka: dead letter for %s: %w", rec, err)
@@ -208,20 +201,31 @@ func (p *Producer) send(ctx context.Context, rec dlq.Record, cause error, start 
 		Timestamp:      letter.FailedAt,
 	}
 	return p.s.send(ctx, msg, func(o outcome) {
+		var err error
 		info := DeliveryInfo{Source: rec.Topic, Topic: topic, Partition: rec.Partition, Offset: -1, Attempts: o.attempts}
 		if o.err != nil {
-			info.Err = &DeliveryError{Topic: topic, Partition: rec.Partition, Source: rec, Attempts: o.attempts, Err: o.err}
+			err = &DeliveryError{Topic: topic, Partition: rec.Partition, Source: rec, Attempts: o.attempts, Err: o.err}
 		} else {
 			info.Offset = int64(o.tp.Offset)
 		}
-		if len(p.hooks.delivery) > 0 {
+		if len(p.hooks) > 0 {
 			info.Latency = time.Since(start)
-			for _, h := range p.hooks.delivery {
+			for _, h := range p.hooks {
 				h.OnDelivery(info)
 			}
 		}
-		done(info.Err)
+		done(err)
 	})
+}
+
+// letter builds the dead letter of rec, failed with cause now, its error message bounded by
+// MaxErrorMessage.
+func (p *Producer) letter(rec dlq.Record, cause error) dlq.DeadLetter {
+	letter := dlq.NewDeadLetter(rec, cause, p.cfg.ConsumerID, p.cfg.Clock())
+	if p.cfg.MaxErrorMessage > 0 {
+		letter.ErrorMessage = dlq.TruncateMessage(letter.ErrorMessage, p.cfg.MaxErrorMessage)
+	}
+	return letter
 }
 
 // Flush waits until every letter sent so far has been reported to its done function, or until

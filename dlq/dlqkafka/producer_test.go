@@ -45,8 +45,8 @@ func newProducer(t *testing.T, c *kafkatest.Cluster, cfg dlqkafka.Config) *dlqka
 	if cfg.Kafka == nil {
 		cfg.Kafka = c.ConfigMap()
 	}
-	if cfg.ProcessorID == "" {
-		cfg.ProcessorID = "proc-1"
+	if cfg.ConsumerID == "" {
+		cfg.ConsumerID = "proc-1"
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = fixedClock()
@@ -81,9 +81,14 @@ func (l *lastDelivery) OnDelivery(d dlqkafka.DeliveryInfo) {
 	l.d = d
 }
 
-// send dead-letters rec, waits for its delivery and returns it as the hooks saw it, Err
-// being what done received.
-func send(t *testing.T, p *dlqkafka.Producer, rec dlq.Record, cause error) dlqkafka.DeliveryInfo {
+// delivery is a letter's outcome: what the hooks saw of it, and Err, what done received.
+type delivery struct {
+	dlqkafka.DeliveryInfo
+	Err error
+}
+
+// send dead-letters rec, waits for its delivery and returns it.
+func send(t *testing.T, p *dlqkafka.Producer, rec dlq.Record, cause error) delivery {
 	t.Helper()
 	ch := make(chan error, 1)
 	require.NoError(t, p.Send(context.Background(), rec, cause, func(err error) { ch <- err }))
@@ -93,11 +98,11 @@ func send(t *testing.T, p *dlqkafka.Producer, rec dlq.Record, cause error) dlqka
 		last := l.(*lastDelivery)
 		last.mu.Lock()
 		defer last.mu.Unlock()
-		require.Equal(t, err, last.d.Err, "done and the hooks see one outcome")
-		return last.d
+		require.Equal(t, err == nil, last.d.Offset >= 0, "the hooks see the letter written only when done sees it delivered")
+		return delivery{last.d, err}
 	case <-time.After(kafkatest.Timeout):
 		t.Fatalf("no delivery for %s after %s", rec, kafkatest.Timeout)
-		return dlqkafka.DeliveryInfo{}
+		return delivery{}
 	}
 }
 
@@ -136,7 +141,7 @@ func fromKafkatest(hs []kafkatest.Header) []dlq.Header {
 // headers first and in order (null and empty values kept apart), then the reserved headers.
 func TestDeadLetterBytesHeadersAndPartition(t *testing.T) {
 	c := kafkatest.Start(t, kafkatest.Config{Topics: map[string]int32{"arrivals": 3, "dlq.arrivals": 3}})
-	p := newProducer(t, c, dlqkafka.Config{ProcessorID: "ov-7"})
+	p := newProducer(t, c, dlqkafka.Config{ConsumerID: "ov-7"})
 
 	var recs []dlq.Record
 	for part := int32(2); part >= 0; part-- {
@@ -167,7 +172,7 @@ func TestDeadLetterBytesHeadersAndPartition(t *testing.T) {
 			kafkatest.Header{Key: dlq.HeaderTimestamp, Value: []byte("2024-03-05T07:41:00.25Z")},
 			kafkatest.Header{Key: dlq.HeaderErrorClass, Value: []byte("schema")},
 			kafkatest.Header{Key: dlq.HeaderErrorMessage, Value: []byte("decode: field delay: expected a number")},
-			kafkatest.Header{Key: dlq.HeaderProcessor, Value: []byte("ov-7")},
+			kafkatest.Header{Key: dlq.HeaderConsumer, Value: []byte("ov-7")},
 			kafkatest.Header{Key: dlq.HeaderFailedAt, Value: []byte(t0.Add(time.Duration(i) * time.Second).Format(time.RFC3339Nano))},
 		)
 		require.Equal(t, want, m.Headers)
@@ -178,7 +183,7 @@ func TestDeadLetterBytesHeadersAndPartition(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, rec, back.Record)
 		require.Equal(t, "schema", back.ErrorClass)
-		require.Equal(t, "ov-7", back.ProcessorID)
+		require.Equal(t, "ov-7", back.ConsumerID)
 	}
 }
 
@@ -205,8 +210,8 @@ func TestDeadLetterTypeNameClassAndNullKey(t *testing.T) {
 // the next Send fails at once with the same error instead of waiting on the cluster again.
 func TestUnreachableClusterFailsFastAfterOneLookup(t *testing.T) {
 	p, err := dlqkafka.NewProducer(dlqkafka.Config{
-		Kafka:       kafka.ConfigMap{"bootstrap.servers": "127.0.0.1:1", "log_level": 0},
-		ProcessorID: "p", MetadataTimeout: 200 * time.Millisecond,
+		Kafka:      kafka.ConfigMap{"bootstrap.servers": "127.0.0.1:1", "log_level": 0},
+		ConsumerID: "p", MetadataTimeout: 200 * time.Millisecond,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {

@@ -16,16 +16,18 @@ import (
 	"github.com/streamledger/streamledger/ledger"
 )
 
-// Defaults for the zero values of [ReplayConfig].
+// The defaults of the zero fields of [ReplayConfig].
 const (
-	DefaultReplayGroupPrefix = "streamledger-replay."
-	DefaultCommitInterval    = time.Second
-	DefaultShutdownTimeout   = 10 * time.Second
-	DefaultMaxInFlight       = 1000
+	defaultReplayGroupPrefix = "streamledger-replay."
+	defaultCommitInterval    = time.Second
+	defaultShutdownTimeout   = 10 * time.Second
+	defaultMaxInFlight       = 1000
 )
 
-// ReplayConfig configures [Replay]. Kafka and Topic are required; every other zero value is
-// documented.
+// ReplayConfig configures [Replay]. Kafka and Topic are required. In every field, zero means
+// the default the field states; a negative value is accepted only where the field says what it
+// means, and Replay refuses it anywhere else with an error wrapping [ErrConfig] that names the
+// field.
 type ReplayConfig struct {
 	// Kafka is the librdkafka configuration shared by the replay's consumer and producer
 	// (bootstrap.servers, TLS, SASL...). The replay sets group.id, enable.auto.commit=false,
@@ -34,14 +36,15 @@ type ReplayConfig struct {
 	Kafka kafka.ConfigMap
 	// Topic is the dead-letter topic to read, for example "dlq.arrivals".
 	Topic string
-	// Group is the consumer group whose committed offsets say how far earlier replays got; zero
-	// means [DefaultReplayGroupPrefix] + Topic. The group is a cursor: every letter before its
-	// committed offset was replayed, skipped, refused or invalid in an earlier run. To revisit
-	// skipped letters, use another group.
+	// Group is the consumer group whose committed offsets say how far earlier replays got.
+	// The group is a cursor: every letter before its committed offset was replayed, skipped,
+	// refused or invalid in an earlier run. To revisit skipped letters, use another group.
+	// Empty means "streamledger-replay." + Topic.
 	Group string
-	// TargetTopic receives the replayed messages; zero means each letter's original topic.
+	// TargetTopic receives the replayed messages. Empty means each letter's original topic.
 	TargetTopic string
-	// TargetPartition is the partition they go to; nil means each letter's original partition.
+	// TargetPartition is the partition they go to. Nil means each letter's original
+	// partition; a negative partition is refused.
 	TargetPartition *int32
 	// Policy selects the letters to replay and refuses those that have looped: see [dlq.Policy].
 	Policy dlq.Policy
@@ -55,23 +58,22 @@ type ReplayConfig struct {
 	// wait. A message still unconfirmed after them ends the replay with an error.
 	MaxAttempts  int
 	RetryBackoff time.Duration
-	// MetadataTimeout bounds one metadata, offset or commit request; zero means
-	// [DefaultMetadataTimeout]. It must not be negative, nor must the three below: each is
-	// a bound the replay needs.
+	// MetadataTimeout bounds one metadata, offset or commit request. Zero means 10 s; a
+	// negative value is refused.
 	MetadataTimeout time.Duration
-	// CommitInterval is how often confirmed progress is committed while replaying; zero means
-	// [DefaultCommitInterval]. Progress is always committed at the end.
+	// CommitInterval is how often confirmed progress is committed while replaying; progress
+	// is always committed at the end. Zero means 1 s; a negative value is refused.
 	CommitInterval time.Duration
-	// MaxInFlight bounds the messages produced but not yet confirmed; zero means
-	// [DefaultMaxInFlight].
+	// MaxInFlight bounds the messages produced but not yet confirmed. Zero means 1000; a
+	// negative value is refused.
 	MaxInFlight int
 	// ShutdownTimeout bounds the wait for deliveries once ctx is done, and the close of the
-	// clients; zero means [DefaultShutdownTimeout].
+	// clients. Zero means 10 s; a negative value is refused.
 	ShutdownTimeout time.Duration
 	// OnEntry is called for every message of the topic the replay decides on, in each partition's
-	// order, from Replay's goroutine; nil means none. A dry run uses it to list the letters.
+	// order, from Replay's goroutine. A dry run uses it to list the letters. Nil means none.
 	OnEntry func(Entry)
-	// OnError receives client errors that do not stop the replay; nil drops them.
+	// OnError receives client errors that do not stop the replay. Nil drops them.
 	OnError func(error)
 }
 
@@ -137,7 +139,7 @@ func (cfg ReplayConfig) withDefaults() (ReplayConfig, error) {
 		{"MaxInFlight", int64(cfg.MaxInFlight)}, {"ShutdownTimeout", int64(cfg.ShutdownTimeout)},
 	} {
 		if f.value < 0 {
-			return cfg, fmt.Errorf("%w: %s: expected a positive value or zero for the default, found %d", ErrConfig, f.name, f.value)
+			return cfg, fmt.Errorf("%w: %s: expected a positive value, or zero for the default, found %d", ErrConfig, f.name, f.value)
 		}
 	}
 	if err := dlq.ValidateTopic(cfg.Topic); err != nil {
@@ -149,16 +151,16 @@ func (cfg ReplayConfig) withDefaults() (ReplayConfig, error) {
 		}
 	}
 	if err := cfg.Policy.Validate(); err != nil {
-		return cfg, fmt.Errorf("%w: Policy: %w", ErrConfig, err)
+		return cfg, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if cfg.Group == "" {
-		cfg.Group = DefaultReplayGroupPrefix + cfg.Topic
+		cfg.Group = defaultReplayGroupPrefix + cfg.Topic
 	}
 	cfg.MaxAttempts, cfg.RetryBackoff = attempts(cfg.MaxAttempts, cfg.RetryBackoff)
-	cfg.MetadataTimeout = cmp.Or(cfg.MetadataTimeout, DefaultMetadataTimeout)
-	cfg.CommitInterval = cmp.Or(cfg.CommitInterval, DefaultCommitInterval)
-	cfg.MaxInFlight = cmp.Or(cfg.MaxInFlight, DefaultMaxInFlight)
-	cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, DefaultShutdownTimeout)
+	cfg.MetadataTimeout = cmp.Or(cfg.MetadataTimeout, defaultMetadataTimeout)
+	cfg.CommitInterval = cmp.Or(cfg.CommitInterval, defaultCommitInterval)
+	cfg.MaxInFlight = cmp.Or(cfg.MaxInFlight, defaultMaxInFlight)
+	cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, defaultShutdownTimeout)
 	return cfg, nil
 }
 

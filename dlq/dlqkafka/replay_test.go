@@ -45,7 +45,7 @@ func mkLetter(partition int32, offset int64, class string, replays int) dlq.Dead
 		Record:       source("arrivals", partition, offset),
 		ErrorClass:   class,
 		ErrorMessage: class + " failure at " + fmt.Sprint(offset),
-		ProcessorID:  "p",
+		ConsumerID:   "p",
 		FailedAt:     t0.Add(time.Duration(offset) * time.Minute),
 		ReplayCount:  replays,
 	}
@@ -55,7 +55,7 @@ func mkLetter(partition int32, offset int64, class string, replays int) dlq.Dead
 // default replay group of topic.
 func committed(c *kafkatest.Cluster, group, topic string) map[int32]int64 {
 	if group == "" {
-		group = dlqkafka.DefaultReplayGroupPrefix + topic
+		group = "streamledger-replay." + topic
 	}
 	out := map[int32]int64{}
 	gi := c.GroupInfo(group)
@@ -113,7 +113,7 @@ func TestReplayDeliversExactOriginal(t *testing.T) {
 		require.Equal(t, append(append([]kafkatest.Header(nil), o.Headers...), kafkatest.Header{Key: dlq.HeaderReplayCount, Value: []byte("1")}), got.Headers)
 		require.True(t, o.Timestamp.Equal(got.Timestamp), "original timestamp kept: %v vs %v", o.Timestamp, got.Timestamp)
 	}
-	require.Equal(t, map[int32]int64{0: 2, 1: 2, 2: 2}, committed(c, dlqkafka.DefaultReplayGroupPrefix+"dlq.arrivals", "dlq.arrivals"))
+	require.Equal(t, map[int32]int64{0: 2, 1: 2, 2: 2}, committed(c, "streamledger-replay.dlq.arrivals", "dlq.arrivals"))
 
 	again := replay(t, cfg)
 	require.Zero(t, again.Total(), "the group is past every letter")
@@ -134,7 +134,7 @@ func TestReplayToChosenTopicAndPartition(t *testing.T) {
 	require.ErrorIs(t, err, dlqkafka.ErrTargetMissing)
 	require.ErrorContains(t, err, `replay to "retry": dlqkafka: replay target does not exist: expected partition 5, the topic has 2 partitions`)
 	require.Empty(t, committed(c, cfg.Group, "dlq.arrivals"))
-	require.Empty(t, committed(c, dlqkafka.DefaultReplayGroupPrefix+"dlq.arrivals", "dlq.arrivals"))
+	require.Empty(t, committed(c, "streamledger-replay.dlq.arrivals", "dlq.arrivals"))
 
 	cfg.TargetPartition = ptr(int32(1))
 	cfg.Group = "my-replay"
@@ -156,7 +156,7 @@ func TestReplayToChosenTopicAndPartition(t *testing.T) {
 func mixedLetters(t *testing.T, c *kafkatest.Cluster) {
 	putLetters(t, c,
 		mkLetter(0, 0, "schema", 0), mkLetter(0, 1, "range", 0), mkLetter(0, 2, "schema", 1),
-		mkLetter(0, 3, "schema", dlq.DefaultMaxReplays), mkLetter(0, 4, "range", 2), mkLetter(1, 5, "", 0))
+		mkLetter(0, 3, "schema", 3), mkLetter(0, 4, "range", 2), mkLetter(1, 5, "", 0))
 	c.Produce(t, &kafkatest.Record{Topic: "dlq.arrivals", Partition: 0, Value: []byte("not a letter"),
 		Headers: []kafkatest.Header{{Key: dlq.HeaderVersion, Value: []byte("1")}, {Key: dlq.HeaderTopic, Value: []byte("arrivals")}}})
 }

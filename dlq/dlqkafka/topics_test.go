@@ -79,12 +79,12 @@ func TestTooFewPartitions(t *testing.T) {
 func TestProducerConfigErrors(t *testing.T) {
 	c := kafkatest.Start(t, kafkatest.Config{Topics: map[string]int32{"clicks": 1}})
 	for name, cfg := range map[string]dlqkafka.Config{
-		"no processor id":      {Kafka: c.ConfigMap()},
-		"no kafka config":      {ProcessorID: "p"},
-		"idempotence off":      {ProcessorID: "p", Kafka: c.ConfigMap(kafka.ConfigMap{"enable.idempotence": false})},
-		"auto-create on":       {ProcessorID: "p", Kafka: c.ConfigMap(kafka.ConfigMap{"allow.auto.create.topics": true})},
-		"negative timeout":     {ProcessorID: "p", Kafka: c.ConfigMap(), MetadataTimeout: -1},
-		"negative replication": {ProcessorID: "p", Kafka: c.ConfigMap(), ReplicationFactor: -1},
+		"no consumer id":       {Kafka: c.ConfigMap()},
+		"no kafka config":      {ConsumerID: "p"},
+		"idempotence off":      {ConsumerID: "p", Kafka: c.ConfigMap(kafka.ConfigMap{"enable.idempotence": false})},
+		"auto-create on":       {ConsumerID: "p", Kafka: c.ConfigMap(kafka.ConfigMap{"allow.auto.create.topics": true})},
+		"negative timeout":     {ConsumerID: "p", Kafka: c.ConfigMap(), MetadataTimeout: -1},
+		"negative replication": {ConsumerID: "p", Kafka: c.ConfigMap(), ReplicationFactor: -1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := dlqkafka.NewProducer(cfg)

@@ -102,7 +102,7 @@ func serveOn(ctx context.Context, b *broker, db *database.DB, o runOptions, hook
 			return err
 		}
 	}
-	dl, err := dlqkafka.NewProducer(dlqkafka.Config{Kafka: b.config(nil), ProcessorID: processorID(), CreateTopics: true})
+	dl, err := dlqkafka.NewProducer(dlqkafka.Config{Kafka: b.config(nil), ConsumerID: processorID(), CreateTopics: true})
 	if err != nil {
 		return err
 	}

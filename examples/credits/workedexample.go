@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
@@ -84,7 +83,7 @@ func workedExample(ctx context.Context, w io.Writer, o exampleOptions) (err erro
 			defer func() { err = errors.Join(err, db.Drop(context.WithoutCancel(ctx), schema)) }()
 		}
 	}
-	dl, err := dlqkafka.NewProducer(dlqkafka.Config{Kafka: b.config(nil), ProcessorID: "credits-worked-example", CreateTopics: true})
+	dl, err := dlqkafka.NewProducer(dlqkafka.Config{Kafka: b.config(nil), ConsumerID: "credits-worked-example", CreateTopics: true})
 	if err != nil {
 		return err
 	}
@@ -248,7 +247,6 @@ func (x *walkthrough) newConsumer(crash bool) (*service.Service, error) {
 		Topic:          x.topic,
 		DeadLetters:    x.dl,
 		CommitInterval: service.EveryMessage,
-		PollTimeout:    10 * time.Millisecond,
 		PruneInterval:  -1,
 		Logger:         x.logger,
 		Hooks:          hooks,

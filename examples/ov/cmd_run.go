@@ -97,7 +97,6 @@ type runFlags struct {
 	caughtUp         *time.Duration
 	writeTimeout     *time.Duration
 	shutdownTimeout  *time.Duration
-	closeTimeout     *time.Duration
 	writeConcurrency *int
 	idle             *time.Duration
 	metricsAddr      *string
@@ -133,9 +132,8 @@ func newRunFlags(stderr io.Writer) (*flags, *runFlags) {
 	o.flushInterval = f.Duration("flush-interval", "OV_FLUSH_INTERVAL", 5*time.Second, "period of state flush, window writes and commits")
 	o.caughtUp = f.Duration("flush-when-caught-up", "OV_FLUSH_WHEN_CAUGHT_UP", 0, "tick early when the consumer has caught up, at most this often; 0: a fifth of --flush-interval; negative: never")
 	o.writeTimeout = f.Duration("write-timeout", "OV_WRITE_TIMEOUT", 0, "bound of one tick's sink writes; 0: 30s (keep it under half of max.poll.interval.ms)")
-	o.shutdownTimeout = f.Duration("shutdown-timeout", "OV_SHUTDOWN_TIMEOUT", 0, "bound of the graceful shutdown's last writes and commit; 0: 30s")
-	o.closeTimeout = f.Duration("close-timeout", "OV_CLOSE_TIMEOUT", 0, "bound of closing the Kafka consumer after the shutdown (it waits for the group coordinator); 0: 10s")
-	o.writeConcurrency = f.Int("write-concurrency", "OV_WRITE_CONCURRENCY", pipeline.DefaultWriteConcurrency, "how many of a tick's sink writes run at once")
+	o.shutdownTimeout = f.Duration("shutdown-timeout", "OV_SHUTDOWN_TIMEOUT", 0, "bound of the graceful shutdown: the last writes and commit, then closing the Kafka consumer (it waits for the group coordinator); 0: 30s")
+	o.writeConcurrency = f.Int("write-concurrency", "OV_WRITE_CONCURRENCY", 0, "how many of a tick's sink writes run at once; 0: 2")
 	o.idle = f.Duration("idle-timeout", "OV_IDLE_TIMEOUT", 30*time.Second, "quiet time after which a caught-up partition is idle; negative: never")
 	o.metricsAddr = f.String("metrics-addr", "OV_METRICS_ADDR", "127.0.0.1:9464", "listen address of /metrics and /healthz; empty disables")
 	o.noMigrate = f.Bool("no-migrate", "OV_NO_MIGRATE", false, "do not create or upgrade the tables on start")
@@ -204,7 +202,6 @@ func (o *runFlags) pipelineConfig(st runSettings, m *prom.Metrics) pipeline.Conf
 		WriteTimeout:      *o.writeTimeout,
 		WriteConcurrency:  *o.writeConcurrency,
 		ShutdownTimeout:   *o.shutdownTimeout,
-		CloseTimeout:      *o.closeTimeout,
 		Decoder:           event.Config{Box: st.box, MaxDelay: *o.maxDelay},
 		ProcessorID:       *o.processorID,
 		CreateDLQTopics:   *o.createDLQ,

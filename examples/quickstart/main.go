@@ -51,7 +51,7 @@ func main() {
 
 	brokers := os.Getenv("BROKERS")
 	dead, err := dlqkafka.NewProducer(dlqkafka.Config{
-		Kafka: kafka.ConfigMap{"bootstrap.servers": brokers}, ProcessorID: "quickstart"})
+		Kafka: kafka.ConfigMap{"bootstrap.servers": brokers}, ConsumerID: "quickstart"})
 	check(err)
 	defer dead.Close(context.Background())
 

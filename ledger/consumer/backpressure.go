@@ -22,7 +22,7 @@ import (
 //     and otherwise waits for them, deciding nothing (see holdsLoop). When the writes leave
 //     it past a quarter (they failed, or the loop decided that much while they ran) or a
 //     tick has nothing to write (dead letters waiting for their reports), it pauses every
-//     partition (nothing new is fetched) until the backlog is back under ResumeAt of that
+//     partition (nothing new is fetched) until the backlog is back under resumeAt of that
 //     quarter.
 //   - the open windows: a partition's windows close only as its own watermark moves, so a
 //     paused partition keeps them, and the running ones keep a working set of their own. Past
@@ -73,7 +73,7 @@ func (p *processor[K]) checkBuffer(ctx context.Context) {
 	_, backlog := p.buffered()
 	quarter := p.s.buffer / 4
 	switch {
-	case backlog <= int64(float64(quarter)*p.s.ResumeAt):
+	case backlog <= int64(float64(quarter)*p.s.resumeAt):
 		for _, pt := range p.order {
 			p.unpause(pt, pauseBacklog)
 		}
@@ -83,7 +83,7 @@ func (p *processor[K]) checkBuffer(ctx context.Context) {
 		if _, backlog = p.buffered(); p.job == nil && backlog > quarter {
 			// What the writes could not drop (their rows, when they failed; dead letters
 			// waiting for their reports), or what the loop decided while they ran, holds the
-			// backlog past its share: nothing more is fetched until it is back under ResumeAt
+			// backlog past its share: nothing more is fetched until it is back under resumeAt
 			// of it, so that it does not grow while it is written (by the tick the next call
 			// runs when anything new was decided) or while the writes fail.
 			p.pauseAll(pauseBacklog)
@@ -113,7 +113,7 @@ func (p *processor[K]) throttleWindows() {
 	windows, backlog := p.buffered()
 	windows = windowCharge(windows)
 	bound := max(p.s.buffer-backlog, p.s.buffer/2)
-	low := int64(float64(bound) * p.s.ResumeAt)
+	low := int64(float64(bound) * p.s.resumeAt)
 	stalled := p.dispatched == p.throttledCount
 	p.throttledCount = p.dispatched
 	if stalled || windows <= low || (windows <= bound && p.ticks > p.windowsPausedAt) {

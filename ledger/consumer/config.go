@@ -19,26 +19,46 @@ import (
 	"github.com/streamledger/streamledger/window"
 )
 
-// Defaults for the zero values of [Config], and the bound of EffectBatch.
+// DefaultEffectBatch is EffectBatch's default, and MaxEffectBatch its bound.
 const (
-	DefaultFlushInterval     = 5 * time.Second
-	DefaultPollTimeout       = 100 * time.Millisecond
-	DefaultWriteTimeout      = 30 * time.Second
-	DefaultAssignTimeout     = 30 * time.Second
-	DefaultDeadLetterBackoff = time.Second
-	DefaultShutdownTimeout   = 30 * time.Second
-	DefaultCloseTimeout      = 10 * time.Second
-	DefaultCommitTimeout     = 10 * time.Second
-	DefaultResumeAt          = 0.5
-	DefaultEffectBatch       = 256
-	MaxEffectBatch           = 8192
-	DefaultBufferLimit       = 256 << 20
+	DefaultEffectBatch = 256
+	MaxEffectBatch     = 8192
 )
 
+// DefaultBufferLimit is the BufferLimit of a zero [Config.BufferLimit], 256 MiB: the bound a
+// process sizes its Go memory limit by.
+const DefaultBufferLimit = 256 << 20
+
+// The defaults of the zero durations of [Config].
 const (
-	// maxDeadLetterBackoff caps the doubling backoff of a dead letter sent again, unless
-	// DeadLetterBackoff is longer.
+	defaultFlushInterval   = 5 * time.Second
+	defaultWriteTimeout    = 30 * time.Second
+	defaultAssignTimeout   = 30 * time.Second
+	defaultShutdownTimeout = 30 * time.Second
+	// defaultWriteConcurrency serves the shipped sinks: sink/postgres and sink/mysql take
+	// concurrent writers, and a close beside a state flush needs two.
+	defaultWriteConcurrency = 2
+)
+
+// The runtime's fixed timings: each has one sensible value, so none is a Config field.
+const (
+	// pollTimeout bounds one Poll of the client: how long the loop waits for a message before
+	// it looks at ticks, writes and the buffer bound again.
+	pollTimeout = 100 * time.Millisecond
+	// deadLetterBackoff is the first wait before a dead letter whose delivery failed is sent
+	// again; it doubles on each failure of the same letter, up to maxDeadLetterBackoff. The
+	// dead-letter producer retries within a send on its own (dlqkafka.Config.MaxAttempts).
+	deadLetterBackoff = time.Second
+	// maxDeadLetterBackoff caps the doubling backoff of a dead letter sent again.
 	maxDeadLetterBackoff = 30 * time.Second
+	// commitTimeout bounds the wait for one offset commit (see settings.commitTimeout).
+	commitTimeout = 10 * time.Second
+	// resumeAt is the low-water mark of the BufferLimit bounds, as a fraction of a bound:
+	// paused partitions resume once what they wait for falls to it.
+	resumeAt = 0.5
+	// closeShare is the least share of ShutdownTimeout, as a divisor, that closing the client
+	// gets: the graceful work before it has until the rest has passed.
+	closeShare = 4
 	// defaultSessionTimeout is librdkafka's session.timeout.ms default.
 	defaultSessionTimeout = 45 * time.Second
 	// defaultMaxPollInterval is librdkafka's max.poll.interval.ms default.
@@ -77,8 +97,10 @@ type DeadLetterer interface {
 	Send(ctx context.Context, rec dlq.Record, cause error, done func(error)) error
 }
 
-// Config configures a [Consumer]. Kafka and Topics are required, and Series with a Sink; every
-// other zero value is documented and usable. [New] validates it in one place.
+// Config configures a [Consumer]. Kafka and Topics are required, and Series with a Sink. In
+// every field, zero means the default the field states; a negative value is accepted only
+// where the field says what it means, and New refuses it anywhere else with an error wrapping
+// [ErrConfig] that names the field. [New] validates it in one place.
 type Config[K comparable] struct {
 	// Kafka is the librdkafka configuration: bootstrap.servers and group.id are required,
 	// and auto.offset.reset with a bounded Until; everything else (TLS, SASL, client.id,
@@ -142,10 +164,11 @@ type Config[K comparable] struct {
 	Series func(K) sink.Series
 
 	// DeadLetters receives messages that fail to decode or validate. Their offsets become
-	// committable only on a positive delivery report; a failed delivery is sent again after
-	// DeadLetterBackoff, for as long as the partition is owned. Nil means there is no
-	// dead-letter topic: a message that fails to decode stops Run with an error wrapping
-	// [ErrUndecodable], and its offset is never committed.
+	// committable only on a positive delivery report; a failed delivery is sent again after a
+	// backoff of 1 s that doubles on each failure of the letter up to 30 s, for as long as the
+	// partition is owned. Nil means there is no dead-letter topic: a message that fails to
+	// decode stops Run with an error wrapping [ErrUndecodable], and its offset is never
+	// committed.
 	DeadLetters DeadLetterer
 
 	// OnLate, if set, is called for every late event (its window already closed in its
@@ -160,23 +183,23 @@ type Config[K comparable] struct {
 	// (window, key) rather than once per event. Nil keeps keys as the handler made them.
 	RetainKey func(K) K
 
-	// WindowSize is the tumbling window length. Zero means window.DefaultSize (5 minutes).
+	// WindowSize is the tumbling window length. Zero means 5 min; a negative value is
+	// refused.
 	WindowSize time.Duration
 	// Lateness is the allowed lateness: a partition's watermark trails its maximum event time
-	// by this much. Zero means watermark.DefaultLateness (120 s); negative means none.
+	// by this much. Zero means 120 s; negative means none: the watermark is the maximum event
+	// time.
 	Lateness time.Duration
 	// IdleTimeout is how long a partition that is caught up must stay quiet before its
-	// watermark follows the wall clock (see the package documentation). Zero means
-	// watermark.DefaultIdleTimeout (30 s); negative means partitions never go idle.
+	// watermark follows the wall clock (see the package documentation). Zero means 30 s;
+	// negative means partitions never go idle.
 	IdleTimeout time.Duration
 
 	// FlushInterval is the period of the tick that flushes state, writes closed windows and
-	// commits. Zero means DefaultFlushInterval (5 s); negative means no periodic tick: ticks
+	// commits. Zero means 5 s; negative means no periodic tick: ticks
 	// then run when [Consumer.Tick] asks, when the buffer fills (see BufferLimit), at
 	// rebalances and at the shutdown, and after FlushWhenCaughtUp only when that is set.
 	FlushInterval time.Duration
-	// PollTimeout bounds one Poll of the client. Zero means DefaultPollTimeout (100 ms).
-	PollTimeout time.Duration
 	// FlushWhenCaughtUp runs a tick early when a Poll returns nothing (the client has no
 	// message of any assigned partition at hand), messages were dispatched since the last tick
 	// began, that tick began at least FlushWhenCaughtUp ago, and no writes are in flight. It
@@ -194,9 +217,9 @@ type Config[K comparable] struct {
 	// next tick, with twice the deadline of the round that ran out of time, up to a second
 	// under half of max.poll.interval.ms: a write larger than the database does in
 	// WriteTimeout (a bounded run's last windows, a slow server) then completes instead of
-	// being retried at the same size forever. A round that succeeds resets it. Zero means
-	// DefaultWriteTimeout (30 s). It must stay under half of max.poll.interval.ms, which New
-	// checks when the Kafka configuration sets it.
+	// being retried at the same size forever. A round that succeeds resets it. It must stay
+	// under half of max.poll.interval.ms, which New checks when the Kafka configuration sets
+	// it. Zero means 30 s; a negative value is refused.
 	WriteTimeout time.Duration
 	// SyncWrites makes every tick write, then commit, before polling resumes, so that no
 	// message is decided while the sink works. The zero value overlaps a tick's writes with
@@ -225,42 +248,33 @@ type Config[K comparable] struct {
 	Workers int
 	// WriteConcurrency is how many of one tick's writes (each state table's flush, and the
 	// close batches of every partition in one call) run at once. Above 1 the Sink must be safe
-	// for concurrent use, as sink/postgres and sink/mysql are (their writers may run at any
-	// concurrency); the outcome is the same, as every write is applied to the ledgers when all
-	// are done. The state tables' flushes start largest (by estimated bytes) first; a close
-	// call that writes windows commits after them, and waits for the next tick if one failed
-	// (see the package documentation). Above 1, with a sink.GatedWindowWriter, it is made
-	// beside them (which then run one fewer at a time) and commits once they are done;
-	// otherwise it starts then. Zero means 1, as does a negative value: one after another.
+	// for concurrent use, as sink/postgres, sink/mysql and sinktest.Memory are (their writers
+	// may run at any concurrency); a Sink that is not must have 1. The outcome is the same, as
+	// every write is applied to the ledgers when all are done. The state tables' flushes start
+	// largest (by estimated bytes) first; a close call that writes windows commits after them,
+	// and waits for the next tick if one failed (see the package documentation). Above 1,
+	// with a sink.GatedWindowWriter, it is made beside them (which then run one fewer at a
+	// time) and commits once they are done; otherwise it starts then. Zero means 2; a
+	// negative value is refused.
 	WriteConcurrency int
 	// AssignmentWait is how long a subscribed consumer may hold no partition before it logs a
 	// warning and [Consumer.Health] reports [HealthNoAssignment]: a group that cannot
 	// complete a rebalance otherwise leaves a consumer waiting without a word. Zero means
 	// three session timeouts (session.timeout.ms, 45 s unless set); negative means never.
 	AssignmentWait time.Duration
-	// CommitTimeout bounds the wait for one offset commit: librdkafka waits for the group
-	// coordinator without a bound (a broker restart can hold a commit for many seconds), and
-	// the polling goroutine waits for it. A commit that takes longer is taken as failed (its
-	// offsets are sent again later) and no other commit is sent until it returns. A stop
-	// (Run's context ending) ends the wait at once, so that the shutdown does not start late;
-	// the shutdown waits for a commit left behind, then sends its own, both within
-	// ShutdownTimeout. Zero means DefaultCommitTimeout (10 s); negative means no bound.
-	CommitTimeout time.Duration
 	// AssignTimeout bounds reading the committed offsets and the sink's progress of newly
 	// assigned partitions. Failing that, Run stops with an error wrapping [ErrAssign]: the
-	// consumer cannot know from which watermark to decide. Zero means DefaultAssignTimeout.
+	// consumer cannot know from which watermark to decide. Zero means 30 s; a negative value
+	// is refused.
 	AssignTimeout time.Duration
-	// DeadLetterBackoff is the wait before a dead letter whose delivery failed is sent again;
-	// it doubles on each failure of the same letter, up to 30 s (or DeadLetterBackoff when
-	// longer). Zero means DefaultDeadLetterBackoff (1 s).
-	DeadLetterBackoff time.Duration
-	// ShutdownTimeout bounds the graceful shutdown after Run's context is cancelled: waiting
-	// for dead-letter delivery reports, the last writes and the last commit. Zero means
-	// DefaultShutdownTimeout (30 s).
+	// ShutdownTimeout bounds the whole graceful shutdown after Run's context is cancelled,
+	// closing the client included: waiting for dead-letter delivery reports, the last writes
+	// and the last commit get until three quarters of it have passed, and closing the client,
+	// which can hang (confluent-kafka-go issue 189), gets what remains, at least a quarter of
+	// it. So Run returns within ShutdownTimeout of the start of its shutdown. After a fatal
+	// error or [Consumer.Abort], closing the client gets a quarter of it. Zero means 30 s; a
+	// negative value is refused.
 	ShutdownTimeout time.Duration
-	// CloseTimeout bounds closing the client, which can hang (confluent-kafka-go issue 189).
-	// Zero means DefaultCloseTimeout (10 s).
-	CloseTimeout time.Duration
 
 	// BufferLimit bounds, in bytes, the memory the consumer holds for what it consumed. A
 	// sixteenth of it, at most 64 MiB, is the client's prefetch of messages not yet decided:
@@ -277,19 +291,15 @@ type Config[K comparable] struct {
 	// of it, and then waits for them, deciding nothing (the client keeps its prefetch). A backlog
 	// that writes leave past a quarter (rows of writes that failed, what was decided while they
 	// ran) or that a tick cannot write (dead letters waiting for their delivery reports) pauses
-	// every partition until it is back under ResumeAt of that quarter. Open windows past what the
+	// every partition until it is back under half of that quarter. Open windows past what the
 	// budget leaves beside the backlog pause the partitions holding the most, one tick at a time
 	// (a partition's windows close only as its own watermark moves). The sizes are estimates of
 	// the Go heap the structures hold; the process needs room beside them for the garbage
 	// collector (a Go memory limit of BufferLimit less the memory outside Go, such as the
-	// client's C heap, keeps the whole process near it) and the rest of the program. Zero means
-	// DefaultBufferLimit (256 MiB); below 64 KiB is refused; negative means no bound, and
-	// librdkafka's prefetch defaults.
+	// client's C heap, keeps the whole process near it) and the rest of the program. A
+	// positive value below 64 KiB is refused. Zero means 256 MiB ([DefaultBufferLimit]);
+	// negative means no bound, and librdkafka's prefetch defaults.
 	BufferLimit int64
-	// ResumeAt is the low-water mark of the BufferLimit bounds, as a fraction of a bound in
-	// [0, 1): paused partitions resume once what they wait for falls to it. Zero means
-	// DefaultResumeAt (0.5).
-	ResumeAt float64
 
 	// Until makes Run bounded, for backfills, batch jobs and tests: each partition is
 	// consumed up to its stop offset (see [Until]), from its committed offset or, on a
@@ -348,6 +358,12 @@ type settings[K comparable] struct {
 	// tables holds what the sink declares of its tables, when it tells (see tables).
 	agg    *sink.AggregateSpec
 	states map[string]sink.StateSpec
+	// The fixed timings (pollTimeout, deadLetterBackoff, commitTimeout, resumeAt), kept here
+	// so that tests can shorten them. commitTimeout bounds the wait for one offset commit:
+	// librdkafka waits for the group coordinator without a bound, and the polling goroutine
+	// waits for the commit.
+	pollTimeout, deadLetterBackoff, commitTimeout time.Duration
+	resumeAt                                      float64
 }
 
 // tables is what a sink may tell of the tables it writes; sink/postgres, sink/mysql and
@@ -361,7 +377,8 @@ type tables interface {
 
 // validate checks cfg and fills in its defaults. Every error wraps ErrConfig.
 func (cfg Config[K]) validate() (*settings[K], error) {
-	s := &settings[K]{Config: cfg}
+	s := &settings[K]{Config: cfg, pollTimeout: pollTimeout, deadLetterBackoff: deadLetterBackoff,
+		commitTimeout: commitTimeout, resumeAt: resumeAt}
 	if cfg.Kafka == nil {
 		return nil, configError("Kafka: a librdkafka configuration with bootstrap.servers and group.id is required")
 	}
@@ -408,21 +425,19 @@ func (s *settings[K]) validateTopics() error {
 	return nil
 }
 
-// durations fills in the durations' defaults and refuses negative ones where off means
-// nothing.
+// durations fills in the durations' defaults and refuses negative ones where the field gives
+// them no meaning. Lateness and IdleTimeout pass to the watermarks as they are, and WindowSize
+// to the windows: those packages fill in the same defaults.
 func (s *settings[K]) durations() error {
 	for _, d := range []struct {
 		name string
 		d    *time.Duration
 		def  time.Duration
 	}{
-		{"WindowSize", &s.WindowSize, window.DefaultSize},
-		{"PollTimeout", &s.PollTimeout, DefaultPollTimeout},
-		{"WriteTimeout", &s.WriteTimeout, DefaultWriteTimeout},
-		{"AssignTimeout", &s.AssignTimeout, DefaultAssignTimeout},
-		{"DeadLetterBackoff", &s.DeadLetterBackoff, DefaultDeadLetterBackoff},
-		{"ShutdownTimeout", &s.ShutdownTimeout, DefaultShutdownTimeout},
-		{"CloseTimeout", &s.CloseTimeout, DefaultCloseTimeout},
+		{"WindowSize", &s.WindowSize, 0}, // the window package's default
+		{"WriteTimeout", &s.WriteTimeout, defaultWriteTimeout},
+		{"AssignTimeout", &s.AssignTimeout, defaultAssignTimeout},
+		{"ShutdownTimeout", &s.ShutdownTimeout, defaultShutdownTimeout},
 	} {
 		switch {
 		case *d.d < 0:
@@ -431,18 +446,9 @@ func (s *settings[K]) durations() error {
 			*d.d = d.def
 		}
 	}
-	if s.IdleTimeout == 0 {
-		s.IdleTimeout = watermark.DefaultIdleTimeout
-	}
-	if s.Lateness == 0 {
-		s.Lateness = watermark.DefaultLateness
-	}
-	if s.CommitTimeout == 0 {
-		s.CommitTimeout = DefaultCommitTimeout
-	}
 	switch {
 	case s.FlushInterval == 0:
-		s.FlushInterval = DefaultFlushInterval
+		s.FlushInterval = defaultFlushInterval
 	case s.FlushInterval < 0:
 		s.FlushInterval = -1
 	}
@@ -455,7 +461,7 @@ func (s *settings[K]) durations() error {
 	return nil
 }
 
-// counts fills in the workers, the write concurrency and the low-water mark.
+// counts fills in the workers and the write concurrency.
 func (s *settings[K]) counts() error {
 	switch {
 	case s.Workers == 0:
@@ -466,14 +472,11 @@ func (s *settings[K]) counts() error {
 	if err := s.effectBounds(); err != nil {
 		return err
 	}
-	if s.WriteConcurrency <= 0 {
-		s.WriteConcurrency = 1
-	}
-	if !(s.ResumeAt >= 0 && s.ResumeAt < 1) {
-		return configError("ResumeAt: expected a fraction in [0, 1), found %v", s.ResumeAt)
-	}
-	if s.ResumeAt == 0 {
-		s.ResumeAt = DefaultResumeAt
+	switch {
+	case s.WriteConcurrency < 0:
+		return configError("WriteConcurrency: expected a positive number of writes, or zero for 2, found %d", s.WriteConcurrency)
+	case s.WriteConcurrency == 0:
+		s.WriteConcurrency = defaultWriteConcurrency
 	}
 	return nil
 }
@@ -511,7 +514,7 @@ func (s *settings[K]) parts() error {
 	if s.Logger == nil {
 		s.Logger = slog.Default()
 	}
-	s.wm = watermark.Config{Lateness: s.Lateness, IdleTimeout: s.IdleTimeout, Clock: watermark.ClockFunc(s.Clock)}
+	s.wm = watermark.Config{Lateness: s.Lateness, IdleTimeout: s.IdleTimeout, Clock: s.Clock}
 	s.win = window.Config[K]{Size: s.WindowSize, Retain: s.RetainKey}
 	if t, ok := s.Sink.(tables); ok {
 		agg, states := t.Tables()

@@ -27,20 +27,24 @@ func validConfig(t *testing.T) Config[string] {
 func TestConfigDefaults(t *testing.T) {
 	s, err := validConfig(t).validate()
 	require.NoError(t, err)
-	assert.Equal(t, window.DefaultSize, s.WindowSize)
-	assert.Equal(t, watermark.DefaultLateness, s.Lateness)
-	assert.Equal(t, watermark.DefaultIdleTimeout, s.IdleTimeout)
-	assert.Equal(t, DefaultFlushInterval, s.FlushInterval)
-	assert.Equal(t, DefaultWriteTimeout, s.WriteTimeout)
-	assert.Equal(t, DefaultResumeAt, s.ResumeAt)
+	w, err := window.New(s.win)
+	require.NoError(t, err)
+	assert.Equal(t, 5*time.Minute, w.Size())
+	wm := watermark.NewSet[string](s.wm).Config()
+	assert.Equal(t, 120*time.Second, wm.Lateness)
+	assert.Equal(t, 30*time.Second, wm.IdleTimeout)
+	assert.Equal(t, 5*time.Second, s.FlushInterval)
+	assert.Equal(t, 30*time.Second, s.WriteTimeout)
+	assert.Equal(t, 30*time.Second, s.AssignTimeout)
+	assert.Equal(t, 30*time.Second, s.ShutdownTimeout)
 	assert.NotNil(t, s.Clock)
 	assert.NotNil(t, s.Logger)
 	assert.Equal(t, false, s.kafka["enable.auto.commit"])
 	assert.Equal(t, false, s.kafka["enable.auto.offset.store"])
 	assert.Equal(t, "g", s.kafka["group.id"], "the rest passes through")
 	assert.Equal(t, 20, s.kafka["fetch.queue.backoff.ms"], "librdkafka's 1 s backoff stalls a fast consumer")
-	assert.Equal(t, DefaultFlushInterval/5, s.FlushWhenCaughtUp, "early ticks once caught up, at most every fifth of the interval")
-	assert.Equal(t, 1, s.WriteConcurrency)
+	assert.Equal(t, time.Second, s.FlushWhenCaughtUp, "early ticks once caught up, at most every fifth of the interval")
+	assert.Equal(t, 2, s.WriteConcurrency, "a close beside a state flush")
 	assert.Equal(t, int64(DefaultBufferLimit), s.BufferLimit)
 	assert.Equal(t, 16<<10, s.kafka["queued.max.messages.kbytes"], "a sixteenth of the bound is the client's prefetch")
 	assert.Equal(t, 2<<20, s.kafka["fetch.max.bytes"], "fetches of an eighth of the prefetch")
@@ -54,9 +58,9 @@ func TestConfigTicks(t *testing.T) {
 		interval, caughtUp    time.Duration
 		wantInt, wantCaughtUp time.Duration
 	}{
-		{"defaults", 0, 0, DefaultFlushInterval, DefaultFlushInterval / 5},
+		{"defaults", 0, 0, 5 * time.Second, time.Second},
 		{"interval set: caught-up ticks a fifth of it", 10 * time.Second, 0, 10 * time.Second, 2 * time.Second},
-		{"no caught-up ticks", 0, -1, DefaultFlushInterval, -1},
+		{"no caught-up ticks", 0, -1, 5 * time.Second, -1},
 		{"on request only", -time.Second, 0, -1, -1},
 		{"on request and when caught up", -1, time.Second, -1, time.Second},
 	} {
@@ -144,7 +148,6 @@ func TestConfigErrors(t *testing.T) {
 		{"no series", func(c *Config[string]) { c.Series = nil }, "Series"},
 		{"negative window", func(c *Config[string]) { c.WindowSize = -time.Second }, "WindowSize"},
 		{"tiny buffer", func(c *Config[string]) { c.BufferLimit = 1000 }, "BufferLimit: expected at least 65536 bytes, or a negative value for no bound, found 1000"},
-		{"resume at one", func(c *Config[string]) { c.ResumeAt = 1 }, "ResumeAt"},
 		{"write timeout vs poll interval", func(c *Config[string]) { c.Kafka["max.poll.interval.ms"] = 50000 }, "WriteTimeout"},
 		{"bad poll interval", func(c *Config[string]) { c.Kafka["max.poll.interval.ms"] = "soon" }, "max.poll.interval.ms"},
 		{"useless hook", func(c *Config[string]) { c.Hooks = []Hook{noHook{}} }, "implements none"},

@@ -58,10 +58,10 @@ func New[K comparable](cfg Config[K]) (*Consumer[K], error) {
 func (c *Consumer[K]) Counters() Counters { return c.p.counters.snapshot() }
 
 // Tick asks Run for a tick (state flushed, closed windows written, offsets committed) as
-// soon as the current Poll returns, within PollTimeout. Calls while one is pending make one
-// tick. It does not wait for the tick, and is
-// safe to call from any goroutine, hooks included. A consumer whose FlushInterval is negative
-// ticks on request; with a positive one, Tick only brings the next tick forward.
+// soon as its loop comes round, once the current Poll has returned. Calls while one is
+// pending make one tick. It does not wait for the tick, and is safe to call from any
+// goroutine, hooks included. A consumer whose FlushInterval is negative ticks on request;
+// with a positive one, Tick only brings the next tick forward.
 func (c *Consumer[K]) Tick() {
 	select {
 	case c.tickAsked <- struct{}{}:
@@ -71,7 +71,8 @@ func (c *Consumer[K]) Tick() {
 
 // Abort abandons the graceful shutdown (or the run, if called before Run's context is done):
 // no further write or commit is attempted, and Run closes the client and returns ErrAborted
-// without waiting for anything but the client (itself bounded by CloseTimeout). What was not
+// without waiting for anything but the client (itself bounded by what ShutdownTimeout left
+// it, at least a quarter of it). What was not
 // committed is redelivered to the next owner. Call it on a second interrupt, for example. It is
 // safe to call from any goroutine, more than once.
 //
@@ -98,8 +99,11 @@ func (c *Consumer[K]) aborted() bool {
 
 // Run consumes until ctx is cancelled, then shuts down gracefully: it stops taking messages,
 // waits for the delivery reports of dead letters in flight, flushes state, writes what closed,
-// commits what is durable (never past it), gives up its partitions and closes the client, all
-// within ShutdownTimeout and CloseTimeout. It returns nil after a graceful shutdown, and an
+// commits what is durable (never past it), gives up its partitions and closes the client. It
+// returns within ShutdownTimeout of the start of the shutdown: the work before the close gets
+// until three quarters of it have passed, and the close what remains, at least a quarter
+// (see [Config.ShutdownTimeout]). After a fatal error or an Abort it returns once the client
+// is closed, within a quarter of ShutdownTimeout. It returns nil after a graceful shutdown, and an
 // error if the consumer cannot go on (ErrAssign, ErrUndecodable, a fatal client error,
 // ErrInternal, or ErrEffect after the graceful shutdown) or the shutdown was cut short
 // (ErrAborted, ErrCloseTimeout).
@@ -136,16 +140,12 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 	c.p.tickedAt = c.p.now() // a caught-up tick waits FlushWhenCaughtUp from the start too
 
 	if err := kc.SubscribeTopics(c.s.topics, c.rebalance); err != nil {
-		return errors.Join(fmt.Errorf("consumer: subscribe to %v: %w", c.s.topics, err), c.closeClient(kc))
+		return errors.Join(fmt.Errorf("consumer: subscribe to %v: %w", c.s.topics, err), c.closeClient(kc, time.Time{}))
 	}
 	c.p.subscribed()
-	var ticks <-chan time.Time // nil, never ready, without a FlushInterval
-	if c.s.FlushInterval > 0 {
-		t := time.NewTicker(c.s.FlushInterval)
-		defer t.Stop()
-		ticks = t.C
-	}
-	pollMs := max(int(c.s.PollTimeout/time.Millisecond), 1)
+	ticks, stopTicks := c.s.ticker()
+	defer stopTicks()
+	pollMs := max(int(c.s.pollTimeout/time.Millisecond), 1)
 	for {
 		if done, err := c.stopping(kc, ctx); done {
 			return err
@@ -184,6 +184,16 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 	}
 }
 
+// ticker returns the channel of the periodic tick and the function that stops it: a channel
+// that is never ready (nil) when FlushInterval is negative.
+func (s *settings[K]) ticker() (<-chan time.Time, func()) {
+	if s.FlushInterval <= 0 {
+		return nil, func() {}
+	}
+	t := time.NewTicker(s.FlushInterval)
+	return t.C, t.Stop
+}
+
 // pollBurst is how many more messages the loop takes, without waiting, after one Poll
 // returned a message, before it looks at ticks, writes and the buffer bound again: they are
 // the loop's per-poll work, which then runs once for that many messages rather than for each.
@@ -219,12 +229,12 @@ func (c *Consumer[K]) stopping(kc *kafka.Consumer, ctx context.Context) (bool, e
 	switch {
 	case c.aborted():
 		c.closing.Store(true)
-		return true, errors.Join(ErrAborted, c.closeClient(kc))
+		return true, errors.Join(ErrAborted, c.closeClient(kc, time.Time{}))
 	case ctx.Err() != nil:
 		return true, c.shutdown(kc)
 	case fatal != nil:
 		c.closing.Store(true)
-		return true, errors.Join(fatal, c.closeClient(kc))
+		return true, errors.Join(fatal, c.closeClient(kc, time.Time{}))
 	case halt != nil:
 		return true, c.shutdown(kc)
 	}
@@ -426,11 +436,14 @@ func (c *Consumer[K]) topicPartitions(kc *kafka.Consumer, as []assignment, ctx c
 	return out
 }
 
-// shutdown is the graceful end of Run.
+// shutdown is the graceful end of Run, within ShutdownTimeout: the work before closing the
+// client has until the close's least share is left (closeShare), and the close gets the rest.
 func (c *Consumer[K]) shutdown(kc *kafka.Consumer) error {
 	log := c.s.Logger
 	log.Info("consumer stopping: writing and committing what is durable")
-	ctx, cancel := context.WithTimeout(c.work, c.s.ShutdownTimeout)
+	start := time.Now()
+	end := start.Add(c.s.ShutdownTimeout)
+	ctx, cancel := context.WithDeadline(c.work, end.Add(-c.s.ShutdownTimeout/closeShare))
 	defer cancel()
 	c.p.barrier()
 	c.p.waitDeadLetters(ctx)
@@ -452,7 +465,7 @@ func (c *Consumer[K]) shutdown(kc *kafka.Consumer) error {
 			log.Warn("unassign failed", "error", err)
 		}
 	}
-	err := c.closeClient(kc)
+	err := c.closeClient(kc, end)
 	if aborted {
 		err = errors.Join(fmt.Errorf("%w: %w", ErrAborted, context.Cause(ctx)), err)
 	}
@@ -465,26 +478,26 @@ func (c *Consumer[K]) shutdown(kc *kafka.Consumer) error {
 }
 
 // closeClient closes the client on a goroutine of its own, so that a Close that hangs
-// (confluent-kafka-go issue 189) costs at most CloseTimeout, or less on Abort.
-func (c *Consumer[K]) closeClient(kc *kafka.Consumer) error {
+// (confluent-kafka-go issue 189) costs at most what is left until end, and at least the
+// close's share of ShutdownTimeout (closeShare) when less is left; a zero end gives it that
+// share.
+func (c *Consumer[K]) closeClient(kc *kafka.Consumer, end time.Time) error {
 	c.closing.Store(true)
+	budget := c.s.ShutdownTimeout / closeShare
+	if !end.IsZero() {
+		budget = max(time.Until(end), budget)
+	}
 	done := make(chan error, 1)
 	go func() { done <- kc.Close() }()
-	t := time.NewTimer(c.s.CloseTimeout)
+	t := time.NewTimer(budget)
 	defer t.Stop()
 	select {
 	case err := <-done:
 		return err
 	case <-t.C:
-	case <-c.abort:
-		select {
-		case err := <-done:
-			return err
-		case <-t.C:
-		}
 	}
-	c.s.Logger.Error("client close timed out; leaving it behind", "timeout", c.s.CloseTimeout)
-	return fmt.Errorf("%w after %v", ErrCloseTimeout, c.s.CloseTimeout)
+	c.s.Logger.Error("client close timed out; leaving it behind", "timeout", budget.Round(time.Millisecond))
+	return fmt.Errorf("%w after %v", ErrCloseTimeout, budget.Round(time.Millisecond))
 }
 
 // checkClient makes a client of km and closes it: librdkafka refuses an unknown or invalid

@@ -61,7 +61,7 @@ func (b *inbox) take(dst []report) []report {
 
 // deadLetterSendTimeout bounds one Send: it runs on the worker that decides the partition, so
 // a dead-letter cluster that does not answer must not hold the partition's decisions; a send
-// that fails is sent again after DeadLetterBackoff.
+// that fails is sent again after a backoff.
 const deadLetterSendTimeout = time.Second
 
 // send hands l to the dead-letter producer. It runs on the worker deciding the message, or
@@ -87,7 +87,7 @@ func (p *processor[K]) send(ctx context.Context, pt *part[K], l *letter) {
 // acked, so its offset and every one after it stay uncommitted until it is delivered.
 func (p *processor[K]) failedLetter(l *letter, err error) {
 	p.counters.dlFail.Add(1)
-	l.backoff = min(max(2*l.backoff, p.s.DeadLetterBackoff), max(maxDeadLetterBackoff, p.s.DeadLetterBackoff))
+	l.backoff = min(max(2*l.backoff, p.s.deadLetterBackoff), max(maxDeadLetterBackoff, p.s.deadLetterBackoff))
 	l.due = p.s.Clock().Add(l.backoff)
 	p.log.Warn("dead letter not delivered; sending it again after a backoff",
 		"partition", l.tp.String(), "offset", l.offset, "attempt", l.attempt, "backoff", l.backoff, "error", err)

@@ -213,17 +213,13 @@ func (p *processor[K]) setWatermark(pt *part[K]) {
 // message hooks.
 func (p *processor[K]) decided(pt *part[K], info MessageInfo) {
 	pt.next = info.Offset + 1
-	pt.consumed++
 	p.counters.consumed.Add(1)
 	switch info.Decision {
 	case Admitted:
-		pt.admitted++
 		p.counters.admitted.Add(1)
 	case Late:
-		pt.late++
 		p.counters.late.Add(1)
 	case DeadLettered:
-		pt.dead++
 		p.counters.dead.Add(1)
 	}
 	for _, h := range p.s.hooks.message {

@@ -216,10 +216,14 @@
 // Cancelling Run's context, or an [ErrEffect], stops taking messages, decides the messages
 // already polled, waits for the delivery reports of dead letters in flight, flushes, writes
 // and commits what is durable (never past it), gives the partitions up and closes the client
-// in a goroutine bounded by [Config.CloseTimeout] (confluent-kafka-go's Close can hang:
-// issue 189). [Consumer.Abort] cuts the shutdown short, or stops a running consumer where it
-// is, as a crash would: it cancels the context of a batch of effects in progress, and no later
-// message is decided and nothing more committed.
+// in a goroutine of its own (confluent-kafka-go's Close can hang: issue 189), all within
+// [Config.ShutdownTimeout], of which the close gets at least a quarter. The loop waits at
+// most 10 s for an offset commit (librdkafka waits for the group coordinator without a
+// bound): a commit that takes longer is taken as failed, and no other is sent until it
+// returns; a stop ends that wait at once, and the shutdown waits for such a commit, then
+// sends its own, within its deadline. [Consumer.Abort] cuts the shutdown short, or stops a
+// running consumer where it is, as a crash would: it cancels the context of a batch of
+// effects in progress, and no later message is decided and nothing more committed.
 //
 // # Observability
 //

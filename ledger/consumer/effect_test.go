@@ -211,7 +211,7 @@ func TestEffectRejectionIsDeadLettered(t *testing.T) {
 	h.dlq.deliver(0, errors.New("broker said no"))
 	h.tick()
 	assert.Equal(t, int64(1), h.committed(p0), "a failed delivery is never acked")
-	h.clock.Advance(h.p.s.DeadLetterBackoff)
+	h.clock.Advance(h.p.s.deadLetterBackoff)
 	h.tick()
 	require.Equal(t, 2, h.dlq.count(), "sent again after the backoff")
 	h.dlq.deliver(1, nil)
@@ -318,7 +318,7 @@ func TestKafkaEffectFailureCommitsUpToIt(t *testing.T) {
 			cfg.Topics = map[string]Handler[string]{"fx": fx.handler}
 			cfg.ApplyEffects = fx.apply
 			cfg.Sink, cfg.Series = nil, nil
-			cfg.FlushInterval = DefaultFlushInterval // the shutdown's commit is the only one
+			cfg.FlushInterval = defaultFlushInterval // the shutdown's commit is the only one
 		}
 	}
 	first := start(t, "first", clientConfig(c, "gfx", ""), newMemory(t), []string{"fx"}, mod(fx))

@@ -23,11 +23,11 @@ var (
 	// ErrAborted: the graceful shutdown was aborted (Abort, or ShutdownTimeout); what was not
 	// yet durable was not committed.
 	ErrAborted = errors.New("consumer: shutdown aborted")
-	// ErrCommitTimeout: an offset commit did not return within CommitTimeout (or before the
-	// shutdown ran out of time); nothing of it is taken as committed, and it is sent again.
+	// ErrCommitTimeout: an offset commit did not return within 10 s (or before the shutdown
+	// ran out of time); nothing of it is taken as committed, and it is sent again.
 	ErrCommitTimeout = errors.New("consumer: commit timed out")
-	// ErrCloseTimeout: the client did not close within CloseTimeout (confluent-kafka-go issue
-	// 189); it was left behind.
+	// ErrCloseTimeout: the client did not close within what ShutdownTimeout left it, at
+	// least a quarter of it (confluent-kafka-go issue 189); it was left behind.
 	ErrCloseTimeout = errors.New("consumer: client close timed out")
 	// ErrInternal: an invariant of the runtime broke (a bug); Run stops without committing
 	// anything further.

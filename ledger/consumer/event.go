@@ -25,7 +25,7 @@ type Handler[K comparable] func(m *kafka.Message) (Event[K], error)
 // Event is what one decoded message does.
 //
 // The zero Event does nothing: the message is admitted and its offset is durable at once
-// (a message the processor filters out, for example).
+// (a message the handler filters out, for example).
 type Event[K comparable] struct {
 	// Time is the event time, from the payload. It moves the partition's watermark. Zero means
 	// the message has no event time; it may then have no Values.
@@ -71,8 +71,9 @@ type Effect struct {
 	Err error
 }
 
-// Value is one window contribution: Value added once under each of Keys (the line, station,
-// operator and network of one arrival, for example).
+// Value is one window contribution: Value added once under each of Keys (for example, in
+// the OV example, a delay under the line, the stop, the operator and the network of one
+// arrival).
 type Value[K comparable] struct {
 	Value float64
 	Keys  []K

@@ -15,8 +15,9 @@ import (
 	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
-// A bounded run, start to finish. franz-go's in-process broker stands in for Kafka and the
-// in-memory sink for Postgres; the wiring is the same as against real ones. Run consumes the
+// A bounded run, start to finish, on the OV example's data (see arrival). franz-go's
+// in-process broker stands in for Kafka and the in-memory sink for Postgres; the wiring is
+// the same as against real ones. Run consumes the
 // topic up to its end, writes every window that holds data, commits, and returns nil.
 func ExampleConsumer_Run() {
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "arrivals"))

@@ -19,7 +19,8 @@ import (
 	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
-// arrival is what the example's topic carries.
+// arrival is what the example's topic carries. The examples of this file take their data from
+// the OV example (examples/ov): delays of arrivals, aggregated by line, stop and network.
 type arrival struct {
 	Vehicle string    `json:"vehicle"`
 	Line    string    `json:"line"`
@@ -55,7 +56,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	brokers := kafka.ConfigMap{"bootstrap.servers": "localhost:9092"}
-	dead, err := dlqkafka.NewProducer(dlqkafka.Config{Kafka: brokers, ProcessorID: "ov-processor-1", CreateTopics: true})
+	dead, err := dlqkafka.NewProducer(dlqkafka.Config{Kafka: brokers, ConsumerID: "consumer-1", CreateTopics: true})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func Example() {
 	c, err := consumer.New(consumer.Config[key]{
 		Kafka: kafka.ConfigMap{
 			"bootstrap.servers":             "localhost:9092",
-			"group.id":                      "ov-processor",
+			"group.id":                      "delays",
 			"auto.offset.reset":             "earliest",
 			"partition.assignment.strategy": "cooperative-sticky",
 		},
@@ -195,7 +196,7 @@ func Example_effects() {
 		return nil
 	}
 	brokers := kafka.ConfigMap{"bootstrap.servers": "localhost:9092"}
-	dead, err := dlqkafka.NewProducer(dlqkafka.Config{Kafka: brokers, ProcessorID: "credits-1", CreateTopics: true})
+	dead, err := dlqkafka.NewProducer(dlqkafka.Config{Kafka: brokers, ConsumerID: "credits-1", CreateTopics: true})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -32,16 +32,15 @@ func newHarness(t testing.TB, mod func(*Config[string])) *harness {
 	h := &harness{t: t, cl: newFakeClient(), mem: newMemory(t), dlq: &fakeDLQ{}, clock: newFakeClock(T0), logs: &syncBuffer{}}
 	h.chk = newChecker(h.mem)
 	cfg := Config[string]{
-		Kafka:             kafka.ConfigMap{"bootstrap.servers": "unused:9092", "group.id": "g", "auto.offset.reset": "earliest"},
-		Topics:            map[string]Handler[string]{"t": testHandler, "u": testHandler},
-		Sink:              h.mem,
-		Series:            testKeys,
-		DeadLetters:       h.dlq,
-		IdleTimeout:       -1,
-		DeadLetterBackoff: time.Second,
-		Clock:             h.clock.Now,
-		Logger:            testLogger(h.logs),
-		Hooks:             []Hook{h.chk},
+		Kafka:       kafka.ConfigMap{"bootstrap.servers": "unused:9092", "group.id": "g", "auto.offset.reset": "earliest"},
+		Topics:      map[string]Handler[string]{"t": testHandler, "u": testHandler},
+		Sink:        h.mem,
+		Series:      testKeys,
+		DeadLetters: h.dlq,
+		IdleTimeout: -1,
+		Clock:       h.clock.Now,
+		Logger:      testLogger(h.logs),
+		Hooks:       []Hook{h.chk},
 	}
 	if mod != nil {
 		mod(&cfg)

@@ -241,8 +241,6 @@ type PartitionInfo struct {
 	OpenKeys    int
 	Idle        bool
 	Paused      bool
-	// Counts of this assignment of the partition.
-	Consumed, Admitted, Late, DeadLettered int64
 }
 
 // TickInfo holds the consumer's totals at the end of a tick.

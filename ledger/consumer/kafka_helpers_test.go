@@ -89,8 +89,10 @@ func clientConfig(c *kafkatest.Cluster, group, assignor string) kafka.ConfigMap 
 	return m
 }
 
-// start runs a consumer of topics on mem until stop.
-func start(t *testing.T, name string, kc kafka.ConfigMap, mem *sinktest.Memory, topics []string, mod func(*Config[string])) *instance {
+// start runs a consumer of topics on mem until stop. tune, if given, shortens the runtime's
+// fixed timings after New; Polls wait 10 ms rather than 100 ms in any case.
+func start(t *testing.T, name string, kc kafka.ConfigMap, mem *sinktest.Memory, topics []string, mod func(*Config[string]),
+	tune ...func(*settings[string])) *instance {
 	t.Helper()
 	in := &instance{name: name, chk: newChecker(mem), own: &owner{parts: map[ledger.TopicPartition]bool{}}, logs: &syncBuffer{}, done: make(chan error, 1)}
 	handlers := map[string]Handler[string]{}
@@ -104,7 +106,6 @@ func start(t *testing.T, name string, kc kafka.ConfigMap, mem *sinktest.Memory, 
 		Series:        testKeys,
 		IdleTimeout:   -1,
 		FlushInterval: 20 * time.Millisecond,
-		PollTimeout:   10 * time.Millisecond,
 		WriteTimeout:  5 * time.Second,
 		Logger:        testLogger(in.logs),
 		Hooks:         []Hook{in.chk, in.own, &in.ticks},
@@ -114,6 +115,10 @@ func start(t *testing.T, name string, kc kafka.ConfigMap, mem *sinktest.Memory, 
 	}
 	c, err := New(cfg)
 	require.NoError(t, err)
+	c.s.pollTimeout = 10 * time.Millisecond
+	for _, f := range tune {
+		f(c.s)
+	}
 	in.c = c
 	ctx, cancel := context.WithCancel(context.Background())
 	in.cancel = cancel

@@ -134,6 +134,13 @@ func (f *flakySink) WriteClose(ctx context.Context, b ...sink.CloseBatch) error 
 	return f.Memory.WriteClose(ctx, b...)
 }
 
+func (f *flakySink) WriteCloseGated(ctx context.Context, gate func(context.Context) error, b ...sink.CloseBatch) error {
+	if f.failing() {
+		return errors.New("injected write failure")
+	}
+	return f.Memory.WriteCloseGated(ctx, gate, b...)
+}
+
 func (f *flakySink) UpsertLatest(ctx context.Context, rows []sink.StateRow) error {
 	if f.failing() {
 		return errors.New("injected flush failure")
@@ -168,16 +175,15 @@ func (m *model) newInstance() *simInstance {
 	in.chk = newChecker(m.sink.Memory)
 	in.chk.sink = m.sink
 	cfg := Config[string]{
-		Kafka:             kafka.ConfigMap{"bootstrap.servers": "sim:9092", "group.id": "g"},
-		Topics:            map[string]Handler[string]{"t": testHandler},
-		Sink:              m.sink,
-		Series:            testKeys,
-		DeadLetters:       in.dlq,
-		IdleTimeout:       -1,
-		DeadLetterBackoff: time.Second,
-		Clock:             m.clock.Now,
-		Logger:            discardLogger(),
-		Hooks:             []Hook{in.chk},
+		Kafka:       kafka.ConfigMap{"bootstrap.servers": "sim:9092", "group.id": "g"},
+		Topics:      map[string]Handler[string]{"t": testHandler},
+		Sink:        m.sink,
+		Series:      testKeys,
+		DeadLetters: in.dlq,
+		IdleTimeout: -1,
+		Clock:       m.clock.Now,
+		Logger:      discardLogger(),
+		Hooks:       []Hook{in.chk},
 	}
 	s, err := cfg.validate()
 	require.NoError(m.t, err)

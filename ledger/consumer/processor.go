@@ -78,7 +78,7 @@ type processor[K comparable] struct {
 	commitDone     chan struct{} // closed when a commit left behind returns; nil when none
 	writesTimedOut int           // rounds of writes in a row that ran out of time
 	// stopRequested is closed when Run's context ends: a commit the loop waits for is then
-	// left behind at once, so that the shutdown starts without waiting CommitTimeout.
+	// left behind at once, so that the shutdown starts without waiting commitTimeout.
 	stopRequested   <-chan struct{}
 	ticks           uint64    // ticks so far
 	tickedAt        time.Time // when the last tick began (now), for FlushWhenCaughtUp
@@ -200,8 +200,7 @@ type part[K comparable] struct {
 	inflight        int   // dead letters waiting for a report
 	state           stateBuffer
 
-	consumed, admitted, late, dead int64
-	deadSince                      map[string]int64 // dead-lettered since the last summary, by error class
+	deadSince map[string]int64 // dead-lettered since the last summary, by error class
 }
 
 // openWindow counts the ledger entries of one open window.

@@ -160,12 +160,12 @@ func TestAccountingConsumedIsAdmittedPlusLatePlusDeadLettered(t *testing.T) {
 	require.Len(t, parts, 2)
 	assert.Equal(t, PartitionInfo{
 		TopicPartition: p0, Watermark: at("14"), ClosedThrough: at("14"), Lag: -1, Pending: 4,
-		OpenWindows: 2, OpenKeys: 4, Consumed: 8, Admitted: 5, Late: 3,
+		OpenWindows: 2, OpenKeys: 4,
 	}, parts[0])
-	assert.Equal(t, int64(6), parts[1].Consumed)
-	assert.Equal(t, int64(2), parts[1].Admitted)
-	assert.Equal(t, int64(1), parts[1].Late)
-	assert.Equal(t, int64(3), parts[1].DeadLettered)
+	for _, tp := range []ledger.TopicPartition{p0, p1} {
+		d := h.chk.decisionsOf(tp)
+		assert.Len(t, d, map[ledger.TopicPartition]int{p0: 8, p1: 6}[tp], "%v: every message decided once", tp)
+	}
 }
 
 func TestTickReportsTheBufferedBytes(t *testing.T) {
@@ -539,7 +539,7 @@ func TestBufferBoundPausesWhileWritesFail(t *testing.T) {
 
 // A write backlog past a quarter of the budget that no tick can write, dead letters waiting
 // for their delivery reports, pauses every partition until the reports bring it back under
-// ResumeAt of that quarter.
+// resumeAt of that quarter.
 func TestBufferBoundOnDeadLettersPauses(t *testing.T) {
 	h := newHarness(t, nil)
 	h.p.s.buffer = 8 << 10
@@ -587,7 +587,7 @@ func TestBufferBoundOnOpenWindows(t *testing.T) {
 	// The bound sits below what both together count against it, and its low-water mark (half
 	// of both) between them.
 	h.p.s.buffer = 2 * windowCharge(w0+w1) / 3
-	h.p.s.ResumeAt = 0.75
+	h.p.s.resumeAt = 0.75
 	h.tick()
 	assert.True(t, h.cl.paused[p0], "the smaller one fits under the low-water mark: paused")
 	assert.False(t, h.cl.paused[p1], "the larger one alone passes the low-water mark: never paused")
@@ -613,7 +613,7 @@ func TestWindowsPauseEndsWhenTheOthersStall(t *testing.T) {
 	}
 	w0, w1 := h.p.parts[p0].winBytes.Load(), h.p.parts[p1].winBytes.Load()
 	h.p.s.buffer = 2 * windowCharge(w0+w1) / 3
-	h.p.s.ResumeAt = 0.75
+	h.p.s.resumeAt = 0.75
 	h.tick()
 	require.True(t, h.cl.paused[p0], "paused for the open windows")
 	h.tick()

@@ -392,7 +392,6 @@ func (p *processor[K]) report(d time.Duration, caughtUp bool) {
 			TopicPartition: pt.tp, Watermark: wm, Lag: pt.lag, Pending: pt.led.Pending(),
 			OpenWindows: pt.win.OpenWindows(), OpenKeys: pt.win.OpenKeys(),
 			Idle: pt.wm.Idle(), Paused: pt.paused != 0,
-			Consumed: pt.consumed, Admitted: pt.admitted, Late: pt.late, DeadLettered: pt.dead,
 		}
 		if pt.hasWritten {
 			pi.ClosedThrough = pt.written
@@ -424,10 +423,10 @@ func (p *processor[K]) checkAttrs(k K, sk sink.Series) error {
 	return nil
 }
 
-// commitBounded sends offsets with CommitOffsets, waiting at most CommitTimeout and until ctx
+// commitBounded sends offsets with CommitOffsets, waiting at most commitTimeout and until ctx
 // ends: librdkafka's commit waits for the group coordinator without a bound. Any commit but
 // the shutdown's own also stops waiting once a stop is requested, so that a shutdown never
-// starts CommitTimeout late. A commit left behind is reported failed (nothing is marked
+// starts commitTimeout late. A commit left behind is reported failed (nothing is marked
 // committed, which is always safe) and keeps running; until it returns no other commit is
 // sent, so that it cannot land after a later one and move the committed offset back.
 func (p *processor[K]) commitBounded(ctx context.Context, reason CommitReason, offsets []kafka.TopicPartition) ([]kafka.TopicPartition, error) {
@@ -440,12 +439,8 @@ func (p *processor[K]) commitBounded(ctx context.Context, reason CommitReason, o
 		defer close(done)
 		res, err = p.cl.CommitOffsets(offsets)
 	}()
-	var timeout <-chan time.Time
-	if p.s.CommitTimeout > 0 {
-		t := time.NewTimer(p.s.CommitTimeout)
-		defer t.Stop()
-		timeout = t.C
-	}
+	t := time.NewTimer(p.s.commitTimeout)
+	defer t.Stop()
 	var stop <-chan struct{} // nil: never ready
 	if reason != CommitShutdown {
 		stop = p.stopRequested
@@ -454,8 +449,8 @@ func (p *processor[K]) commitBounded(ctx context.Context, reason CommitReason, o
 	select {
 	case <-done:
 		return res, err
-	case <-timeout:
-		cut = fmt.Errorf("%w after %v", ErrCommitTimeout, p.s.CommitTimeout)
+	case <-t.C:
+		cut = fmt.Errorf("%w after %v", ErrCommitTimeout, p.s.commitTimeout)
 	case <-ctx.Done():
 		cut = fmt.Errorf("%w: %w", ErrCommitTimeout, context.Cause(ctx))
 	case <-stop:

@@ -194,7 +194,7 @@ func TestHoldsLoopOnlyWhenTheBacklogPressesTheBound(t *testing.T) {
 
 // Rows decided while writes were in flight that leave the backlog past a quarter once the
 // writes are done pause every partition, so that the backlog does not grow while a tick run
-// at once writes it; they resume once it is back under ResumeAt of the quarter.
+// at once writes it; they resume once it is back under resumeAt of the quarter.
 func TestBufferBoundPausesForWhatWasDecidedDuringTheWrites(t *testing.T) {
 	h := newHarness(t, nil)
 	h.p.s.buffer = 8 << 10 // a quarter: 2 KiB, about ten state rows; half: about twenty
@@ -419,11 +419,12 @@ func TestFlushWritesOnlyTablesWithRows(t *testing.T) {
 	assert.Equal(t, []string{"a"}, job.tables(), "b was sized but given no rows: no empty write")
 }
 
-// A commit that does not return within CommitTimeout is taken as failed, nothing of it is
+// A commit that does not return within commitTimeout is taken as failed, nothing of it is
 // marked committed, and no other commit is sent while it runs; once it returns, the next tick
 // commits again.
 func TestCommitTimeout(t *testing.T) {
-	h := newHarness(t, func(c *Config[string]) { c.CommitTimeout = 20 * time.Millisecond })
+	h := newHarness(t, nil)
+	h.p.s.commitTimeout = 20 * time.Millisecond
 	p0, hold := holdCommit(h)
 	start := time.Now()
 	h.tick()
@@ -447,11 +448,12 @@ func TestCommitTimeout(t *testing.T) {
 }
 
 // A stop requested while the loop waits for a commit ends the wait at once, however long
-// CommitTimeout is: the commit is left behind as failed, and the shutdown's own commit waits
+// commitTimeout is: the commit is left behind as failed, and the shutdown's own commit waits
 // for it, within its deadline, instead of being skipped.
 func TestCommitLeftBehindOnStop(t *testing.T) {
 	stop := make(chan struct{})
-	h := newHarness(t, func(c *Config[string]) { c.CommitTimeout = time.Hour })
+	h := newHarness(t, nil)
+	h.p.s.commitTimeout = time.Hour
 	h.p.stopRequested = stop
 	_, hold := holdCommit(h)
 	ticked := make(chan struct{})

@@ -3,7 +3,6 @@ package fold
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/streamledger/streamledger/sink"
 )
@@ -17,7 +16,6 @@ func WriteCloseCall(hooks []sink.Hook, batches []sink.CloseBatch, write func() (
 	if len(batches) == 0 {
 		return nil
 	}
-	start := time.Now()
 	plan, attempts, err := write()
 	if len(hooks) == 0 {
 		return err
@@ -29,7 +27,6 @@ func WriteCloseCall(hooks []sink.Hook, batches []sink.CloseBatch, write func() (
 	if err == nil && plan != nil {
 		plan.Report(&info)
 	}
-	info.Duration = time.Since(start)
 	sink.ReportWriteClose(hooks, info)
 	return err
 }

@@ -7,8 +7,7 @@ import (
 )
 
 // Hooks records what a sink reports to its hooks ([sink.HookWriteClose] and
-// [sink.HookUpsertLatest]), with every Duration zeroed so that reports compare. It is safe
-// for concurrent use.
+// [sink.HookUpsertLatest]). It is safe for concurrent use.
 type Hooks struct {
 	mu     sync.Mutex
 	closes []sink.WriteCloseInfo
@@ -19,7 +18,6 @@ type Hooks struct {
 func (h *Hooks) OnWriteClose(i sink.WriteCloseInfo) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	i.Duration = 0
 	h.closes = append(h.closes, i)
 }
 
@@ -27,7 +25,6 @@ func (h *Hooks) OnWriteClose(i sink.WriteCloseInfo) {
 func (h *Hooks) OnUpsertLatest(i sink.UpsertLatestInfo) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	i.Duration = 0
 	h.latest = append(h.latest, i)
 }
 

@@ -150,7 +150,7 @@ func measureDeadLetters(t *testing.T, records []feed.Record, delay time.Duration
 		dlqBrokers = "127.0.0.1:1" // nothing listens there
 	}
 	prod, err := dlqkafka.NewProducer(dlqkafka.Config{Kafka: kafka.ConfigMap{"bootstrap.servers": dlqBrokers, "log_level": 2},
-		ProcessorID: "measure"})
+		ConsumerID: "measure"})
 	require.NoError(t, err)
 	defer prod.Close(context.Background())
 	letterer := &timedLetters{next: prod, delay: delay}

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,9 +24,9 @@ const (
 	DefaultPositionsTopic   = event.DefaultPositionsTopic
 	DefaultPredictionsTopic = event.DefaultPredictionsTopic
 	DefaultProcessorID      = "ov-processor"
-	// DefaultWriteConcurrency: the SQL sinks take concurrent writers, and two state
-	// tables plus the close batches are written at each tick.
-	DefaultWriteConcurrency = 2
+	// DefaultShutdownTimeout is the consumer's: it bounds the consumer's shutdown and then
+	// the dead-letter producer's close.
+	DefaultShutdownTimeout = 30 * time.Second
 )
 
 // Config configures a Pipeline. Brokers is required; the zero value of every other field is
@@ -55,16 +54,13 @@ type Config struct {
 	WriteTimeout time.Duration
 	// SyncWrites makes each tick write while the loop waits (see consumer.Config).
 	SyncWrites bool
-	// WriteConcurrency is how many of a tick's writes run at once (see consumer.Config)
-	// [DefaultWriteConcurrency].
+	// WriteConcurrency is how many of a tick's writes run at once (see consumer.Config; 2
+	// when zero).
 	WriteConcurrency int
-	// ShutdownTimeout bounds the graceful shutdown (see consumer.Config; 30 s when zero).
+	// ShutdownTimeout bounds the consumer's graceful shutdown, closing the Kafka consumer
+	// included (see consumer.Config), and then the dead-letter producer's close: with the
+	// brokers down a stop takes up to twice ShutdownTimeout [DefaultShutdownTimeout].
 	ShutdownTimeout time.Duration
-	// CloseTimeout bounds closing the Kafka consumer after the shutdown (see consumer.Config;
-	// 10 s when zero): librdkafka's close waits for the group coordinator, so with the
-	// brokers down a stop takes up to ShutdownTimeout plus CloseTimeout, plus ShutdownTimeout
-	// again for the dead-letter producer's close.
-	CloseTimeout time.Duration
 	// Decoder bounds what a message may hold (the Netherlands, 6 h of delay, by default).
 	Decoder event.Config
 	// ProcessorID names this instance in its dead letters and as the Kafka client.id
@@ -110,11 +106,8 @@ func (c Config) withDefaults() Config {
 	if c.ProcessorID == "" {
 		c.ProcessorID = DefaultProcessorID
 	}
-	if c.WriteConcurrency == 0 {
-		c.WriteConcurrency = DefaultWriteConcurrency
-	}
-	if c.FlushWhenCaughtUp == 0 {
-		c.FlushWhenCaughtUp = cmp.Or(c.FlushInterval, consumer.DefaultFlushInterval) / 5
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -189,7 +182,6 @@ func New(ctx context.Context, cfg Config, db Database) (*Pipeline, error) {
 		SyncWrites:        cfg.SyncWrites,
 		WriteConcurrency:  cfg.WriteConcurrency,
 		ShutdownTimeout:   cfg.ShutdownTimeout,
-		CloseTimeout:      cfg.CloseTimeout,
 		BufferLimit:       cfg.BufferLimit,
 		Until:             cfg.Until,
 		Clock:             cfg.Clock,
@@ -217,7 +209,7 @@ func newDeadLetters(cfg Config, common kafka.ConfigMap) (*dlqkafka.Producer, err
 	}
 	p, err := dlqkafka.NewProducer(dlqkafka.Config{
 		Kafka:        prodCfg,
-		ProcessorID:  cfg.ProcessorID,
+		ConsumerID:   cfg.ProcessorID,
 		CreateTopics: cfg.CreateDLQTopics,
 		Clock:        cfg.Clock,
 		OnError: func(err error) {
@@ -238,7 +230,7 @@ func newDeadLetters(cfg Config, common kafka.ConfigMap) (*dlqkafka.Producer, err
 // not committed past. It may be called once.
 func (p *Pipeline) Run(ctx context.Context) error {
 	err := p.cons.Run(ctx)
-	closeCtx, cancel := context.WithTimeout(context.Background(), cmp.Or(p.cfg.ShutdownTimeout, consumer.DefaultShutdownTimeout))
+	closeCtx, cancel := context.WithTimeout(context.Background(), p.cfg.ShutdownTimeout)
 	defer cancel()
 	if cerr := p.dlq.Close(closeCtx); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("pipeline: closing the dead-letter producer: %w", cerr))

@@ -104,7 +104,7 @@ type Size struct {
 	DrainTimeout time.Duration
 	// BrokerRestarts is the number of kill -9 of the broker in scenario broker-restart; each
 	// keeps it down for BrokerDown, and the last also stops a processor (its shutdown timeout
-	// 1 s, its close timeout 3 s) while the broker is down for ShutdownProbeDown.
+	// 1 s) while the broker is down for ShutdownProbeDown.
 	BrokerRestarts    int
 	BrokerDown        [2]time.Duration
 	ShutdownProbeDown time.Duration
@@ -608,9 +608,8 @@ type procOpts struct {
 	// means librdkafka's own (defaultTimeouts) or these properties.
 	kafka           string
 	defaultTimeouts bool
-	// shutdown is --shutdown-timeout and close --close-timeout; zero means the runtime's
-	// default.
-	shutdown, close time.Duration
+	// shutdown is --shutdown-timeout; zero means the runtime's default.
+	shutdown time.Duration
 	// writeTimeout is --write-timeout; zero means writeTimeout.
 	writeTimeout time.Duration
 }
@@ -663,9 +662,6 @@ func (s *scene) startProc(ctx context.Context, name string, o procOpts) (*proc, 
 	}
 	if o.shutdown > 0 {
 		args = append(args, "--shutdown-timeout", o.shutdown.String())
-	}
-	if o.close > 0 {
-		args = append(args, "--close-timeout", o.close.String())
 	}
 	var env []string
 	if o.fault != "" {

@@ -45,9 +45,9 @@ func (m *consumerMetrics) init(cs []prometheus.Collector) []prometheus.Collector
 	m.uncommitted = gauge(&cs, "processor_uncommitted_messages", "Messages consumed and not yet committable (the offset ledgers' depth).")
 	m.openWindows = gauge(&cs, "processor_open_windows", "Open (window, key) aggregates over all partitions.")
 	m.watermark = gauge(&cs, "processor_watermark_seconds", "Minimum partition watermark over active partitions, Unix seconds.")
-	m.assigned = gauge(&cs, "processor_assigned_partitions", "Partitions assigned to this processor.")
-	m.unassigned = gauge(&cs, "processor_unassigned_seconds", "How long the processor has held no partition; 0 while it holds some.")
-	m.sinceAssign = gauge(&cs, "processor_since_assignment_seconds", "Time since the processor's assignment last changed.")
+	m.assigned = gauge(&cs, "processor_assigned_partitions", "Partitions assigned to this consumer.")
+	m.unassigned = gauge(&cs, "processor_unassigned_seconds", "How long the consumer has held no partition; 0 while it holds some.")
+	m.sinceAssign = gauge(&cs, "processor_since_assignment_seconds", "Time since the consumer's assignment last changed.")
 	buffered := gaugeVec(&cs, "processor_buffered_bytes",
 		"Estimated memory the buffer bound (BufferLimit) holds, by kind: windows (open windows), backlog (state rows, partials and dead letters waiting for a write).", "kind")
 	m.windowBytes, m.backlogBytes = buffered.WithLabelValues("windows"), buffered.WithLabelValues("backlog")
@@ -97,9 +97,6 @@ func (m *consumerMetrics) OnWrite(i consumer.WriteInfo) {
 	}
 	m.writes.WithLabelValues(kind).Inc()
 	m.rows.WithLabelValues(kind).Add(float64(i.Rows))
-	if i.Kind == consumer.WriteClose && !i.ClosedThrough.IsZero() {
-		m.closedThrough.WithLabelValues(i.Source.Topic, partition(i.Source)).Set(unix(i.ClosedThrough))
-	}
 }
 
 // OnCommit implements consumer.HookCommit.

@@ -15,9 +15,17 @@
 // Every method is safe for concurrent use. The consumer calls OnMessage from its worker
 // goroutines, several at once (each partition's messages in offset order), and its other
 // hooks from the polling goroutine; the sink reports from the goroutines that write
-// through it; the producer reports sends from its callers and deliveries from its delivery
-// goroutine. OnMessage, the per-message path, takes no lock and allocates nothing once a
+// through it; the producer reports deliveries from its delivery goroutine. OnMessage, the per-message path, takes no lock and allocates nothing once a
 // topic has been seen.
+//
+// # Names and sources
+//
+// Metric names keep the processor_ prefix of the seed (processor_uncommitted_messages,
+// processor_consumer_lag...), whatever the package that reports them. Each metric has one
+// source, the layer that owns what it counts: the consumer reports what works with any sink
+// or dead-letterer (decisions, commits, each sink write with its result, rows and duration,
+// each dead letter's outcome, the gauges); the sink and the dead-letter producer report only
+// what they alone know (retries, rows stored, merged or ignored, a letter's produce time).
 //
 // # Consumer metrics
 //
@@ -27,7 +35,7 @@
 //	processor_admitted_total{topic}
 //	processor_late_events_total{topic}           events whose window had closed in their partition
 //	processor_decode_errors_total{topic}         messages that failed to decode or validate (dead-lettered)
-//	processor_dead_letters_total{topic,result}   dead-letter delivery reports: delivered or failed
+//	processor_dead_letters_total{topic,result}   dead-letter outcomes: delivered or failed (sent again)
 //	processor_commits_total                      accepted offset commits
 //	processor_commit_failures_total
 //	processor_sink_writes_total{kind}            state flushes and close batches that committed
@@ -43,21 +51,20 @@
 //	processor_partition_closed_through_seconds{topic,partition}
 //	processor_watermark_seconds                  the minimum over active partitions (readiness)
 //	processor_assigned_partitions
-//	processor_unassigned_seconds                 how long the processor has held no partition, 0 while it holds some
+//	processor_unassigned_seconds                 how long the consumer has held no partition, 0 while it holds some
 //	processor_since_assignment_seconds           time since the assignment last changed
 //	processor_buffered_bytes{kind}               what BufferLimit bounds, estimated: windows, backlog
 //
 // Histograms: processor_sink_write_duration_seconds{kind} (the consumer's sink writes, as
-// the consumer times them) and processor_tick_duration_seconds. A partition's series are
-// deleted when it is revoked.
+// the consumer times them: a state flush, or a close batch with the duration of the call that
+// wrote it) and processor_tick_duration_seconds. A partition's series are deleted when it is
+// revoked.
 //
 // # Sink metrics
 //
 // From the sink itself, per call of WriteClose (op write_close) or UpsertLatest (op
 // upsert_latest):
 //
-//	processor_sink_calls_total{op,result}        calls, result ok or error
-//	processor_sink_call_duration_seconds{op}     histogram: a call's duration, retries included
 //	processor_sink_retries_total{op}             transactions retried after transient failures
 //	processor_sink_stored_rows_total{kind}       rows committed: merged, compact, folded, progress, state
 //	processor_sink_ignored_partials_total        replays of merged partitions and final windows
@@ -66,8 +73,6 @@
 //
 // From the dead-letter producer, by source topic:
 //
-//	processor_dlq_sends_total{topic,result}      Send calls, result ok or error (nothing sent)
-//	processor_dlq_deliveries_total{topic,result} outcomes, result delivered or failed
 //	processor_dlq_retries_total{topic}           produce attempts after a failed one
-//	processor_dlq_delivery_seconds{topic}        histogram: from Send to the outcome
+//	processor_dlq_delivery_seconds{topic}        histogram: from Send to the outcome, attempts included
 package prom

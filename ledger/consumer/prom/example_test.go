@@ -26,7 +26,7 @@ func Example() {
 	_ = dlqkafka.Config{Hooks: []dlqkafka.Hook{m}}
 
 	// The consumer calls the hooks; here a late event and a tick are reported by hand.
-	m.OnMessage(consumer.MessageInfo{TopicPartition: ledger.TopicPartition{Topic: "arrivals"}, Decision: consumer.Late})
+	m.OnMessage(consumer.MessageInfo{TopicPartition: ledger.TopicPartition{Topic: "events"}, Decision: consumer.Late})
 	m.OnTick(consumer.TickInfo{Pending: 1200})
 	mfs, err := reg.Gather()
 	if err != nil {

@@ -32,7 +32,6 @@ var (
 	_ consumer.HookTick       = (*Metrics)(nil)
 	_ sink.HookWriteClose     = (*Metrics)(nil)
 	_ sink.HookUpsertLatest   = (*Metrics)(nil)
-	_ dlqkafka.HookSend       = (*Metrics)(nil)
 	_ dlqkafka.HookDelivery   = (*Metrics)(nil)
 )
 

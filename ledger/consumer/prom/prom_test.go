@@ -47,6 +47,7 @@ func report(m *prom.Metrics) {
 	m.OnDeadLetter(consumer.DeadLetterInfo{TopicPartition: p0})
 	m.OnDeadLetter(consumer.DeadLetterInfo{TopicPartition: p0, Err: errors.New("broker down")})
 	m.OnWrite(consumer.WriteInfo{Kind: consumer.WriteClose, Source: p0, Rows: 40, ClosedThrough: time.Unix(1000, 0), Duration: time.Millisecond})
+	m.OnWrite(consumer.WriteInfo{Kind: consumer.WriteClose, Source: p1, Rows: 2, ClosedThrough: time.Unix(800, 0), Err: errors.New("db down")})
 	m.OnWrite(consumer.WriteInfo{Kind: consumer.WriteState, Table: "vehicle_latest", Rows: 7})
 	m.OnWrite(consumer.WriteInfo{Kind: consumer.WriteState, Rows: 9, Err: errors.New("db down")})
 	m.OnCommit(consumer.CommitInfo{Commits: []ledger.Commit{{TopicPartition: p0, Offset: 10}}})
@@ -54,17 +55,16 @@ func report(m *prom.Metrics) {
 	m.OnCommit(consumer.CommitInfo{Err: errors.New("rebalancing")})
 	m.OnAssign(consumer.AssignInfo{TopicPartition: p0})
 	m.OnAssign(consumer.AssignInfo{TopicPartition: p1})
-	m.OnPartition(consumer.PartitionInfo{TopicPartition: p0, Lag: 3, Watermark: time.Unix(2000, 0)})
+	m.OnPartition(consumer.PartitionInfo{TopicPartition: p0, Lag: 3, Watermark: time.Unix(2000, 0), ClosedThrough: time.Unix(1000, 0)})
 	m.OnPartition(consumer.PartitionInfo{TopicPartition: p1, Lag: 4, ClosedThrough: time.Unix(900, 0)})
 	m.OnTick(consumer.TickInfo{Partitions: 2, Pending: 17, OpenKeys: 6994, MinWatermark: time.Unix(1500, 0), Duration: time.Millisecond,
 		SinceAssignment: 90 * time.Second, WindowBytes: 3 << 20, BacklogBytes: 1 << 20})
 
-	m.OnWriteClose(sink.WriteCloseInfo{Batches: 2, Partials: 30, Merged: 12, Compact: 1, Folded: 1, Ignored: 2, Progress: 2, Attempts: 3, Duration: time.Millisecond})
+	m.OnWriteClose(sink.WriteCloseInfo{Batches: 2, Partials: 30, Merged: 12, Compact: 1, Folded: 1, Ignored: 2, Progress: 2, Attempts: 3})
 	m.OnWriteClose(sink.WriteCloseInfo{Batches: 1, Partials: 5, Attempts: 1, Err: errors.New("refused")})
 	m.OnUpsertLatest(sink.UpsertLatestInfo{Table: "vehicle_latest", Rows: 7, Attempts: 1})
 
-	m.OnSend(dlqkafka.SendInfo{Source: "pred"})
-	m.OnSend(dlqkafka.SendInfo{Source: "pred", Err: dlqkafka.ErrTopicMissing})
+	m.OnUpsertLatest(sink.UpsertLatestInfo{Table: "vehicle_latest", Attempts: 2, Err: errors.New("refused")})
 	m.OnDelivery(dlqkafka.DeliveryInfo{Source: "pred", Topic: "dlq.pred", Attempts: 2, Latency: 20 * time.Millisecond})
 }
 
@@ -99,22 +99,17 @@ func TestHooksExport(t *testing.T) {
 		`processor_partition_watermark_seconds{partition="0",topic="pred"}`:      2000,
 		`processor_partition_closed_through_seconds{partition="0",topic="pred"}`: 1000,
 		`processor_partition_closed_through_seconds{partition="1",topic="pred"}`: 900,
-		`processor_sink_calls_total{op="write_close",result="ok"}`:               1,
-		`processor_sink_calls_total{op="write_close",result="error"}`:            1,
-		`processor_sink_calls_total{op="upsert_latest",result="ok"}`:             1,
 		`processor_sink_retries_total{op="write_close"}`:                         2,
+		`processor_sink_retries_total{op="upsert_latest"}`:                       1,
+		`processor_sink_write_failures_total{kind="close"}`:                      1,
 		`processor_sink_stored_rows_total{kind="merged"}`:                        12,
 		`processor_sink_stored_rows_total{kind="compact"}`:                       1,
 		`processor_sink_stored_rows_total{kind="folded"}`:                        1,
 		`processor_sink_stored_rows_total{kind="progress"}`:                      2,
 		`processor_sink_stored_rows_total{kind="state"}`:                         7,
 		`processor_sink_ignored_partials_total`:                                  2,
-		`processor_dlq_sends_total{result="ok",topic="pred"}`:                    1,
-		`processor_dlq_sends_total{result="error",topic="pred"}`:                 1,
-		`processor_dlq_deliveries_total{result="delivered",topic="pred"}`:        1,
 		`processor_dlq_retries_total{topic="pred"}`:                              1,
-		`processor_sink_call_duration_seconds_count{op="write_close"}`:           2,
-		`processor_sink_write_duration_seconds_count{kind="close"}`:              1,
+		`processor_sink_write_duration_seconds_count{kind="close"}`:              2,
 		`processor_dlq_delivery_seconds_count{topic="pred"}`:                     1,
 		`processor_tick_duration_seconds_count`:                                  1,
 	} {
@@ -123,6 +118,11 @@ func TestHooksExport(t *testing.T) {
 			assert.Equal(t, want, v, series)
 		}
 	}
+
+	m.OnWrite(consumer.WriteInfo{Kind: consumer.WriteClose, Source: p0, Rows: 1, ClosedThrough: time.Unix(5000, 0)})
+	got = gather(t, reg)
+	assert.Equal(t, 1000.0, got[`processor_partition_closed_through_seconds{partition="0",topic="pred"}`],
+		"the gauges come from the partition reports alone")
 
 	m.OnRevoke(consumer.RevokeInfo{TopicPartition: p1})
 	got = gather(t, reg)

@@ -115,7 +115,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return res, fmt.Errorf("bench: %w", err)
 	}
 	defer e.db.Close()
-	if e.dl, err = dlqkafka.NewProducer(dlqkafka.Config{Kafka: quiet(e.brokers), ProcessorID: "credits-bench"}); err != nil {
+	if e.dl, err = dlqkafka.NewProducer(dlqkafka.Config{Kafka: quiet(e.brokers), ConsumerID: "credits-bench"}); err != nil {
 		return res, err
 	}
 	defer e.dl.Close(context.WithoutCancel(ctx))

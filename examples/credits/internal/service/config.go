@@ -96,19 +96,12 @@ type Config struct {
 	// CommitInterval is how often the durable prefix is committed [DefaultCommitInterval];
 	// [EveryMessage] commits after every decided message. Revocations and shutdowns commit too.
 	CommitInterval time.Duration
-	// PollTimeout bounds one wait for a message.
-	PollTimeout time.Duration
 	// PruneInterval is how often markers older than the horizon are pruned while running
 	// [DefaultPruneInterval]; negative never prunes (call [Service.Prune] yourself).
 	PruneInterval time.Duration
-	// DeadLetterBackoff is the first wait before a dead letter that was not delivered is sent
-	// again. It is sent again until it is delivered: its offset, and every later one of its
-	// partition, stay uncommitted until then.
-	DeadLetterBackoff time.Duration
-	// ShutdownTimeout bounds the graceful shutdown (dead-letter deliveries, the last commit).
+	// ShutdownTimeout bounds the graceful shutdown (dead-letter deliveries, the last commit,
+	// the close of the Kafka client).
 	ShutdownTimeout time.Duration
-	// CloseTimeout bounds the close of the Kafka client.
-	CloseTimeout time.Duration
 
 	// Logger receives the service's logs [slog.Default].
 	Logger *slog.Logger

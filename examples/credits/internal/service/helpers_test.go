@@ -46,7 +46,7 @@ func newEnvOn(t *testing.T, database string, partitions int32) *env {
 	db := openDatabase(t, database)
 	kc := kafkatest.Start(t, kafkatest.Config{Topics: map[string]int32{topic: partitions, dlq.DefaultTopic(topic): partitions}})
 	dl, err := dlqkafka.NewProducer(dlqkafka.Config{
-		Kafka: kc.ConfigMap(kafka.ConfigMap{"linger.ms": 0}), ProcessorID: "credits-test", RetryBackoff: 20 * time.Millisecond,
+		Kafka: kc.ConfigMap(kafka.ConfigMap{"linger.ms": 0}), ConsumerID: "credits-test", RetryBackoff: 20 * time.Millisecond,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -72,13 +72,11 @@ func (e *env) config(group string) service.Config {
 			"heartbeat.interval.ms": 100,
 			"fetch.wait.max.ms":     20,
 		}),
-		Topic:             topic,
-		DeadLetters:       e.dl,
-		CommitInterval:    service.EveryMessage,
-		PollTimeout:       10 * time.Millisecond,
-		PruneInterval:     -1,
-		DeadLetterBackoff: 20 * time.Millisecond,
-		ShutdownTimeout:   kafkatest.Timeout,
+		Topic:           topic,
+		DeadLetters:     e.dl,
+		CommitInterval:  service.EveryMessage,
+		PruneInterval:   -1,
+		ShutdownTimeout: kafkatest.Timeout,
 	}
 	e.db.configure(&cfg)
 	return cfg

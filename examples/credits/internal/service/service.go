@@ -48,20 +48,17 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, store: st}
 	rc := consumer.Config[noKey]{
-		Kafka:             cfg.Kafka,
-		Topics:            map[string]consumer.Handler[noKey]{cfg.Topic: handle},
-		ApplyEffects:      s.applyBatch,
-		EffectBatch:       cfg.Batch,
-		Workers:           cfg.Workers,
-		DeadLetters:       cfg.DeadLetters,
-		IdleTimeout:       -1, // no windows, no event time
-		FlushInterval:     cfg.CommitInterval,
-		PollTimeout:       cfg.PollTimeout,
-		DeadLetterBackoff: cfg.DeadLetterBackoff,
-		ShutdownTimeout:   cfg.ShutdownTimeout,
-		CloseTimeout:      cfg.CloseTimeout,
-		Logger:            cfg.Logger,
-		Hooks:             []consumer.Hook{observer{s}},
+		Kafka:           cfg.Kafka,
+		Topics:          map[string]consumer.Handler[noKey]{cfg.Topic: handle},
+		ApplyEffects:    s.applyBatch,
+		EffectBatch:     cfg.Batch,
+		Workers:         cfg.Workers,
+		DeadLetters:     cfg.DeadLetters,
+		IdleTimeout:     -1, // no windows, no event time
+		FlushInterval:   cfg.CommitInterval,
+		ShutdownTimeout: cfg.ShutdownTimeout,
+		Logger:          cfg.Logger,
+		Hooks:           []consumer.Hook{observer{s}},
 	}
 	if cfg.CommitInterval == EveryMessage {
 		s.everyMessage = true
