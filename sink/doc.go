@@ -106,7 +106,7 @@
 //     [UpsertLatestCall] is the frame of an UpsertLatest: prepare, write, report.
 //   - [AtPrecision] is the time an implementation stores.
 //
-// Package sink/fold plans the close writes (which partials to keep, which rows to write,
+// Package sink/internal/fold plans the close writes (which partials to keep, which rows to write,
 // when a window is folded) and encodes what is stored, independently of the database;
 // fold.WriteCloseCall is the frame of a WriteClose.
 //

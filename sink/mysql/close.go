@@ -9,7 +9,7 @@ import (
 
 	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/sink/fold"
+	"github.com/streamledger/streamledger/sink/internal/fold"
 )
 
 const (

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/sink/fold"
+	"github.com/streamledger/streamledger/sink/internal/fold"
 )
 
 // Sink is the MySQL and MariaDB implementation of [sink.Sink] and [sink.Reader]. It is safe

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/sink/fold"
+	"github.com/streamledger/streamledger/sink/internal/fold"
 )
 
 // MemoryConfig configures a [Memory]. Zero fields take the defaults of the sink package.

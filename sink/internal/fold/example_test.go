@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/sink/fold"
+	"github.com/streamledger/streamledger/sink/internal/fold"
 	"github.com/streamledger/streamledger/window"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/sink/fold"
+	"github.com/streamledger/streamledger/sink/internal/fold"
 	"github.com/streamledger/streamledger/window"
 )
 
