@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/internal/report"
 )
 
 // WriteCloseCall is the frame of an implementation's [sink.WindowWriter.WriteClose]: it
@@ -30,7 +31,7 @@ func WriteCloseCall(hooks []sink.Hook, batches []sink.CloseBatch, write func() (
 		plan.Report(&info)
 	}
 	info.Duration = time.Since(start)
-	sink.ReportWriteClose(hooks, info)
+	report.WriteClose(hooks, info)
 	return err
 }
 

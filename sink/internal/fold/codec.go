@@ -11,6 +11,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/internal/merge"
 )
 
 // Version is the first byte of every encoded [Blob]. The second says how the rest is
@@ -174,7 +175,7 @@ func (w *entryWriter) add(e *Entry) error {
 
 // appendRaw appends the uncompressed encoding of a blob of sources and the entries added.
 func (w *entryWriter) appendRaw(dst []byte, sources []sink.TopicPartition) ([]byte, error) {
-	if !slices.IsSortedFunc(sources, sink.CompareSources) {
+	if !slices.IsSortedFunc(sources, merge.CompareSources) {
 		return nil, fmt.Errorf("fold: encode: sources out of order")
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(w.attrs)))
@@ -315,7 +316,7 @@ func readHeader(data []byte, attrs []string) (*entryReader, error) {
 			d.fail("partition %d out of range", p)
 		}
 		s.Partition = int32(p)
-		if i > 0 && d.err == nil && sink.CompareSources(r.sources[i-1], s) >= 0 {
+		if i > 0 && d.err == nil && merge.CompareSources(r.sources[i-1], s) >= 0 {
 			d.fail("source %s out of order", s)
 		}
 		r.sources[i] = s

@@ -9,12 +9,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/internal/fold"
-	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
-var stats = sinktest.Stats
+var stats = sinkfixture.Stats
 
 func str(s string) *string { return &s }
 

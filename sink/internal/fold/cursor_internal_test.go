@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/internal/specs"
 )
 
 // storedThenFolded stores the first stored batches' partials as compact rows (the window is
@@ -47,7 +48,7 @@ func storedThenFolded(t *testing.T, spec sink.AggregateSpec, batches []sink.Clos
 // A first fold that reads stored compact rows a range of keys at a time writes what a fold of
 // every partial in one call writes, at every chunk size.
 func TestMergedFromStoredRowsEqualsOneCall(t *testing.T) {
-	spec := sink.AggregateSpec{Attributes: []string{"owner"}}.WithDefaults()
+	spec := specs.WithDefaults(sink.AggregateSpec{Attributes: []string{"owner"}})
 	batches := parallelBatches(t, 6, 2*parallelMin)
 	all, err := planWith(t, spec, batches, 2)
 	require.NoError(t, err)
@@ -71,7 +72,7 @@ func TestMergedFromStoredRowsEqualsOneCall(t *testing.T) {
 // A stored row found corrupt after the fold has read part of it fails the fold with the
 // row's source named, whatever was merged before.
 func TestMergedFromACorruptStoredRow(t *testing.T) {
-	spec := sink.AggregateSpec{Attributes: []string{"owner"}}.WithDefaults()
+	spec := specs.WithDefaults(sink.AggregateSpec{Attributes: []string{"owner"}})
 	batches := parallelBatches(t, 3, 2*parallelMin)
 	for _, size := range []int{0, 1000} {
 		p := storedThenFolded(t, spec, batches, 2, func(i int, raw []byte) []byte {
@@ -97,7 +98,7 @@ func TestMergedFromACorruptStoredRow(t *testing.T) {
 // over the stored ones, key by key, the stored attributes kept where the batch has none:
 // what the whole decoded lists give.
 func TestMergedReplacesStoredEntriesKeyByKey(t *testing.T) {
-	spec := sink.AggregateSpec{Attributes: []string{"owner"}}.WithDefaults()
+	spec := specs.WithDefaults(sink.AggregateSpec{Attributes: []string{"owner"}})
 	batches := parallelBatches(t, 4, 2*parallelMin)
 	again := batches[0] // source 0 again: a third of its keys, other values, no attributes
 	again.Partials = nil

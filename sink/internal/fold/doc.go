@@ -19,7 +19,7 @@
 // The call that completes a window computes every key's merged row once: window.Merge of the
 // key's partials in (topic, partition) order, stored and in-memory alike, where a source's
 // in-memory partial of a key replaces its stored one, each decoded with the spec's exact limit.
-// The numbers equal [sink.AggregateSpec.SummarizePartials] with the spec of those partials in
+// The numbers equal merge.Partials with the spec of those partials in
 // that order, the quantile by the spec's method. The call's own partials of the window are not
 // stored. Attributes take the first value in that order; the implementation keeps the stored
 // value where none has one (COALESCE).
@@ -52,7 +52,7 @@
 // source already folded into its window is a replay of a final window and is dropped.
 //
 // Folded rows are pruned once they were last written more than the horizon ago, by the writers'
-// clock ([sink.Horizon], [Pruner]): a Kafka record is appended before its window folds, so a horizon
+// clock (horizon.Resolve, [Pruner]): a Kafka record is appended before its window folds, so a horizon
 // at least as long as the source's retention outlives every redelivery of it, also for windows
 // of historical data folded today. A window whose merged rows are stored but whose folded row
 // is gone is final: partials of it from any source are dropped and its merged rows stay as they

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/internal/merge"
 )
 
 // pending is what a plan knows of one window.
@@ -156,7 +157,7 @@ func (w *pending) sources() []sink.TopicPartition {
 			all = append(all, s)
 		}
 	}
-	slices.SortFunc(all, sink.CompareSources)
+	slices.SortFunc(all, merge.CompareSources)
 	return all
 }
 
@@ -306,7 +307,7 @@ func cut(lists [][]Entry, n int) [][][]Entry {
 func (c *Call) refold(out *Plan, w *pending) error {
 	f := w.folded
 	in := func(s sink.TopicPartition) bool {
-		_, ok := slices.BinarySearchFunc(f.Sources, s, sink.CompareSources)
+		_, ok := slices.BinarySearchFunc(f.Sources, s, merge.CompareSources)
 		return ok
 	}
 	for s, es := range w.batch {
@@ -330,7 +331,7 @@ func (c *Call) refold(out *Plan, w *pending) error {
 			sources = append(sources, s)
 		}
 	}
-	slices.SortFunc(sources, sink.CompareSources)
+	slices.SortFunc(sources, merge.CompareSources)
 	ew := newEntryWriter(c.spec.Attributes, max(len(f.Entries), largest(lists)))
 	var m merger
 	err = groups(append([][]Entry{f.Entries}, lists...), func(g []*Entry, from []int) error {
@@ -445,6 +446,6 @@ func sortedSources[V any](m map[sink.TopicPartition]V) []sink.TopicPartition {
 	for s := range m {
 		out = append(out, s)
 	}
-	slices.SortFunc(out, sink.CompareSources)
+	slices.SortFunc(out, merge.CompareSources)
 	return out
 }

@@ -15,7 +15,7 @@ const (
 // Pruner decides when a writer prunes folded rows. The zero value never prunes; it is safe
 // for concurrent use.
 type Pruner struct {
-	// Horizon is the resolved horizon (see [sink.Horizon]); zero keeps folded rows forever.
+	// Horizon is the resolved horizon (see horizon.Resolve); zero keeps folded rows forever.
 	Horizon time.Duration
 
 	mu   sync.Mutex

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/internal/merge"
 	"github.com/streamledger/streamledger/window"
 )
 
@@ -50,7 +51,7 @@ func (m *merger) merge(spec sink.AggregateSpec, w *pending, g []*Entry) (Row, En
 		}
 		enc = m.enc[at:len(m.enc):len(m.enc)]
 	}
-	sum, err := spec.Summarize(merged)
+	sum, err := merge.Summarize(spec, merged)
 	if err != nil {
 		return fail("fold: merge", err)
 	}
@@ -73,7 +74,7 @@ func (m *merger) merge(spec sink.AggregateSpec, w *pending, g []*Entry) (Row, En
 // decode decodes b into the merger's i-th stats, as spec.Decode would into a new one.
 func (m *merger) decode(spec sink.AggregateSpec, i int, b []byte) error {
 	if i == len(m.stats) {
-		st, err := spec.Decode(b)
+		st, err := merge.Decode(spec, b)
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/internal/specs"
 )
 
 // parallelBatches returns one close batch per source of one window: keys shared by every
@@ -98,7 +99,7 @@ func merged(t *testing.T, p *Plan, size int) written {
 
 // Splitting a call's work over goroutines changes nothing it computes.
 func TestParallelFoldEqualsOneGoroutine(t *testing.T) {
-	spec := sink.AggregateSpec{Attributes: []string{"owner"}}.WithDefaults()
+	spec := specs.WithDefaults(sink.AggregateSpec{Attributes: []string{"owner"}})
 	batches := parallelBatches(t, 6, 3*parallelMin)
 	p, err := planWith(t, spec, batches, 1)
 	require.NoError(t, err)
@@ -115,7 +116,7 @@ func TestParallelFoldEqualsOneGoroutine(t *testing.T) {
 // A window merged in chunks gives the rows and the folded row of one merged whole, in
 // chunks of about the size asked for, and merging again gives them again.
 func TestMergedInChunksEqualsWhole(t *testing.T) {
-	spec := sink.AggregateSpec{Attributes: []string{"owner"}}.WithDefaults()
+	spec := specs.WithDefaults(sink.AggregateSpec{Attributes: []string{"owner"}})
 	batches := parallelBatches(t, 6, 3*parallelMin)
 	p, err := planWith(t, spec, batches, 2)
 	require.NoError(t, err)
@@ -190,7 +191,7 @@ func TestSplitKeepsEveryKeyInOneRange(t *testing.T) {
 
 // The error of a call split over goroutines is the one a single goroutine finds first.
 func TestParallelErrorsAreOneGoroutines(t *testing.T) {
-	spec := sink.AggregateSpec{Attributes: []string{"owner"}}.WithDefaults()
+	spec := specs.WithDefaults(sink.AggregateSpec{Attributes: []string{"owner"}})
 	batches := parallelBatches(t, 4, 200)
 	bad := func(i int) sink.Partial { p := batches[i].Partials[0]; p.Stats = []byte{0xff, 0x01}; return p }
 	batches[1].Partials = append(batches[1].Partials, bad(1))

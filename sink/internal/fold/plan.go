@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/internal/merge"
 )
 
 // Progress is the stored progress of one source partition.
@@ -136,7 +137,7 @@ func (p *Plan) Merged(size int, fn func(rows []Row, insert bool) error) ([]Folde
 	return out, nil
 }
 
-// Report sets the row counts of info to what p writes, for [sink.ReportWriteClose]: the
+// Report sets the row counts of info to what p writes, for report.WriteClose: the
 // merged and folded rows are those of the last [Plan.Merged].
 func (p *Plan) Report(info *sink.WriteCloseInfo) {
 	info.Merged = p.merged
@@ -289,7 +290,7 @@ func (c *Call) SetProgress(stored []Progress, topics []string) {
 		}
 		c.progress[b.Source] = next
 	}
-	slices.SortFunc(c.updates, func(a, b Progress) int { return sink.CompareSources(a.Source, b.Source) })
+	slices.SortFunc(c.updates, func(a, b Progress) int { return merge.CompareSources(a.Source, b.Source) })
 	slices.Sort(c.newTopic)
 	c.through, c.complete = Through(maps.Values(c.progress), func(topic string) bool { return c.topics[topic] })
 }

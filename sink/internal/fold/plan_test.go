@@ -10,12 +10,14 @@ import (
 
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/internal/fold"
+	"github.com/streamledger/streamledger/sink/internal/merge"
+	"github.com/streamledger/streamledger/sink/internal/specs"
 )
 
 var (
 	t0   = time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)
 	end0 = t0.Add(5 * time.Minute)
-	spec = sink.AggregateSpec{Attributes: []string{"owner"}}.WithDefaults()
+	spec = specs.WithDefaults(sink.AggregateSpec{Attributes: []string{"owner"}})
 )
 
 func src(topic string, p int32) sink.TopicPartition {
@@ -80,7 +82,7 @@ func TestPlanStraddle(t *testing.T) {
 	assert.True(t, p.Inserts())
 	rows, folded = merged(t, p)
 	require.Len(t, rows, 2)
-	want, err := (sink.AggregateSpec{}).SummarizePartials(stats(t, 1, 2), stats(t, 3))
+	want, err := merge.Partials(sink.AggregateSpec{}, stats(t, 1, 2), stats(t, 3))
 	require.NoError(t, err)
 	assert.Equal(t, want, rows[0].Summary)
 	require.Len(t, folded, 1)

@@ -49,6 +49,7 @@ func prepare(spec sink.AggregateSpec, b sink.CloseBatch) (prepared, error) {
 	na := len(spec.Attributes)
 	var slots []*string // the entries' attribute slots, one backing array
 	var values attrValues
+	var check window.Stats // decodes every partial into the same storage, to check it
 	if na > 0 {
 		slots = make([]*string, len(order)*na)
 	}
@@ -62,8 +63,9 @@ func prepare(spec sink.AggregateSpec, b sink.CloseBatch) (prepared, error) {
 		if n+1 < len(order) && order[n+1].compareKey(&k) == 0 {
 			continue // a later partial of the same key replaces it
 		}
-		// Checked, not decoded: a plan decodes only the partials it merges.
-		count, err := window.CheckBinary(p.Stats)
+		// Checked and dropped: a plan decodes again only the partials it merges.
+		err := check.UnmarshalBinary(p.Stats)
+		count := check.Count()
 		if err != nil {
 			return prepared{}, fmt.Errorf("partial %d of %s (%s/%s): %w: stats: %w",
 				i, b.Source, p.Dimension, p.DimensionID, sink.ErrInvalid, err)
@@ -96,13 +98,13 @@ func prepare(spec sink.AggregateSpec, b sink.CloseBatch) (prepared, error) {
 // partialKey is a partial's key and position, laid out for sorting: the sort reads the
 // keys from one array rather than from the partials, and compares each string once.
 type partialKey struct {
-	sec     int64 // the window start as sink.CompareKeys orders it: Unix seconds,
+	sec     int64 // the window start as merge.CompareKeys orders it: Unix seconds,
 	nsec    int32 // then nanoseconds
 	i       int32 // the partial's position
 	dim, id string
 }
 
-// sortedKeys returns the keys of ps ordered by key (sink.CompareKeys), then position, so that
+// sortedKeys returns the keys of ps ordered by key (merge.CompareKeys), then position, so that
 // the partials of one key are next to each other in the order given: the last of each run is
 // the one kept. (A total order sorts as a stable sort by key would, without its cost.)
 func sortedKeys(ps []sink.Partial) []partialKey {
@@ -120,7 +122,7 @@ func sortedKeys(ps []sink.Partial) []partialKey {
 	return keys
 }
 
-// compareKey orders a and b as sink.CompareKeys orders their partials' keys.
+// compareKey orders a and b as merge.CompareKeys orders their partials' keys.
 func (a *partialKey) compareKey(b *partialKey) int {
 	switch {
 	case a.sec != b.sec:

@@ -7,20 +7,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/window"
 )
 
-func stats(t testing.TB, values ...float64) []byte {
-	t.Helper()
-	s := window.NewStats()
-	for _, v := range values {
-		require.NoError(t, s.Add(v))
-	}
-	b, err := s.MarshalBinary()
-	require.NoError(t, err)
-	return b
-}
+var stats = sinkfixture.Stats
 
 var t0 = time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)
 

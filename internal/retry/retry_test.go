@@ -1,14 +1,16 @@
-package sink_test
+package retry_test
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/internal/retry"
 	"github.com/streamledger/streamledger/sink"
 )
 
@@ -19,7 +21,7 @@ var (
 
 func isTransient(err error) bool { return errors.Is(err, errTransient) }
 
-func TestRetryPolicyDo(t *testing.T) {
+func TestDo(t *testing.T) {
 	p := sink.RetryPolicy{MaxAttempts: 4, InitialBackoff: time.Microsecond, MaxBackoff: time.Microsecond}
 	for _, tc := range []struct {
 		name      string
@@ -36,7 +38,7 @@ func TestRetryPolicyDo(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := 0
-			err := p.Do(context.Background(), "op", isTransient, func(_ context.Context, i int) error {
+			err := retry.Do(context.Background(), p, "op", isTransient, func(_ context.Context, i int) error {
 				n++
 				assert.Equal(t, n, i)
 				return tc.results[i-1]
@@ -57,11 +59,11 @@ func TestRetryPolicyDo(t *testing.T) {
 	}
 }
 
-func TestRetryPolicyDoHonoursContext(t *testing.T) {
+func TestDoHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := sink.RetryPolicy{MaxAttempts: 10, InitialBackoff: time.Hour}
 	n := 0
-	err := p.Do(ctx, "op", isTransient, func(context.Context, int) error {
+	err := retry.Do(ctx, p, "op", isTransient, func(context.Context, int) error {
 		n++
 		cancel()
 		return errTransient
@@ -72,23 +74,23 @@ func TestRetryPolicyDoHonoursContext(t *testing.T) {
 	assert.True(t, sink.IsTransient(err))
 
 	n = 0
-	err = p.Do(ctx, "op", isTransient, func(context.Context, int) error { n++; return nil })
+	err = retry.Do(ctx, p, "op", isTransient, func(context.Context, int) error { n++; return nil })
 	assert.Zero(t, n, "an ended context makes no attempt")
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
-func TestRetryPolicyBackoff(t *testing.T) {
+func TestBackoff(t *testing.T) {
 	p := sink.RetryPolicy{InitialBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}
 	var got []time.Duration
 	for n := 1; n <= 5; n++ {
-		got = append(got, p.Backoff(n))
+		got = append(got, retry.Backoff(p, n))
 	}
 	assert.Equal(t, []time.Duration{10e6, 20e6, 40e6, 50e6, 50e6}, got)
-	d := sink.RetryPolicy{}.WithDefaults()
+	d := retry.Resolve(sink.RetryPolicy{})
 	assert.Equal(t, sink.RetryPolicy{MaxAttempts: 5, InitialBackoff: 50 * time.Millisecond, MaxBackoff: 2 * time.Second}, d)
 }
 
-func TestRetryPolicyNegativeMeansOff(t *testing.T) {
+func TestNegativeMeansOff(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		p    sink.RetryPolicy
@@ -103,11 +105,23 @@ func TestRetryPolicyNegativeMeansOff(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []time.Duration
 			for n := 1; n <= 4; n++ {
-				got = append(got, tc.p.Backoff(n))
+				got = append(got, retry.Backoff(tc.p, n))
 			}
 			assert.Equal(t, tc.want, got)
-			assert.Equal(t, tc.max, tc.p.WithDefaults().MaxAttempts)
-			assert.GreaterOrEqual(t, tc.p.Backoff(100), tc.want[3], "never overflows (2^99 hours is past MaxInt64)")
+			assert.Equal(t, tc.max, retry.Resolve(tc.p).MaxAttempts)
+			assert.GreaterOrEqual(t, retry.Backoff(tc.p, 100), tc.want[3], "never overflows (2^99 hours is past MaxInt64)")
 		})
 	}
+}
+
+func ExampleBackoff() {
+	p := sink.RetryPolicy{MaxAttempts: 5, InitialBackoff: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond}
+	for n := 1; n < p.MaxAttempts; n++ {
+		fmt.Println(retry.Backoff(p, n))
+	}
+	// Output:
+	// 50ms
+	// 100ms
+	// 200ms
+	// 300ms
 }

@@ -1,4 +1,4 @@
-package sink_test
+package merge_test
 
 import (
 	"slices"
@@ -7,9 +7,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/internal/quantile"
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/internal/merge"
 	"github.com/streamledger/streamledger/window"
 )
+
+var stats = sinkfixture.Stats
 
 func TestMergeSummarizesAllValues(t *testing.T) {
 	parts := [][]float64{{3, 1, 4}, {1, 5}, {9, 2, 6, 5}}
@@ -27,7 +32,7 @@ func TestMergeSummarizesAllValues(t *testing.T) {
 		want  sink.Summary
 	}{
 		{"default: P90, linear", sink.AggregateSpec{}, enc,
-			sink.Summary{Count: 9, Mean: 36.0 / 9, Quantile: window.Linear.Exact(all, 0.9), Max: 9, Min: 1}},
+			sink.Summary{Count: 9, Mean: 36.0 / 9, Quantile: quantile.Linear(all, 0.9), Max: 9, Min: 1}},
 		{"nearest rank", sink.AggregateSpec{QuantileMethod: window.NearestRank}, enc,
 			sink.Summary{Count: 9, Mean: 36.0 / 9, Quantile: 9, Max: 9, Min: 1}},
 		{"median of one part", sink.AggregateSpec{Quantile: 0.5}, enc[:1],
@@ -37,7 +42,7 @@ func TestMergeSummarizesAllValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := tt.spec.SummarizePartials(tt.parts...)
+			got, err := merge.Partials(tt.spec, tt.parts...)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 		})
@@ -55,9 +60,9 @@ func TestMergeIsDeterministicInDigestMode(t *testing.T) {
 		}
 		enc = append(enc, stats(t, vals...))
 	}
-	a, err := (sink.AggregateSpec{}).SummarizePartials(enc...)
+	a, err := merge.Partials(sink.AggregateSpec{}, enc...)
 	require.NoError(t, err)
-	b, err := (sink.AggregateSpec{}).SummarizePartials(enc...)
+	b, err := merge.Partials(sink.AggregateSpec{}, enc...)
 	require.NoError(t, err)
 	assert.Equal(t, a, b)
 	assert.Equal(t, int64(2100), a.Count)
@@ -81,14 +86,14 @@ func TestMergeExactLimit(t *testing.T) {
 		enc = append(enc, b)
 	}
 	slices.Sort(all)
-	exact := window.NearestRank.Exact(all, 0.9)
-	got, err := (sink.AggregateSpec{QuantileMethod: window.NearestRank, ExactLimit: 1000}).SummarizePartials(enc...)
+	exact := quantile.NearestRank(all, 0.9)
+	got, err := merge.Partials(sink.AggregateSpec{QuantileMethod: window.NearestRank, ExactLimit: 1000}, enc...)
 	require.NoError(t, err)
 	assert.Equal(t, exact, got.Quantile, "600 values within the limit of 1000")
-	est, err := (sink.AggregateSpec{QuantileMethod: window.NearestRank}).SummarizePartials(enc...)
+	est, err := merge.Partials(sink.AggregateSpec{QuantileMethod: window.NearestRank}, enc...)
 	require.NoError(t, err)
 	assert.NotEqual(t, exact, est.Quantile, "600 values past the default limit: an estimate")
-	_, err = (sink.AggregateSpec{ExactLimit: window.MaxExactLimit + 1}).SummarizePartials(enc...)
+	_, err = merge.Partials(sink.AggregateSpec{ExactLimit: window.MaxExactLimit + 1}, enc...)
 	assert.ErrorIs(t, err, sink.ErrInvalid)
 }
 
@@ -105,34 +110,34 @@ func TestSummarizeMatchesMerge(t *testing.T) {
 				vals[i] = float64((i*37+p*11)%1000) / 3
 			}
 			enc = append(enc, stats(t, vals...))
-			s, err := spec.Decode(enc[p])
+			s, err := merge.Decode(spec, enc[p])
 			require.NoError(t, err)
 			parts = append(parts, s)
 		}
-		alone, err := spec.Summarize(parts[0])
+		alone, err := merge.Summarize(spec, parts[0])
 		require.NoError(t, err)
-		want, err := spec.SummarizePartials(enc[0])
+		want, err := merge.Partials(spec, enc[0])
 		require.NoError(t, err)
 		assert.Equal(t, want, alone, "%d values", n)
 
 		m, err := window.Merge(parts...)
 		require.NoError(t, err)
-		got, err := spec.Summarize(m)
+		got, err := merge.Summarize(spec, m)
 		require.NoError(t, err)
-		want, err = spec.SummarizePartials(enc...)
+		want, err = merge.Partials(spec, enc...)
 		require.NoError(t, err)
 		assert.Equal(t, want, got, "%d values", n)
 	}
-	_, err := spec.Summarize(window.NewStats())
+	_, err := merge.Summarize(spec, window.NewStats())
 	assert.ErrorIs(t, err, sink.ErrInvalid)
 }
 
 func TestMergeRejects(t *testing.T) {
-	_, err := (sink.AggregateSpec{}).SummarizePartials()
+	_, err := merge.Partials(sink.AggregateSpec{})
 	assert.ErrorIs(t, err, sink.ErrInvalid)
-	_, err = (sink.AggregateSpec{}).SummarizePartials([]byte("not stats"))
+	_, err = merge.Partials(sink.AggregateSpec{}, []byte("not stats"))
 	assert.ErrorIs(t, err, sink.ErrInvalid)
-	_, err = (sink.AggregateSpec{}).SummarizePartials(stats(t))
+	_, err = merge.Partials(sink.AggregateSpec{}, stats(t))
 	assert.ErrorIs(t, err, sink.ErrInvalid, "no values at all")
 }
 
@@ -140,7 +145,7 @@ func FuzzMerge(f *testing.F) {
 	f.Add(stats(f, 1, 2, 3), stats(f, 4))
 	f.Add([]byte{}, []byte{1})
 	f.Fuzz(func(t *testing.T, a, b []byte) {
-		s, err := (sink.AggregateSpec{}).SummarizePartials(a, b)
+		s, err := merge.Partials(sink.AggregateSpec{}, a, b)
 		if err != nil {
 			assert.ErrorIs(t, err, sink.ErrInvalid)
 			return
@@ -148,4 +153,12 @@ func FuzzMerge(f *testing.F) {
 		assert.Positive(t, s.Count)
 		assert.LessOrEqual(t, s.Min, s.Max)
 	})
+}
+
+func TestCompareSources(t *testing.T) {
+	a := sink.TopicPartition{Topic: "a", Partition: 9}
+	b := sink.TopicPartition{Topic: "b", Partition: 0}
+	assert.Negative(t, merge.CompareSources(a, b))
+	assert.Positive(t, merge.CompareSources(sink.TopicPartition{Topic: "a", Partition: 10}, a))
+	assert.Zero(t, merge.CompareSources(a, a))
 }

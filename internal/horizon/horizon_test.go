@@ -1,4 +1,4 @@
-package sink_test
+package horizon_test
 
 import (
 	"testing"
@@ -7,10 +7,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/internal/horizon"
 	"github.com/streamledger/streamledger/sink"
 )
 
-func TestHorizon(t *testing.T) {
+func TestResolve(t *testing.T) {
 	const day = 24 * time.Hour
 	for _, tc := range []struct {
 		name         string
@@ -18,7 +19,7 @@ func TestHorizon(t *testing.T) {
 		want         time.Duration
 		err          string
 	}{
-		{"zero: the default", 0, 0, sink.DefaultHorizon, ""},
+		{"zero: the default", 0, 0, horizon.Default, ""},
 		{"negative: forever", -1, 0, 0, ""},
 		{"forever covers a source that keeps records forever", -1, -1, 0, ""},
 		{"covers the retention", 8 * day, 7 * day, 8 * day, ""},
@@ -28,7 +29,7 @@ func TestHorizon(t *testing.T) {
 		{"finite against a source that keeps records forever", day, -1, 0, "R is negative (the source keeps records forever): set H negative too"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := sink.Horizon(tc.h, tc.retention, "H", "R")
+			got, err := horizon.Resolve(tc.h, tc.retention, "H", "R")
 			if tc.err != "" {
 				require.ErrorIs(t, err, sink.ErrHorizon)
 				assert.Contains(t, err.Error(), tc.err)
