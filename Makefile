@@ -44,7 +44,7 @@ bench:
 FUZZTIME ?= 60s
 FUZZ := \
 	./ledger:FuzzDecodeMetadata ./ledger:FuzzPartition ./watermark:FuzzPartition \
-	./window:FuzzStatsUnmarshal ./sink:FuzzMerge ./sink/fold:FuzzDecode ./dlq:FuzzDecode \
+	./window:FuzzStatsUnmarshal ./sink/internal/merge:FuzzMerge ./sink/internal/fold:FuzzDecode ./dlq:FuzzDecode \
 	./examples/ov/event:FuzzDecode ./examples/ov/feed:FuzzReader \
 	./examples/credits/internal/credit:FuzzDecode ./examples/credits/internal/credit:FuzzCanonical
 

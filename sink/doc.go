@@ -24,8 +24,8 @@
 //
 // A merged row ([Aggregate]) is written when its window is complete, once: count, min and
 // max exact, mean = sum / count, and the configured quantile (P90 by default) from
-// window.Merge of every partition's partial of the key in (topic, partition) order
-// ([AggregateSpec.SummarizePartials], [CompareSources]), so the numbers do not depend on
+// window.Merge of every partition's partial of the key in (topic, partition) order (each
+// decoded with the spec's exact limit), so the numbers do not depend on
 // the order or concurrency of the writes. The quantile follows the spec's definition
 // ([AggregateSpec.QuantileMethod]): for a key of at most [AggregateSpec.ExactLimit] values in
 // all it equals SQL's percentile_cont (window.Linear, the default) or percentile_disc
@@ -56,7 +56,7 @@
 // [StateWriter.UpsertLatest] writes rows, each into the table it names ([StateRow.Table]),
 // described by a [StateSpec] (key columns, observed-at column, value columns); the rows of
 // one call are written together. The rows of each table are first collapsed to the newest
-// row per key ([PrepareLatest]), and a stored row is replaced only by a row that is not
+// row per key, and a stored row is replaced only by a row that is not
 // older: observed_at >= stored observed_at.
 //
 // A state table's columns have portable types ([ColumnType]) that each implementation maps
@@ -96,19 +96,7 @@
 //
 // # Writing a sink
 //
-// A sink implements [Sink] (and [Reader] to serve reads) and runs sinktest.Run. These
-// exported pieces exist for implementations, so that every sink computes the same rows:
-//   - [AggregateSpec.Decode] and [AggregateSpec.Summarize] decode partials and compute a
-//     merged row; [AggregateSpec.SummarizePartials] is both in one call, the reference.
-//   - [CompareKeys] and [CompareSources] give the orders rows and partials are merged in.
-//   - [PrepareLatest] checks and collapses state rows; [DedupKey] is its key identity.
-//   - [CheckHooks], [ReportWriteClose] and [ReportUpsertLatest] check and call the hooks;
-//     [UpsertLatestCall] is the frame of an UpsertLatest: prepare, write, report.
-//   - [AtPrecision] is the time an implementation stores.
-//
-// Package sink/fold plans the close writes (which partials to keep, which rows to write,
-// when a window is folded) and encodes what is stored, independently of the database;
-// fold.WriteCloseCall is the frame of a WriteClose.
+// A sink implements [Sink] (and [Reader] to serve reads) and runs sinktest.Run.
 //
 // [postgres]: https://pkg.go.dev/github.com/streamledger/streamledger/sink/postgres
 // [mysql]: https://pkg.go.dev/github.com/streamledger/streamledger/sink/mysql

@@ -1,12 +1,9 @@
 package sink
 
-import "fmt"
-
 // Hook is a value that implements one or more of the Hook* interfaces of this package: the
 // metrics of a sink implementation, reported to whoever observes it. Implementations find
-// them by type assertion ([CheckHooks], [ReportWriteClose], [ReportUpsertLatest]), so a
-// metrics adapter implements only what it exports, and neither this package nor an
-// implementation imports a metrics library.
+// them by type assertion, so a metrics adapter implements only what it exports, and neither
+// this package nor an implementation imports a metrics library.
 //
 // A hook is called after the call it reports, on the goroutine that made the call: an
 // implementation that is safe for concurrent use (as sink/postgres and sink/mysql are) may
@@ -59,66 +56,4 @@ type UpsertLatestInfo struct {
 	// Attempts counts the transactions tried (see [WriteCloseInfo.Attempts]).
 	Attempts int
 	Err      error
-}
-
-// CheckHooks returns an error wrapping [ErrInvalid], naming field and the index, for a hook
-// that implements none of this package's hook interfaces: a mistake, such as a method
-// with a pointer receiver on a value, that would otherwise go unnoticed.
-func CheckHooks(field string, hooks []Hook) error {
-	for i, h := range hooks {
-		_, wc := h.(HookWriteClose)
-		_, latest := h.(HookUpsertLatest)
-		if !wc && !latest {
-			return fmt.Errorf("%w: %s[%d]: %T implements none of sink.HookWriteClose and sink.HookUpsertLatest", ErrInvalid, field, i, h)
-		}
-	}
-	return nil
-}
-
-// ReportWriteClose calls every hook in hooks that implements [HookWriteClose].
-func ReportWriteClose(hooks []Hook, info WriteCloseInfo) {
-	for _, h := range hooks {
-		if o, ok := h.(HookWriteClose); ok {
-			o.OnWriteClose(info)
-		}
-	}
-}
-
-// ReportUpsertLatest calls every hook in hooks that implements [HookUpsertLatest].
-func ReportUpsertLatest(hooks []Hook, info UpsertLatestInfo) {
-	for _, h := range hooks {
-		if o, ok := h.(HookUpsertLatest); ok {
-			o.OnUpsertLatest(info)
-		}
-	}
-}
-
-// UpsertLatestCall is the frame of an implementation's [StateWriter.UpsertLatest]: it
-// prepares rows with [PrepareLatest] against spec, calls write with the groups unless there
-// are none, and reports the call to the hooks that implement [HookUpsertLatest]: once per
-// table written, or once for the first row's table when the call failed or wrote nothing.
-// write returns the attempts it made.
-func UpsertLatestCall(hooks []Hook, rows []StateRow, spec func(table string) (StateSpec, bool),
-	write func(groups [][]StateRow) (attempts int, err error)) error {
-	groups, err := PrepareLatest(rows, spec)
-	attempts := 0
-	if err == nil && len(groups) > 0 {
-		attempts, err = write(groups)
-	}
-	if len(hooks) == 0 {
-		return err
-	}
-	info := UpsertLatestInfo{Attempts: attempts, Err: err}
-	if err != nil || len(groups) == 0 {
-		if len(rows) > 0 {
-			info.Table = rows[0].Table
-		}
-		ReportUpsertLatest(hooks, info)
-		return err
-	}
-	for _, g := range groups {
-		info.Table, info.Rows = g[0].Table, len(g)
-		ReportUpsertLatest(hooks, info)
-	}
-	return nil
 }

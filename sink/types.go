@@ -67,7 +67,7 @@ type CloseBatch struct {
 
 // Summary holds the merged statistics of one key: count, min and max exact, Mean = sum /
 // count, Quantile from window.Merge of the partials in (topic, partition) order, by the
-// spec's quantile and method ([AggregateSpec.Summarize]).
+// spec's quantile and method.
 type Summary struct {
 	Count    int64
 	Mean     float64

@@ -79,7 +79,7 @@ func TestQuantileAccuracy(t *testing.T) {
 		s := sorted(vals)
 		for _, m := range []QuantileMethod{Linear, NearestRank} {
 			for _, q := range qs {
-				exact, got := m.Exact(s, q), merged.Quantile(m, q)
+				exact, got := m.exact(s, q), merged.Quantile(m, q)
 				if merged.Exact() {
 					require.Equal(t, exact, got, "%s n=%d limit=%d %v q=%v: exact below the limit", d.name, n, limit, m, q)
 					continue

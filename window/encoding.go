@@ -110,15 +110,6 @@ func corrupt(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
 }
 
-// CheckBinary reports whether data is a serialized [Stats] that [Stats.UnmarshalBinary]
-// accepts, and returns its count, without building the Stats: it allocates nothing, so a
-// reader that only needs to validate a partial (or learn its count) pays for no copy of its
-// values. Its errors are those of UnmarshalBinary.
-func CheckBinary(data []byte) (count int64, err error) {
-	s, err := readStats(data, false, nil)
-	return s.count, err
-}
-
 // readStats validates data and returns the Stats it holds, its values in into where into has
 // room for them. Without keep it builds nothing that allocates: the values are checked but
 // not stored (the result then holds the count, the sum and, for a digest, the min and max).

@@ -215,24 +215,25 @@ func TestStatsUnmarshalErrors(t *testing.T) {
 			require.ErrorIs(t, err, tt.want)
 			assert.Equal(t, int64(1), s.Count(), "a failed decode must leave the Stats unchanged")
 			assert.Equal(t, float64(5), s.Max())
-			_, cerr := CheckBinary(tt.in)
-			assert.Equal(t, err, cerr, "CheckBinary must reject what UnmarshalBinary rejects, alike")
+			_, cerr := readStats(tt.in, false, nil)
+			assert.Equal(t, err, cerr, "the check must reject what UnmarshalBinary rejects, alike")
 		})
 	}
 }
 
-func TestCheckBinary(t *testing.T) {
+func TestCheckAllocatesNothing(t *testing.T) {
 	for i, s := range sampleStats(t) {
 		b, err := s.MarshalBinary()
 		require.NoError(t, err)
-		n, err := CheckBinary(b)
+		c, err := readStats(b, false, nil)
+		n := c.count
 		require.NoError(t, err, "sample %s", i)
 		assert.Equal(t, s.Count(), n, "sample %s", i)
 		if raceEnabled {
 			continue // allocation counts are not kept under the race detector
 		}
-		allocs := testing.AllocsPerRun(10, func() { _, _ = CheckBinary(b) })
-		assert.Zero(t, allocs, "sample %s: CheckBinary allocates", i)
+		allocs := testing.AllocsPerRun(10, func() { _, _ = readStats(b, false, nil) })
+		assert.Zero(t, allocs, "sample %s: the check allocates", i)
 	}
 }
 
@@ -246,9 +247,10 @@ func FuzzStatsUnmarshal(f *testing.F) {
 	f.Add([]byte{Version, kindDigest, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var s Stats
-		n, cerr := CheckBinary(data)
+		c, cerr := readStats(data, false, nil)
+		n := c.count
 		if err := s.UnmarshalBinary(data); err != nil {
-			require.Equal(t, err, cerr, "CheckBinary and UnmarshalBinary disagree")
+			require.Equal(t, err, cerr, "the check and UnmarshalBinary disagree")
 			return
 		}
 		require.NoError(t, cerr)

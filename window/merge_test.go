@@ -52,9 +52,9 @@ func TestMerge(t *testing.T) {
 			assert.Equal(t, len(all) <= DefaultExactLimit, m.Exact())
 			got := m.Quantile(Linear, 0.9)
 			if m.Exact() {
-				assert.Equal(t, Linear.Exact(all, 0.9), got)
+				assert.Equal(t, Linear.exact(all, 0.9), got)
 			} else {
-				assert.LessOrEqual(t, between(all, Linear.Exact(all, 0.9), got), len(all)/100)
+				assert.LessOrEqual(t, between(all, Linear.exact(all, 0.9), got), len(all)/100)
 			}
 		})
 	}

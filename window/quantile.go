@@ -3,6 +3,8 @@ package window
 import (
 	"fmt"
 	"math"
+
+	"github.com/streamledger/streamledger/internal/quantile"
 )
 
 // QuantileMethod is a definition of the q-quantile of n values x[0] <= ... <= x[n-1]: how
@@ -41,29 +43,15 @@ func (m QuantileMethod) String() string {
 // Valid reports whether m is one of the methods defined here.
 func (m QuantileMethod) Valid() bool { return m <= NearestRank }
 
-// Exact returns the q-quantile (0 <= q <= 1) of sorted values by definition m: the number
-// [Stats.Quantile] returns while the Stats is exact, exported so that tests and oracles
-// elsewhere compute the same number. The values must be sorted in ascending order. It
-// returns NaN for an empty slice, a q outside [0, 1] or an unknown method.
-func (m QuantileMethod) Exact(sorted []float64, q float64) float64 {
-	n := len(sorted)
-	if n == 0 || !(q >= 0 && q <= 1) || !m.Valid() {
-		return math.NaN()
+// exact returns the q-quantile (0 <= q <= 1) of sorted values by definition m: the number
+// [Stats.Quantile] returns while the Stats is exact. The values must be sorted in ascending
+// order. It returns NaN for an empty slice, a q outside [0, 1] or an unknown method.
+func (m QuantileMethod) exact(sorted []float64, q float64) float64 {
+	switch m {
+	case Linear:
+		return quantile.Linear(sorted, q)
+	case NearestRank:
+		return quantile.NearestRank(sorted, q)
 	}
-	if m == NearestRank {
-		r := int(math.Ceil(q * float64(n)))
-		return sorted[max(r, 1)-1]
-	}
-	h := q * float64(n-1)
-	i := int(h)
-	if i >= n-1 {
-		return sorted[n-1]
-	}
-	f := h - float64(i)
-	if f == 0 {
-		return sorted[i]
-	}
-	// The conversion keeps the product rounded on its own, as PostgreSQL computes it:
-	// a fused multiply-add would differ in the last bit.
-	return sorted[i] + float64(f*(sorted[i+1]-sorted[i]))
+	return math.NaN()
 }

@@ -37,11 +37,11 @@ func TestQuantileMethodExact(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.InDelta(t, tt.linear, Linear.Exact(tt.vals, tt.q), 1e-12)
-			assert.Equal(t, tt.nrk, NearestRank.Exact(tt.vals, tt.q))
+			assert.InDelta(t, tt.linear, Linear.exact(tt.vals, tt.q), 1e-12)
+			assert.Equal(t, tt.nrk, NearestRank.exact(tt.vals, tt.q))
 			s := statsOf(t, tt.vals...)
-			assert.Equal(t, Linear.Exact(tt.vals, tt.q), s.Quantile(Linear, tt.q), "Stats.Quantile is Exact while exact")
-			assert.Equal(t, NearestRank.Exact(tt.vals, tt.q), s.Quantile(NearestRank, tt.q))
+			assert.Equal(t, Linear.exact(tt.vals, tt.q), s.Quantile(Linear, tt.q), "Stats.Quantile is Exact while exact")
+			assert.Equal(t, NearestRank.exact(tt.vals, tt.q), s.Quantile(NearestRank, tt.q))
 		})
 	}
 }
@@ -49,10 +49,10 @@ func TestQuantileMethodExact(t *testing.T) {
 func TestQuantileMethodInvalid(t *testing.T) {
 	s := statsOf(t, 1, 2, 3)
 	for name, got := range map[string]float64{
-		"empty":            Linear.Exact(nil, 0.5),
-		"q above 1":        NearestRank.Exact([]float64{1}, 1.5),
-		"q NaN":            Linear.Exact([]float64{1}, math.NaN()),
-		"unknown method":   QuantileMethod(9).Exact([]float64{1}, 0.5),
+		"empty":            Linear.exact(nil, 0.5),
+		"q above 1":        NearestRank.exact([]float64{1}, 1.5),
+		"q NaN":            Linear.exact([]float64{1}, math.NaN()),
+		"unknown method":   QuantileMethod(9).exact([]float64{1}, 0.5),
 		"unknown on Stats": s.Quantile(QuantileMethod(9), 0.5),
 	} {
 		assert.True(t, math.IsNaN(got), name)
@@ -175,7 +175,7 @@ func TestMergeExactLimit(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.exact, m.Exact())
 			if tt.exact {
-				assert.Equal(t, Linear.Exact(all, 0.9), m.Quantile(Linear, 0.9))
+				assert.Equal(t, Linear.exact(all, 0.9), m.Quantile(Linear, 0.9))
 			}
 		})
 	}

@@ -191,8 +191,8 @@ func (s *Stats) Max() float64 {
 // Exact reports whether the Stats still holds every value, so that quantiles are exact.
 func (s *Stats) Exact() bool { return s.dig == nil }
 
-// Quantile returns the q-quantile (0 <= q <= 1) of the values by definition m: exact, as
-// [QuantileMethod.Exact] computes it, while [Stats.Exact]; estimated by go-tdigest and
+// Quantile returns the q-quantile (0 <= q <= 1) of the values by definition m: exact, by the
+// definition [QuantileMethod] documents, while [Stats.Exact]; estimated by go-tdigest and
 // clamped to [Min, Max] otherwise, whatever m. The q-quantile of 0 is Min and that of 1 is
 // Max. It returns NaN for an empty Stats, a q outside [0, 1] or an unknown method.
 func (s *Stats) Quantile(m QuantileMethod, q float64) float64 {
@@ -207,7 +207,7 @@ func (s *Stats) Quantile(m QuantileMethod, q float64) float64 {
 	}
 	s.seal()
 	if s.dig == nil {
-		return m.Exact(s.vals, q)
+		return m.exact(s.vals, q)
 	}
 	td := s.dig.view()
 	if td == nil {

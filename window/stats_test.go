@@ -94,10 +94,10 @@ func TestExactQuantile(t *testing.T) {
 		{[]float64{1, 2, 3}, 0, 1},
 	}
 	for _, tt := range tests {
-		assert.InDelta(t, tt.want, Linear.Exact(tt.vals, tt.q), 1e-12, "%v q=%v", tt.vals, tt.q)
+		assert.InDelta(t, tt.want, Linear.exact(tt.vals, tt.q), 1e-12, "%v q=%v", tt.vals, tt.q)
 	}
-	assert.True(t, math.IsNaN(Linear.Exact(nil, 0.5)))
-	assert.True(t, math.IsNaN(Linear.Exact([]float64{1}, 2)))
+	assert.True(t, math.IsNaN(Linear.exact(nil, 0.5)))
+	assert.True(t, math.IsNaN(Linear.exact([]float64{1}, 2)))
 }
 
 func TestStatsSwitchesToDigest(t *testing.T) {

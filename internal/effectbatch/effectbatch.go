@@ -14,6 +14,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/streamledger/streamledger/internal/retry"
 	"github.com/streamledger/streamledger/sink"
 )
 
@@ -211,7 +212,7 @@ func (b *Batch) Follow(pending []int) []int {
 // again at once with [Batch.Isolate] set (not a retry: the same attempt, one effect at a
 // time).
 func (b *Batch) Do(ctx context.Context, p sink.RetryPolicy, op string, transient func(error) bool, attempt func(ctx context.Context, n int) error) error {
-	return p.Do(ctx, op, transient, func(ctx context.Context, n int) error {
+	return retry.Do(ctx, p, op, transient, func(ctx context.Context, n int) error {
 		for {
 			err := attempt(ctx, n)
 			var isolate *IsolateError

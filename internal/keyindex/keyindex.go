@@ -1,12 +1,7 @@
 package keyindex
 
-// Dedup returns a comparable value for a key, equal for two keys exactly when they are the
-// same key, using buf as scratch space, which it returns for reuse (sink.DedupKey).
-type Dedup func(buf []byte, key []any) (any, []byte)
-
 // Index maps keys to positions. The zero value is not usable; make one with New.
 type Index struct {
-	dedup    Dedup
 	byString map[string]int
 	byKey    map[any]int
 	buf      []byte // scratch for composite keys
@@ -14,9 +9,8 @@ type Index struct {
 
 // New returns an empty index with room for about strings keys of one string and others
 // other keys.
-func New(dedup Dedup, strings, others int) Index {
-	return Index{dedup: dedup,
-		byString: make(map[string]int, strings), byKey: make(map[any]int, others)}
+func New(strings, others int) Index {
+	return Index{byString: make(map[string]int, strings), byKey: make(map[any]int, others)}
 }
 
 // Find returns the position of key, or records next as its position and returns false.
@@ -31,7 +25,7 @@ func (x *Index) Find(key []any, next int) (int, bool) {
 		}
 	}
 	var k any
-	k, x.buf = x.dedup(x.buf[:0], key)
+	k, x.buf = Dedup(x.buf[:0], key)
 	i, ok := x.byKey[k]
 	if !ok {
 		x.byKey[k] = next

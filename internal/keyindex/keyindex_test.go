@@ -7,12 +7,11 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/streamledger/streamledger/internal/keyindex"
-	"github.com/streamledger/streamledger/sink"
 )
 
 func TestFind(t *testing.T) {
 	t0 := time.Date(2026, 3, 10, 7, 45, 0, 0, time.UTC)
-	x := keyindex.New(sink.DedupKey, 0, 0)
+	x := keyindex.New(0, 0)
 	for _, tc := range []struct {
 		name  string
 		key   []any
@@ -47,4 +46,19 @@ func TestFind(t *testing.T) {
 	x.Clear()
 	_, found := x.Find([]any{"bus-1"}, 0)
 	assert.False(t, found, "forgotten")
+}
+
+func TestDedup(t *testing.T) {
+	t0 := time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)
+	k := func(vals ...any) any { v, _ := keyindex.Dedup(nil, vals); return v }
+	cet := time.FixedZone("CET", 3600)
+	assert.Equal(t, k("a"), k("a"))
+	assert.NotEqual(t, k("a"), k("b"))
+	assert.NotEqual(t, k(int64(1)), k(int32(1)), "types are part of the key")
+	assert.Equal(t, k(t0), k(t0.In(cet)), "times compare as instants")
+	assert.Equal(t, k("a", 1), k("a", 1))
+	assert.NotEqual(t, k("ab", "c"), k("a", "bc"), "tuples do not run together")
+	assert.NotEqual(t, k([]byte("s1:x")), k("s1:x"), "an encoded tuple never equals a single string")
+	assert.Equal(t, k([]byte{1, 2}), k([]byte{1, 2}), "byte slices are usable keys")
+	assert.Equal(t, k("a", t0), k("a", t0.In(cet)))
 }

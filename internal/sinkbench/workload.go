@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/sink/sinktest"
 	"github.com/streamledger/streamledger/window"
 )
 
@@ -19,7 +19,7 @@ import (
 // within a few minutes of on time (normal around 60 s, sd 120 s): how arrival delays are
 // distributed shapes how well the stored stats compress.
 type Workload struct {
-	// Partials[p] holds partition p's partials, keyed at the window starting at [sinktest.Start];
+	// Partials[p] holds partition p's partials, keyed at the window starting at [sinkfixture.Start];
 	// [Workload.Calls] moves them to the window a benchmark writes.
 	Partials [][]sink.Partial
 	// Merged holds the merged stats of each key, for a baseline that stores the merged rows
@@ -42,7 +42,7 @@ func NewWorkload(tb testing.TB, seed uint64, partitions int) Workload {
 	}
 	for _, d := range dims {
 		for k := range d.keys {
-			key := sink.Key{WindowStart: sinktest.Start(), Dimension: d.name, DimensionID: fmt.Sprintf("%s-%05d", d.name, k)}
+			key := sink.Key{WindowStart: sinkfixture.Start(), Dimension: d.name, DimensionID: fmt.Sprintf("%s-%05d", d.name, k)}
 			parts := make([]*window.Stats, partitions)
 			all := window.NewStats()
 			for range 5 + r.IntN(296) {
@@ -90,7 +90,7 @@ func (w Workload) Calls(start time.Time, calls int, ownCalls bool) [][]sink.Clos
 	out := make([][]sink.CloseBatch, calls)
 	for g := range calls {
 		for p := range w.Partials {
-			src := sink.TopicPartition{Topic: sinktest.Topic, Partition: int32(p)}
+			src := sink.TopicPartition{Topic: sinkfixture.Topic, Partition: int32(p)}
 			switch {
 			case p%calls == g:
 				out[g] = append(out[g], sink.CloseBatch{Source: src, ClosedThrough: end.Add(time.Duration(g) * time.Second), Partials: MoveTo(w.Partials[p], start)})
@@ -134,7 +134,7 @@ func WriteWindows(ctx context.Context, b *testing.B, w sink.WindowWriter, data [
 	b.Helper()
 	tps := make([]sink.CloseBatch, len(data[0].Partials))
 	for p := range tps {
-		tps[p] = sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: int32(p)}}
+		tps[p] = sink.CloseBatch{Source: sink.TopicPartition{Topic: sinkfixture.Topic, Partition: int32(p)}}
 	}
 	if err := w.WriteClose(ctx, tps...); err != nil {
 		b.Fatal(err)
@@ -144,7 +144,7 @@ func WriteWindows(ctx context.Context, b *testing.B, w sink.WindowWriter, data [
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		load := data[i%len(data)]
-		batches := load.Calls(sinktest.Start().Add(time.Duration(i)*windowSize), calls, ownCalls)
+		batches := load.Calls(sinkfixture.Start().Add(time.Duration(i)*windowSize), calls, ownCalls)
 		rows += len(load.Merged)
 		b.StartTimer()
 		for _, call := range batches {
@@ -171,9 +171,9 @@ func UpsertFleet(ctx context.Context, b *testing.B, w sink.StateWriter, rows, fl
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		at := sinktest.Start().Add(time.Duration(i) * time.Second)
+		at := sinkfixture.Start().Add(time.Duration(i) * time.Second)
 		for k := range batch {
-			batch[k] = sink.StateRow{Table: sinktest.StateTable, Key: []any{ids[(i*rows+k*7)%fleet]}, ObservedAt: at,
+			batch[k] = sink.StateRow{Table: sinkfixture.StateTable, Key: []any{ids[(i*rows+k*7)%fleet]}, ObservedAt: at,
 				Values: []any{fmt.Sprintf("trip-%d", k%300), float64(k % 600), int64(k % 40)}}
 		}
 		b.StartTimer()

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/internal/kafkatest"
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/ledger"
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
 func TestUntilValidation(t *testing.T) {
@@ -173,7 +173,7 @@ func TestBoundedInputEndOverPartitionsNotOwned(t *testing.T) {
 	p0, p1, p2 := tp("t", 0), tp("t", 1), tp("t", 2)
 	partial := func(start string) sink.Partial {
 		return sink.Partial{Key: sink.Key{WindowStart: at(start), Dimension: "line", DimensionID: "A"},
-			WindowEnd: at(start).Add(5 * time.Minute), Attrs: map[string]string{"owner": "op-A"}, Stats: sinktest.Stats(t, 1)}
+			WindowEnd: at(start).Add(5 * time.Minute), Attrs: map[string]string{"owner": "op-A"}, Stats: sinkfixture.Stats(t, 1)}
 	}
 	for _, tc := range []struct {
 		name    string

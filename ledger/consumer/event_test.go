@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/sinktest"
 )
@@ -21,9 +22,9 @@ func TestStateRowsCheckedAgainstTheSink(t *testing.T) {
 		want string
 	}{
 		{"unknown table", func() sink.StateRow { r := good; r.Table = "nope"; return r }(), `the sink declares no table "nope"`},
-		{"short key", sink.StateRow{Table: sinktest.StateTable, ObservedAt: T0, Values: good.Values}, "0 key values, the table has 1 key columns"},
-		{"short values", sink.StateRow{Table: sinktest.StateTable, Key: good.Key, ObservedAt: T0}, "0 values, the table has 3 value columns"},
-		{"no time", sink.StateRow{Table: sinktest.StateTable, Key: good.Key, Values: good.Values}, "no observed-at time"},
+		{"short key", sink.StateRow{Table: sinkfixture.StateTable, ObservedAt: T0, Values: good.Values}, "0 key values, the table has 1 key columns"},
+		{"short values", sink.StateRow{Table: sinkfixture.StateTable, Key: good.Key, ObservedAt: T0}, "0 values, the table has 3 value columns"},
+		{"no time", sink.StateRow{Table: sinkfixture.StateTable, Key: good.Key, Values: good.Values}, "no observed-at time"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, func(c *Config[string]) {
@@ -62,10 +63,10 @@ func TestUndeclaredAttributeStops(t *testing.T) {
 // The windows follow the exact limit of the sink's aggregate spec.
 func TestWindowsFollowTheSinksExactLimit(t *testing.T) {
 	mem, err := sinktest.NewMemory(sinktest.MemoryConfig{Aggregates: func() sink.AggregateSpec {
-		a := sinktest.Aggregates()
+		a := sinkfixture.Aggregates()
 		a.ExactLimit = 1000
 		return a
-	}(), Clock: sinktest.Now})
+	}(), Clock: sinkfixture.Now})
 	require.NoError(t, err)
 	s, err := Config[string]{
 		Kafka: kafka.ConfigMap{"bootstrap.servers": "b:9092", "group.id": "g"}, Topics: map[string]Handler[string]{"t": testHandler},

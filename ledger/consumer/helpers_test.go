@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/dlq"
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/ledger"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/sinktest"
@@ -67,7 +68,7 @@ func testHandler(m *kafka.Message) (Event[string], error) {
 		ev.Time = at(f[1])
 	case "k":
 		ev.Time = at(f[1])
-		shared := sink.StateRow{Table: sinktest.StateTable, Key: []any{"shared/" + f[2]}, ObservedAt: ev.Time,
+		shared := sink.StateRow{Table: sinkfixture.StateTable, Key: []any{"shared/" + f[2]}, ObservedAt: ev.Time,
 			Values: []any{"shared", 0.5, int64(m.TopicPartition.Offset)}}
 		ev.State = []sink.StateRow{stateRow(m, ev.Time), shared}
 	case "w", "s", "ws":
@@ -101,7 +102,7 @@ func stateKey(topic string, partition int32, offset int64) string {
 
 func stateRow(m *kafka.Message, t time.Time) sink.StateRow {
 	return sink.StateRow{
-		Table:      sinktest.StateTable,
+		Table:      sinkfixture.StateTable,
 		Key:        []any{stateKey(*m.TopicPartition.Topic, m.TopicPartition.Partition, int64(m.TopicPartition.Offset))},
 		ObservedAt: t,
 		Values:     []any{"trip", 1.5, int64(3)},
@@ -118,9 +119,9 @@ func testKeys(k string) sink.Series {
 func newMemory(t testing.TB) *sinktest.Memory {
 	t.Helper()
 	m, err := sinktest.NewMemory(sinktest.MemoryConfig{
-		Aggregates: sinktest.Aggregates(),
-		States:     []sink.StateSpec{sinktest.Latest()},
-		Clock:      sinktest.Now,
+		Aggregates: sinkfixture.Aggregates(),
+		States:     []sink.StateSpec{sinkfixture.Latest()},
+		Clock:      sinkfixture.Now,
 	})
 	require.NoError(t, err)
 	return m
@@ -384,7 +385,7 @@ func (c *checker) OnCommit(ci CommitInfo) {
 						tp, cm.Offset, off, d.WindowEnd, ct))
 				}
 				if d.State > 0 {
-					if _, ok, _ := c.reader.Latest(ctx, sinktest.StateTable, stateKey(tp.Topic, tp.Partition, off)); !ok {
+					if _, ok, _ := c.reader.Latest(ctx, sinkfixture.StateTable, stateKey(tp.Topic, tp.Partition, off)); !ok {
 						c.problems = append(c.problems, fmt.Sprintf("commit %v@%d passes offset %d whose state row is not stored", tp, cm.Offset, off))
 					}
 				}

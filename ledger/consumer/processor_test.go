@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/ledger"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/sinktest"
@@ -194,7 +195,7 @@ func TestTickReportsTheBufferedBytes(t *testing.T) {
 	h.tick()
 	require.Len(t, ticks, 2)
 	assert.Positive(t, ticks[1].BacklogBytes, "the failed flush's row waits for the next tick")
-	assert.Equal(t, h.p.retryBytes[sinktest.StateTable], ticks[1].BacklogBytes, "and is all the backlog: nothing else is unwritten")
+	assert.Equal(t, h.p.retryBytes[sinkfixture.StateTable], ticks[1].BacklogBytes, "and is all the backlog: nothing else is unwritten")
 }
 
 type tickHook func(TickInfo)

@@ -7,17 +7,17 @@ import (
 
 // stateBuffer holds a partition's state rows until the next flush: per table, the latest row
 // of each key. A row replaces the buffered row of its key unless it is older at
-// [sink.Precision], a tie going to the later row, which is how [sink.PrepareLatest] resolves
-// a flush's rows; so the flush writes the rows it would have written from every message, and
-// the buffer holds one row per key however many messages of the tick update that key. Rows
-// are buffered in offset order by the partition's decider, so the outcome does not depend on
-// how the partitions' decisions interleave.
+// [sink.Precision], a tie going to the later row, which is how a sink resolves the rows of
+// one UpsertLatest call; so the flush writes the rows it would have written from every
+// message, and the buffer holds one row per key however many messages of the tick update
+// that key. Rows are buffered in offset order by the partition's decider, so the outcome
+// does not depend on how the partitions' decisions interleave.
 type stateBuffer struct {
 	tables map[string]*stateTable
 }
 
 // stateTable is one table's buffered rows, their estimated bytes, and where each key's row is:
-// keys of one string value by that string, others by [sink.DedupKey].
+// keys of one string value by that string, others by keyindex.Dedup.
 type stateTable struct {
 	rows  []sink.StateRow
 	sizes []int64
@@ -73,7 +73,7 @@ func (b *stateBuffer) add(r sink.StateRow) int64 {
 func (t *stateTable) init() {
 	n := t.hintString + t.hintKey
 	t.rows, t.sizes = make([]sink.StateRow, 0, n), make([]int64, 0, n)
-	t.index = keyindex.New(sink.DedupKey, t.hintString, t.hintKey)
+	t.index = keyindex.New(t.hintString, t.hintKey)
 }
 
 // appendTo appends the buffered rows to out, by table, and empties the buffer, keeping its

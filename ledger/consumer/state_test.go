@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
 // len returns how many rows of table are buffered.
@@ -169,7 +169,7 @@ func TestStateRowsOfAKeyBufferOnce(t *testing.T) {
 			return Event[string]{}, err
 		}
 		observed := T0.Add(time.Duration(sec) * time.Second)
-		row := sink.StateRow{Table: sinktest.StateTable, Key: []any{f[0]}, ObservedAt: observed,
+		row := sink.StateRow{Table: sinkfixture.StateTable, Key: []any{f[0]}, ObservedAt: observed,
 			Values: []any{"trip", 1.5, int64(m.TopicPartition.Offset)}}
 		return Event[string]{Time: observed, State: []sink.StateRow{row}}, nil
 	}
@@ -185,7 +185,7 @@ func TestStateRowsOfAKeyBufferOnce(t *testing.T) {
 	job := h.p.prepare(nil, false)
 	require.NotNil(t, job)
 	got := map[any]any{}
-	for _, r := range job.rowsOf(sinktest.StateTable) {
+	for _, r := range job.rowsOf(sinkfixture.StateTable) {
 		got[r.Key[0]] = r.Values[2]
 	}
 	assert.Equal(t, map[any]any{"v0": int64(999), "v1": int64(997), "v2": int64(998)}, got)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/ledger"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/sinktest"
@@ -330,11 +331,11 @@ func (m *meetingWrites) UpsertLatest(ctx context.Context, rows []sink.StateRow) 
 // A tick's writes (a flush per state table and one call for every partition's close batch)
 // run WriteConcurrency at a time; the close call, which writes windows, after the flushes.
 func TestWriteConcurrencyRunsATicksWritesAtOnce(t *testing.T) {
-	second := sinktest.Latest()
+	second := sinkfixture.Latest()
 	second.Table = "latest2"
 	for _, tc := range []struct{ concurrency, most int }{{1, 1}, {3, 2}} {
-		mem, err := sinktest.NewMemory(sinktest.MemoryConfig{Aggregates: sinktest.Aggregates(),
-			States: []sink.StateSpec{sinktest.Latest(), second}, Clock: sinktest.Now})
+		mem, err := sinktest.NewMemory(sinktest.MemoryConfig{Aggregates: sinkfixture.Aggregates(),
+			States: []sink.StateSpec{sinkfixture.Latest(), second}, Clock: sinkfixture.Now})
 		require.NoError(t, err)
 		mw := &meetingWrites{Sink: mem, want: 2, arrived: make(chan struct{})}
 		h := newHarness(t, func(c *Config[string]) {
@@ -663,7 +664,7 @@ func TestCloseWaitsForTheStateOfItsTick(t *testing.T) {
 			h.feed(p0, 0, "ws 1 A 1", "ws 7 A 2") // the second closes [12:00,12:05) at the tick
 			h.tick()
 			require.NoError(t, h.p.fatal())
-			first := []string{"state " + sinktest.StateTable}
+			first := []string{"state " + sinkfixture.StateTable}
 			if gated {
 				first = append(first, "state done", "close") // the close made, then refused at its gate
 			}
@@ -675,7 +676,7 @@ func TestCloseWaitsForTheStateOfItsTick(t *testing.T) {
 			h.tick()
 			assert.ElementsMatch(t, first, o.order()[:len(first)])
 			assert.Contains(t, o.order()[len(first):], "close")
-			assert.NotContains(t, o.order(), "commit "+sinktest.StateTable)
+			assert.NotContains(t, o.order(), "commit "+sinkfixture.StateTable)
 			assert.Len(t, h.closes(), 1, "written with the next tick")
 			assert.Equal(t, int64(1), h.committed(p0), "the second message waits in its open window")
 		})
@@ -720,7 +721,7 @@ func (g *gatedWrites) WriteCloseGated(ctx context.Context, gate func(context.Con
 // made beside its tick's state writes, and commits only once they all returned nil; at
 // WriteConcurrency 1 it is written with WriteClose after them.
 func TestGatedCloseIsMadeBesideTheStateAndCommitsAfterIt(t *testing.T) {
-	state := "state " + sinktest.StateTable
+	state := "state " + sinkfixture.StateTable
 	for _, tc := range []struct {
 		concurrency int
 		want        []string

@@ -10,9 +10,10 @@ import (
 
 	"github.com/streamledger/streamledger/internal/mytest"
 	"github.com/streamledger/streamledger/internal/sinkbench"
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/internal/merge"
 	"github.com/streamledger/streamledger/sink/mysql"
-	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
 // BenchmarkUpsertLatest writes batches of latestRows last-write-wins rows over a fleet of
@@ -59,10 +60,10 @@ func benchMergedOnly(b *testing.B, data []sinkbench.Workload) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		w := data[i%len(data)]
-		start := sinktest.Start().Add(time.Duration(i) * 5 * time.Minute)
+		start := sinkfixture.Start().Add(time.Duration(i) * 5 * time.Minute)
 		args := make([]any, 0, len(w.Merged)*11)
 		for _, m := range w.Merged {
-			sum, err := (sink.AggregateSpec{}).SummarizePartials(m.Stats)
+			sum, err := merge.Partials(sink.AggregateSpec{}, m.Stats)
 			require.NoError(b, err)
 			args = append(args, start.Format("2006-01-02 15:04:05"), start.Add(5*time.Minute).Format("2006-01-02 15:04:05"), m.Dimension, m.DimensionID,
 				m.Attrs["owner"], sum.Count, sum.Mean, sum.Quantile, sum.Max, sum.Min, time.Now().UTC().Format("2006-01-02 15:04:05.000000"))
@@ -110,8 +111,8 @@ func reportLayout(b *testing.B, ctx context.Context, db *mytest.DB, rows int, el
 	require.NoError(b, res.Close())
 	n := float64(rows)
 	b.ReportMetric(n/elapsed.Seconds(), "rows/s")
-	b.ReportMetric(sizes[sinktest.AggregatesTable]/n, "merged-B/row")
-	b.ReportMetric((total-sizes[sinktest.AggregatesTable])/n, "other-B/row")
+	b.ReportMetric(sizes[sinkfixture.AggregatesTable]/n, "merged-B/row")
+	b.ReportMetric((total-sizes[sinkfixture.AggregatesTable])/n, "other-B/row")
 	b.ReportMetric(0, "ns/op")
 	b.Logf("%d merged rows; table bytes: %v", rows, sizes)
 }

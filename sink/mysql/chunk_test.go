@@ -8,9 +8,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/internal/sinkbench"
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/internal/merge"
 	"github.com/streamledger/streamledger/sink/mysql"
-	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
 // Batches above a statement's bounds go out in several statements of the same transaction
@@ -19,10 +20,10 @@ import (
 func TestBatchesAcrossStatements(t *testing.T) {
 	ctx := testCtx(t)
 	w := sinkbench.NewWorkload(t, 3, 3)
-	start := sinktest.Start()
+	start := sinkfixture.Start()
 	var rows []sink.StateRow
 	for i := range 12000 { // above 65,535 / 6 placeholders
-		rows = append(rows, sink.StateRow{Table: sinktest.StateTable, Key: []any{fmt.Sprintf("veh-%05d", i)}, ObservedAt: start,
+		rows = append(rows, sink.StateRow{Table: sinkfixture.StateTable, Key: []any{fmt.Sprintf("veh-%05d", i)}, ObservedAt: start,
 			Values: []any{"t", float64(i), int64(i)}})
 	}
 	var results [][]sink.Aggregate
@@ -38,7 +39,7 @@ func TestBatchesAcrossStatements(t *testing.T) {
 
 		require.NoError(t, s.UpsertLatest(ctx, rows))
 		for _, i := range []int{0, 10921, 10922, 11999} {
-			r, ok, err := s.Latest(ctx, sinktest.StateTable, fmt.Sprintf("veh-%05d", i))
+			r, ok, err := s.Latest(ctx, sinkfixture.StateTable, fmt.Sprintf("veh-%05d", i))
 			require.NoError(t, err)
 			require.True(t, ok, i)
 			assert.Equal(t, int64(i), r.Values[2])
@@ -50,7 +51,7 @@ func TestBatchesAcrossStatements(t *testing.T) {
 		counts[r.Key] = r.Count
 	}
 	for _, m := range w.Merged {
-		sum, err := sinktest.Aggregates().SummarizePartials(m.Stats)
+		sum, err := merge.Partials(sinkfixture.Aggregates(), m.Stats)
 		require.NoError(t, err)
 		assert.Equal(t, sum.Count, counts[m.Key], "%s/%s", m.Dimension, m.DimensionID)
 	}

@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/streamledger/streamledger/internal/faults"
+	"github.com/streamledger/streamledger/internal/retry"
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/sink/fold"
+	"github.com/streamledger/streamledger/sink/internal/fold"
 )
 
 const (
@@ -47,7 +48,7 @@ func (s *Sink) writeClose(ctx context.Context, gate func(context.Context) error,
 	if err != nil {
 		return nil, 0, err
 	}
-	err = s.cfg.Retry.Do(ctx, opWriteClose, fold.Retryable(transient), func(ctx context.Context, n int) error {
+	err = retry.Do(ctx, s.cfg.Retry, opWriteClose, fold.Retryable(transient), func(ctx context.Context, n int) error {
 		attempts = n
 		now := sink.AtPrecision(s.cfg.Clock())
 		cutoff, prune := s.pruner.Due(now)

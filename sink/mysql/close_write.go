@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/streamledger/streamledger/sink/fold"
+	"github.com/streamledger/streamledger/sink/internal/fold"
 )
 
 // mergedChunk is about how many merged rows a plan makes at a time (fold.Plan.Merged): the

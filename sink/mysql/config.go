@@ -5,7 +5,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/streamledger/streamledger/internal/retry"
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/internal/report"
+	"github.com/streamledger/streamledger/sink/internal/specs"
 )
 
 // Config configures a [Sink]. Zero fields take the defaults in brackets; a negative
@@ -29,7 +32,7 @@ type Config struct {
 	// States are the last-write-wins tables the sink may upsert into.
 	States []sink.StateSpec
 	// Horizon is how long a folded window is kept after it was folded (by Clock), so that a
-	// partition registered later can still be merged into it [7 days, sink.DefaultHorizon];
+	// partition registered later can still be merged into it [7 days];
 	// negative keeps folded windows forever. Past it a window's merged rows are final.
 	Horizon time.Duration
 	// SourceRetention is how far back the sources can redeliver (the topics'
@@ -57,7 +60,7 @@ type Config struct {
 const defaultStatementBytes = 4 << 20
 
 func (c Config) withDefaults() Config {
-	c.Aggregates = c.Aggregates.WithDefaults()
+	c.Aggregates = specs.WithDefaults(c.Aggregates)
 	if c.PartialsTable == "" {
 		c.PartialsTable = c.Aggregates.Table + "_partials"
 	}
@@ -67,7 +70,7 @@ func (c Config) withDefaults() Config {
 	if c.LocksTable == "" {
 		c.LocksTable = "streamledger_locks"
 	}
-	c.Retry = c.Retry.WithDefaults()
+	c.Retry = retry.Resolve(c.Retry)
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
@@ -84,10 +87,10 @@ func (c Config) topicsTable() string { return c.Aggregates.Table + "_topics" }
 func (c Config) statusView() string  { return c.Aggregates.Table + "_status" }
 
 func (c Config) validate() error {
-	if err := c.Aggregates.Validate(); err != nil {
+	if err := specs.CheckAggregate(c.Aggregates); err != nil {
 		return err
 	}
-	if err := sink.CheckHooks("Config.Hooks", c.Hooks); err != nil {
+	if err := report.Check("Config.Hooks", c.Hooks); err != nil {
 		return err
 	}
 	if c.MaxStatementBytes < 0 {
@@ -107,20 +110,20 @@ func (c Config) validate() error {
 		}
 		tables[t.name] = t.role
 	}
-	for _, name := range c.Aggregates.ColumnNames() {
+	for _, name := range specs.Columns(c.Aggregates) {
 		if err := checkName("Config.Aggregates.Columns", name); err != nil {
 			return fmt.Errorf("%w: %w", sink.ErrInvalid, err)
 		}
 	}
 	for _, st := range c.States {
-		if err := st.Validate(); err != nil {
+		if err := specs.CheckState(st); err != nil {
 			return err
 		}
 		if other, ok := tables[st.Table]; ok {
 			return fmt.Errorf("%w: state table %q is also the %s table", sink.ErrInvalid, st.Table, other)
 		}
 		tables[st.Table] = "state"
-		for _, name := range append([]string{st.Table}, st.ColumnNames()...) {
+		for _, name := range append([]string{st.Table}, specs.StateColumns(st)...) {
 			if err := checkName("Config.States", name); err != nil {
 				return fmt.Errorf("%w: %w", sink.ErrInvalid, err)
 			}

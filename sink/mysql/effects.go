@@ -11,6 +11,8 @@ import (
 
 	"github.com/streamledger/streamledger/internal/effectbatch"
 	"github.com/streamledger/streamledger/internal/faults"
+	"github.com/streamledger/streamledger/internal/horizon"
+	"github.com/streamledger/streamledger/internal/retry"
 	"github.com/streamledger/streamledger/sink"
 )
 
@@ -47,7 +49,7 @@ type EffectConfig struct {
 	// Table is the marker table [streamledger_markers], in the connection's database.
 	Table string
 	// Horizon is how long markers are kept: [Effects.Prune] deletes only markers older than
-	// it [7 days, sink.DefaultHorizon]; negative keeps markers forever.
+	// it [7 days]; negative keeps markers forever.
 	Horizon time.Duration
 	// SourceRetention is how far back the source can redeliver (the topic's retention.ms;
 	// negative for a topic that keeps records forever). A Horizon shorter than it is refused
@@ -87,12 +89,12 @@ func NewEffects(db *sql.DB, cfg EffectConfig) (*Effects, error) {
 	if err := checkName("EffectConfig.Table", cfg.Table); err != nil {
 		return nil, fmt.Errorf("%w: %w", sink.ErrInvalid, err)
 	}
-	horizon, err := sink.Horizon(cfg.Horizon, cfg.SourceRetention, "EffectConfig.Horizon", "EffectConfig.SourceRetention")
+	h, err := horizon.Resolve(cfg.Horizon, cfg.SourceRetention, "EffectConfig.Horizon", "EffectConfig.SourceRetention")
 	if err != nil {
 		return nil, err
 	}
-	cfg.Horizon = horizon
-	cfg.Retry = cfg.Retry.WithDefaults()
+	cfg.Horizon = h
+	cfg.Retry = retry.Resolve(cfg.Retry)
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
@@ -196,7 +198,7 @@ func (e *Effects) Prune(ctx context.Context) (int64, error) {
 	var total int64
 	for {
 		var n int64
-		err := e.cfg.Retry.Do(ctx, "prune markers", transient, func(ctx context.Context, _ int) error {
+		err := retry.Do(ctx, e.cfg.Retry, "prune markers", transient, func(ctx context.Context, _ int) error {
 			res, err := e.db.ExecContext(ctx, e.pruneSQL(), before, pruneChunk)
 			if err != nil {
 				return err

@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/internal/mytest"
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/mysql"
-	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
 func testCtx(t testing.TB) context.Context {
@@ -27,8 +27,7 @@ var fastRetry = sink.RetryPolicy{MaxAttempts: 8, InitialBackoff: time.Millisecon
 func newSink(t testing.TB, adjust func(*mysql.Config)) (*mysql.Sink, *mytest.DB) {
 	t.Helper()
 	db := mytest.New(t)
-	setup := sinktest.DefaultSetup()
-	cfg := mysql.Config{Aggregates: setup.Aggregates, States: setup.States, Clock: setup.Clock, Retry: fastRetry}
+	cfg := mysql.Config{Aggregates: sinkfixture.Aggregates(), States: sinkfixture.States(), Clock: sinkfixture.Now, Retry: fastRetry}
 	if adjust != nil {
 		adjust(&cfg)
 	}

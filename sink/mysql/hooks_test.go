@@ -10,15 +10,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/internal/faults"
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/mysql"
-	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
 // The hooks see what each call's committed transaction wrote, and its attempts.
 func TestHooksReportWrites(t *testing.T) {
 	ctx := testCtx(t)
-	r := &sinktest.Hooks{}
+	r := &sinkfixture.Hooks{}
 	s, _ := newSink(t, func(c *mysql.Config) { c.Hooks = []sink.Hook{r} })
 	var deadlock atomic.Bool
 	ctx = faults.With(ctx, func(_ context.Context, p faults.Point, _ faults.Attempt) error {
@@ -27,7 +27,7 @@ func TestHooksReportWrites(t *testing.T) {
 		}
 		return nil
 	})
-	register := []sink.CloseBatch{{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: 0}}, {Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: 1}}}
+	register := []sink.CloseBatch{{Source: sink.TopicPartition{Topic: sinkfixture.Topic, Partition: 0}}, {Source: sink.TopicPartition{Topic: sinkfixture.Topic, Partition: 1}}}
 	require.NoError(t, s.WriteClose(ctx, register...))
 	require.NoError(t, s.WriteClose(ctx, closeBatch(t, 0, 1, 2)))
 	deadlock.Store(true)
@@ -40,15 +40,15 @@ func TestHooksReportWrites(t *testing.T) {
 		{Batches: 1, Partials: 1, Ignored: 1, Attempts: 1},
 	}, r.Closes())
 
-	at := sinktest.Start()
+	at := sinkfixture.Start()
 	row := func(id string) sink.StateRow {
-		return sink.StateRow{Table: sinktest.StateTable, Key: []any{id}, ObservedAt: at, Values: []any{"t", 1.0, int64(1)}}
+		return sink.StateRow{Table: sinkfixture.StateTable, Key: []any{id}, ObservedAt: at, Values: []any{"t", 1.0, int64(1)}}
 	}
 	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{row("a"), row("b"), row("a")}))
 	bad := row("c")
 	bad.Values = nil
 	require.ErrorIs(t, s.UpsertLatest(ctx, []sink.StateRow{bad}), sink.ErrInvalid)
 	require.Len(t, r.Upserts(), 2)
-	assert.Equal(t, sink.UpsertLatestInfo{Table: sinktest.StateTable, Rows: 2, Attempts: 1}, r.Upserts()[0])
+	assert.Equal(t, sink.UpsertLatestInfo{Table: sinkfixture.StateTable, Rows: 2, Attempts: 1}, r.Upserts()[0])
 	assert.ErrorIs(t, r.Upserts()[1].Err, sink.ErrInvalid)
 }

@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/internal/mytest"
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/mysql"
-	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
 // Migrate runs again, and from several processes at once, without harm; an attribute added
@@ -22,11 +22,10 @@ import (
 func TestMigrate(t *testing.T) {
 	ctx := testCtx(t)
 	db := mytest.New(t)
-	setup := sinktest.DefaultSetup()
 	newOn := func(attrs ...string) *mysql.Sink {
-		agg := setup.Aggregates
+		agg := sinkfixture.Aggregates()
 		agg.Attributes = attrs
-		s, err := mysql.New(db.Open(t), mysql.Config{Aggregates: agg, States: setup.States, Clock: setup.Clock})
+		s, err := mysql.New(db.Open(t), mysql.Config{Aggregates: agg, States: sinkfixture.States(), Clock: sinkfixture.Now})
 		require.NoError(t, err)
 		return s
 	}
@@ -42,10 +41,10 @@ func TestMigrate(t *testing.T) {
 	s := newOn("owner", "colour")
 	require.NoError(t, s.Migrate(ctx))
 	require.NoError(t, s.Migrate(ctx), "again")
-	start := sinktest.Start()
+	start := sinkfixture.Start()
 	k := sink.Key{WindowStart: start, Dimension: "line", DimensionID: "1"}
 	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: sink.TopicPartition{Topic: "t"}, ClosedThrough: start.Add(300e9),
-		Partials: []sink.Partial{{Key: k, WindowEnd: start.Add(300e9), Attrs: map[string]string{"colour": "red"}, Stats: sinktest.Stats(t, 1)}}}))
+		Partials: []sink.Partial{{Key: k, WindowEnd: start.Add(300e9), Attrs: map[string]string{"colour": "red"}, Stats: sinkfixture.Stats(t, 1)}}}))
 	got, ok, err := s.Aggregate(ctx, k)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -69,7 +68,7 @@ func TestUntypedStateTable(t *testing.T) {
 	s, err := mysql.New(db.DB, mysql.Config{States: []sink.StateSpec{spec}})
 	require.NoError(t, err)
 	require.NoError(t, s.Migrate(ctx))
-	at := sinktest.Start()
+	at := sinkfixture.Start()
 	row := sink.StateRow{Table: "mine", Key: []any{"a"}, ObservedAt: at, Values: []any{"n", int32(3), 1.5, true, at.Add(1500), []byte{0, 1}}}
 	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{row}))
 	got, ok, err := s.Latest(ctx, "mine", "a")
@@ -95,7 +94,7 @@ func TestReadinessView(t *testing.T) {
 	c, through := complete()
 	assert.True(t, c)
 	assert.Equal(t, "2026-03-02 07:05:00.000000", through)
-	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: 1}}))
+	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: sink.TopicPartition{Topic: sinkfixture.Topic, Partition: 1}}))
 	var n int
 	require.NoError(t, db.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM `aggregates_status` WHERE `complete` = FALSE AND `complete_through` IS NULL").Scan(&n))
 	assert.Equal(t, 1, n, "a registered partition that closed nothing makes the row incomplete")

@@ -12,8 +12,8 @@ import (
 
 	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/internal/mytest"
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
 // kill ends the server connection id from another connection.
@@ -24,10 +24,10 @@ func kill(ctx context.Context, t *testing.T, db *mytest.DB, id int64) {
 }
 
 func closeBatch(t *testing.T, p int32, values ...float64) sink.CloseBatch {
-	start := sinktest.Start()
+	start := sinkfixture.Start()
 	end := start.Add(5 * time.Minute)
-	return sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: p}, ClosedThrough: end,
-		Partials: []sink.Partial{{Key: sink.Key{WindowStart: start, Dimension: "line", DimensionID: "1"}, WindowEnd: end, Stats: sinktest.Stats(t, values...)}}}
+	return sink.CloseBatch{Source: sink.TopicPartition{Topic: sinkfixture.Topic, Partition: p}, ClosedThrough: end,
+		Partials: []sink.Partial{{Key: sink.Key{WindowStart: start, Dimension: "line", DimensionID: "1"}, WindowEnd: end, Stats: sinkfixture.Stats(t, values...)}}}
 }
 
 // The sink's connection is killed by the server at a point of the first attempt, or the
@@ -94,11 +94,11 @@ func TestRetryUpsertLatestAfterKill(t *testing.T) {
 		}
 		return nil
 	})
-	at := sinktest.Start()
-	row := sink.StateRow{Table: sinktest.StateTable, Key: []any{"bus-1"}, ObservedAt: at, Values: []any{"t", 1.5, int64(7)}}
+	at := sinkfixture.Start()
+	row := sink.StateRow{Table: sinkfixture.StateTable, Key: []any{"bus-1"}, ObservedAt: at, Values: []any{"t", 1.5, int64(7)}}
 	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{row}))
 	assert.Equal(t, int32(2), attempts.Load())
-	got, ok, err := s.Latest(ctx, sinktest.StateTable, "bus-1")
+	got, ok, err := s.Latest(ctx, sinkfixture.StateTable, "bus-1")
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, row, got)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/internal/specs"
 )
 
 // binaryCollations are the utf8mb4 collations that compare strings byte by byte without
@@ -95,7 +96,7 @@ func (s *Sink) migrations(coll string) []migration {
 
 	for _, st := range cfg.States {
 		m := migration{object: "state:" + st.Table}
-		if st.Typed() {
+		if specs.Typed(st) {
 			var cols, keys []string
 			for _, k := range st.Key {
 				cols = append(cols, quote(k.Name)+" "+sqlType(k.Type, true)+" NOT NULL")

@@ -6,8 +6,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/streamledger/streamledger/internal/horizon"
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/sink/fold"
+	"github.com/streamledger/streamledger/sink/internal/fold"
+	"github.com/streamledger/streamledger/sink/internal/specs"
 )
 
 // Sink is the MySQL and MariaDB implementation of [sink.Sink] and [sink.Reader]. It is safe
@@ -62,7 +64,7 @@ func New(db *sql.DB, cfg Config) (*Sink, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	horizon, err := sink.Horizon(cfg.Horizon, cfg.SourceRetention, "Config.Horizon", "Config.SourceRetention")
+	h, err := horizon.Resolve(cfg.Horizon, cfg.SourceRetention, "Config.Horizon", "Config.SourceRetention")
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +72,7 @@ func New(db *sql.DB, cfg Config) (*Sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sink{db: db, cfg: cfg, pruner: &fold.Pruner{Horizon: horizon}, codec: codec, states: make(map[string]*stateTable, len(cfg.States))}
+	s := &Sink{db: db, cfg: cfg, pruner: &fold.Pruner{Horizon: h}, codec: codec, states: make(map[string]*stateTable, len(cfg.States))}
 	s.buildCloseSQL()
 	s.buildReadSQL()
 	for _, st := range cfg.States {
@@ -93,7 +95,7 @@ func (s *Sink) buildCloseSQL() {
 	set := replace(c.WindowEnd)
 	set = append(set, coalesce(a.Attributes...)...)
 	set = append(set, replace(c.Count, c.Mean, c.Quantile, c.Max, c.Min, c.ComputedAt)...)
-	s.merged = newRowsStmt(a.Table, a.ColumnNames(), "ON DUPLICATE KEY UPDATE "+strings.Join(set, ", "))
+	s.merged = newRowsStmt(a.Table, specs.Columns(a), "ON DUPLICATE KEY UPDATE "+strings.Join(set, ", "))
 	s.partialsPut = newRowsStmt(cfg.PartialsTable, []string{"window_start", "topic", "partition", "window_end", "keys", "entries", "written_at"},
 		"ON DUPLICATE KEY UPDATE "+strings.Join(replace("window_end", "keys", "entries", "written_at"), ", "))
 	s.foldedPut = newRowsStmt(cfg.foldedTable(), []string{"window_start", "window_end", "keys", "entries", "folded_at"},
@@ -154,7 +156,7 @@ func newStateTable(spec sink.StateSpec) *stateTable {
 		set = append(set, fmt.Sprintf("%s = IF(%s, VALUES(%s), %s)", quote(spec.UpdatedAt), newer, quote(spec.UpdatedAt), quote(spec.UpdatedAt)))
 	}
 	set = append(set, fmt.Sprintf("%s = IF(%s, VALUES(%s), %s)", obs, newer, obs, obs))
-	st := &stateTable{spec: spec, upsert: newRowsStmt(spec.Table, spec.ColumnNames(), "ON DUPLICATE KEY UPDATE "+strings.Join(set, ", "))}
+	st := &stateTable{spec: spec, upsert: newRowsStmt(spec.Table, specs.StateColumns(spec), "ON DUPLICATE KEY UPDATE "+strings.Join(set, ", "))}
 	vals := []string{spec.ObservedAt.Name}
 	for _, c := range spec.Values {
 		vals = append(vals, c.Name)

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/internal/mytest"
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/mysql"
-	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
 // Names are identifiers, quoted: hostile table, column and attribute names work and inject
@@ -33,11 +33,11 @@ func TestIdentifiersAreQuoted(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.NoError(t, s.Migrate(ctx))
-	start := sinktest.Start()
+	start := sinkfixture.Start()
 	end := start.Add(5 * time.Minute)
 	k := sink.Key{WindowStart: start, Dimension: "d", DimensionID: "i"}
 	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: sink.TopicPartition{Topic: "t"}, ClosedThrough: end,
-		Partials: []sink.Partial{{Key: k, WindowEnd: end, Attrs: map[string]string{"Op`er ator": "x"}, Stats: sinktest.Stats(t, 4)}}}))
+		Partials: []sink.Partial{{Key: k, WindowEnd: end, Attrs: map[string]string{"Op`er ator": "x"}, Stats: sinkfixture.Stats(t, 4)}}}))
 	got, ok, err := s.Aggregate(ctx, k)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -58,15 +58,15 @@ func TestIdentifiersAreQuoted(t *testing.T) {
 func TestKeysAreBinary(t *testing.T) {
 	ctx := testCtx(t)
 	s, _ := newSink(t, nil)
-	at := sinktest.Start()
+	at := sinkfixture.Start()
 	ids := []string{"bus-a", "BUS-A", "bus-á", "bus-a "}
 	var rows []sink.StateRow
 	for i, id := range ids {
-		rows = append(rows, sink.StateRow{Table: sinktest.StateTable, Key: []any{id}, ObservedAt: at, Values: []any{id, float64(i), int64(i)}})
+		rows = append(rows, sink.StateRow{Table: sinkfixture.StateTable, Key: []any{id}, ObservedAt: at, Values: []any{id, float64(i), int64(i)}})
 	}
 	require.NoError(t, s.UpsertLatest(ctx, rows))
 	for i, id := range ids {
-		got, ok, err := s.Latest(ctx, sinktest.StateTable, id)
+		got, ok, err := s.Latest(ctx, sinkfixture.StateTable, id)
 		require.NoError(t, err)
 		require.True(t, ok, "%q", id)
 		assert.Equal(t, int64(i), got.Values[2], "%q", id)
@@ -76,7 +76,7 @@ func TestKeysAreBinary(t *testing.T) {
 // A close statement's SET never adds to a stored value: every write must be safe to
 // repeat.
 func TestNoAccumulatingAssignment(t *testing.T) {
-	s, err := mysql.New(&sql.DB{}, mysql.Config{Aggregates: sinktest.Aggregates(), States: []sink.StateSpec{sinktest.Latest()}})
+	s, err := mysql.New(&sql.DB{}, mysql.Config{Aggregates: sinkfixture.Aggregates(), States: []sink.StateSpec{sinkfixture.Latest()}})
 	require.NoError(t, err)
 	plus := regexp.MustCompile(`(?s)ON DUPLICATE KEY UPDATE .*\+`)
 	for _, stmt := range s.Statements() {
@@ -125,7 +125,7 @@ func TestPermanentErrorIsTypedAndNotRetried(t *testing.T) {
 	s, db := newSink(t, nil)
 	_, err := db.DB.ExecContext(ctx, "DROP TABLE `latest`")
 	require.NoError(t, err)
-	err = s.UpsertLatest(ctx, []sink.StateRow{{Table: sinktest.StateTable, Key: []any{"v"}, ObservedAt: sinktest.Start(), Values: []any{"t", 1.0, int64(1)}}})
+	err = s.UpsertLatest(ctx, []sink.StateRow{{Table: sinkfixture.StateTable, Key: []any{"v"}, ObservedAt: sinkfixture.Start(), Values: []any{"t", 1.0, int64(1)}}})
 	var we *sink.WriteError
 	require.ErrorAs(t, err, &we)
 	assert.False(t, we.Transient)

@@ -6,19 +6,21 @@ import (
 	"fmt"
 
 	"github.com/streamledger/streamledger/internal/faults"
+	"github.com/streamledger/streamledger/internal/retry"
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/internal/latest"
 	"github.com/streamledger/streamledger/sink/internal/lockorder"
 )
 
 // UpsertLatest writes rows into the state tables they name, declared in [Config.States], in
-// one transaction: each table's rows collapsed to the newest row per key (sink.PrepareLatest,
+// one transaction: each table's rows collapsed to the newest row per key (latest.Prepare,
 // times at sink.Precision), sent in the order every writer uses (package lockorder), so
 // that concurrent writers lock rows in one order, as multi-row INSERT ... ON DUPLICATE KEY
 // UPDATE statements whose every assignment is guarded by VALUES(observed_at) >= observed_at.
 // Each call is reported to the [Config.Hooks] that implement sink.HookUpsertLatest, once per
 // table.
 func (s *Sink) UpsertLatest(ctx context.Context, rows []sink.StateRow) error {
-	return sink.UpsertLatestCall(s.cfg.Hooks, rows, s.stateSpec, func(groups [][]sink.StateRow) (int, error) {
+	return latest.Call(s.cfg.Hooks, rows, s.stateSpec, func(groups [][]sink.StateRow) (int, error) {
 		return s.upsertLatest(ctx, groups)
 	})
 }
@@ -36,7 +38,7 @@ func (s *Sink) upsertLatest(ctx context.Context, groups [][]sink.StateRow) (atte
 	for i, g := range groups {
 		groups[i] = lockorder.Rows(g)
 	}
-	err = s.cfg.Retry.Do(ctx, opUpsertLatest, transient, func(ctx context.Context, n int) error {
+	err = retry.Do(ctx, s.cfg.Retry, opUpsertLatest, transient, func(ctx context.Context, n int) error {
 		attempts = n
 		return attemptTx(ctx, s.db, faults.Attempt{Op: opUpsertLatest, N: n}, func(ctx context.Context, tx *sql.Tx) error {
 			at := timeArg(s.cfg.Clock())

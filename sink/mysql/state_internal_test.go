@@ -11,35 +11,34 @@ import (
 
 	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/internal/mytest"
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
-// The guarded upsert itself, without sink.PrepareLatest's collapse: one statement that holds
+// The guarded upsert itself, without the collapse of a call's rows: one statement that holds
 // the same key twice applies its rows in order, each against what the one before left, so
 // that the newer row stays whatever the order, and of two rows with the same time the later
 // one.
 func TestUpsertStatementWithAKeyTwice(t *testing.T) {
 	ctx := context.Background()
 	db := mytest.New(t)
-	setup := sinktest.DefaultSetup()
-	s, err := New(db.DB, Config{Aggregates: setup.Aggregates, States: setup.States, Clock: setup.Clock})
+	s, err := New(db.DB, Config{Aggregates: sinkfixture.Aggregates(), States: sinkfixture.States(), Clock: sinkfixture.Now})
 	require.NoError(t, err)
 	require.NoError(t, s.Migrate(ctx))
-	st := s.states[sinktest.StateTable]
-	at := sinktest.Start()
+	st := s.states[sinkfixture.StateTable]
+	at := sinkfixture.Start()
 	row := func(id string, d time.Duration, label string, seq int64) sink.StateRow {
-		return sink.StateRow{Table: sinktest.StateTable, Key: []any{id}, ObservedAt: at.Add(d), Values: []any{label, float64(seq), seq}}
+		return sink.StateRow{Table: sinkfixture.StateTable, Key: []any{id}, ObservedAt: at.Add(d), Values: []any{label, float64(seq), seq}}
 	}
 	write := func(rows ...sink.StateRow) {
 		t.Helper()
 		require.NoError(t, attemptTx(ctx, db.DB, faults.Attempt{Op: opUpsertLatest, N: 1}, func(ctx context.Context, tx *sql.Tx) error {
-			return st.write(ctx, tx, defaultStatementBytes, rows, timeArg(setup.Clock()))
+			return st.write(ctx, tx, defaultStatementBytes, rows, timeArg(sinkfixture.Now()))
 		}))
 	}
 	latest := func(id string) sink.StateRow {
 		t.Helper()
-		got, ok, err := s.Latest(ctx, sinktest.StateTable, id)
+		got, ok, err := s.Latest(ctx, sinkfixture.StateTable, id)
 		require.NoError(t, err)
 		require.True(t, ok, id)
 		return got

@@ -10,8 +10,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/streamledger/streamledger/internal/faults"
+	"github.com/streamledger/streamledger/internal/retry"
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/sink/fold"
+	"github.com/streamledger/streamledger/sink/internal/fold"
 )
 
 const (
@@ -60,7 +61,7 @@ func (s *Sink) writeClose(ctx context.Context, gate func(context.Context) error,
 	if err != nil {
 		return nil, 0, err
 	}
-	err = s.cfg.Retry.Do(ctx, opWriteClose, fold.Retryable(transient), func(ctx context.Context, n int) error {
+	err = retry.Do(ctx, s.cfg.Retry, opWriteClose, fold.Retryable(transient), func(ctx context.Context, n int) error {
 		attempts = n
 		now := sink.AtPrecision(s.cfg.Clock())
 		cutoff, prune := s.pruner.Due(now)

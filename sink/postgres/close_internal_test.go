@@ -12,7 +12,7 @@ import (
 
 	"github.com/streamledger/streamledger/internal/pgtest"
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/sink/fold"
+	"github.com/streamledger/streamledger/sink/internal/fold"
 	"github.com/streamledger/streamledger/window"
 )
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/sinktest"
 )
@@ -99,19 +100,18 @@ func TestSamePartitionWrittenTwiceAtOnce(t *testing.T) {
 // deleted behind the sink's back is written again by the refold.
 func TestRefoldOfLargeWindow(t *testing.T) {
 	const keys = 1300
-	start := sinktest.Start()
+	start := sinkfixture.Start()
 	end := start.Add(5 * time.Minute)
 	batch := func(p int32, vals ...float64) sink.CloseBatch {
-		b := sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: p}, ClosedThrough: end}
+		b := sink.CloseBatch{Source: sink.TopicPartition{Topic: sinkfixture.Topic, Partition: p}, ClosedThrough: end}
 		for k := range keys {
 			b.Partials = append(b.Partials, sink.Partial{Key: sink.Key{WindowStart: start, Dimension: "stop", DimensionID: fmt.Sprintf("S%05d", k)},
-				WindowEnd: end, Stats: sinktest.Stats(t, append(vals, float64(k))...)})
+				WindowEnd: end, Stats: sinkfixture.Stats(t, append(vals, float64(k))...)})
 		}
 		return b
 	}
 	first, second := batch(0, 1, 2), batch(1, 3)
-	setup := sinktest.DefaultSetup()
-	mem, err := sinktest.NewMemory(sinktest.MemoryConfig{Aggregates: setup.Aggregates, Clock: setup.Clock})
+	mem, err := sinktest.NewMemory(sinktest.MemoryConfig{Aggregates: sinkfixture.Aggregates(), Clock: sinkfixture.Now})
 	require.NoError(t, err)
 	for _, b := range []sink.CloseBatch{first, second} {
 		require.NoError(t, mem.WriteClose(testCtx(t), b))

@@ -15,9 +15,10 @@ import (
 
 	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/internal/pgtest"
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/internal/merge"
 	"github.com/streamledger/streamledger/sink/postgres"
-	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
 // batches returns, per partition, close batches for windows windows over keys keys.
@@ -26,9 +27,9 @@ func batches(t testing.TB, seed uint64, partitions, windows, keys int) [][]sink.
 	out := make([][]sink.CloseBatch, partitions)
 	for p := range partitions {
 		for w := range windows {
-			start := sinktest.Start().Add(time.Duration(w) * 5 * time.Minute)
+			start := sinkfixture.Start().Add(time.Duration(w) * 5 * time.Minute)
 			end := start.Add(5 * time.Minute)
-			b := sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: int32(p)}, ClosedThrough: end}
+			b := sink.CloseBatch{Source: sink.TopicPartition{Topic: sinkfixture.Topic, Partition: int32(p)}, ClosedThrough: end}
 			for k := range keys {
 				n := 1 + r.IntN(8)
 				if k%50 == 0 {
@@ -39,7 +40,7 @@ func batches(t testing.TB, seed uint64, partitions, windows, keys int) [][]sink.
 					vals[i] = float64(r.IntN(900))
 				}
 				b.Partials = append(b.Partials, sink.Partial{Key: sink.Key{WindowStart: start, Dimension: "stop", DimensionID: fmt.Sprint(k)},
-					WindowEnd: end, Stats: sinktest.Stats(t, vals...)})
+					WindowEnd: end, Stats: sinkfixture.Stats(t, vals...)})
 			}
 			out[p] = append(out[p], b)
 		}
@@ -50,7 +51,7 @@ func batches(t testing.TB, seed uint64, partitions, windows, keys int) [][]sink.
 func readWindows(t *testing.T, ctx context.Context, s *postgres.Sink, windows int) []sink.Aggregate {
 	var out []sink.Aggregate
 	for w := range windows {
-		rows, err := s.Aggregates(ctx, sinktest.Start().Add(time.Duration(w)*5*time.Minute))
+		rows, err := s.Aggregates(ctx, sinkfixture.Start().Add(time.Duration(w)*5*time.Minute))
 		require.NoError(t, err)
 		out = append(out, rows...)
 	}
@@ -61,7 +62,7 @@ func readWindows(t *testing.T, ctx context.Context, s *postgres.Sink, windows in
 func register(t *testing.T, s *postgres.Sink, n int) {
 	var bs []sink.CloseBatch
 	for p := range n {
-		bs = append(bs, sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: int32(p)}})
+		bs = append(bs, sink.CloseBatch{Source: sink.TopicPartition{Topic: sinkfixture.Topic, Partition: int32(p)}})
 	}
 	require.NoError(t, s.WriteClose(testCtx(t), bs...))
 }
@@ -88,13 +89,13 @@ func TestTwoProcessesWriteTheSameKeys(t *testing.T) {
 	for _, row := range want {
 		var parts [][]byte
 		for p := range partitions {
-			for _, pa := range bs[p][(row.WindowStart.Sub(sinktest.Start()))/(5*time.Minute)].Partials {
+			for _, pa := range bs[p][(row.WindowStart.Sub(sinkfixture.Start()))/(5*time.Minute)].Partials {
 				if pa.Key == row.Key {
 					parts = append(parts, pa.Stats)
 				}
 			}
 		}
-		sum, err := (sink.AggregateSpec{}).SummarizePartials(parts...)
+		sum, err := merge.Partials(sink.AggregateSpec{}, parts...)
 		require.NoError(t, err)
 		require.Equal(t, sum, row.Summary)
 		if row.Count > 256 {
@@ -108,8 +109,8 @@ func TestTwoProcessesWriteTheSameKeys(t *testing.T) {
 	procs := make([]*postgres.Sink, 2)
 	for i := range procs {
 		pool := db.NewPool(t, func(c *pgxpool.Config) { c.MaxConns = 2 })
-		s, err := postgres.New(pool, postgres.Config{Schema: db.Schema, Aggregates: sinktest.Aggregates(), States: []sink.StateSpec{sinktest.Latest()},
-			Clock: sinktest.DefaultSetup().Clock})
+		s, err := postgres.New(pool, postgres.Config{Schema: db.Schema, Aggregates: sinkfixture.Aggregates(), States: []sink.StateSpec{sinkfixture.Latest()},
+			Clock: sinkfixture.Now})
 		require.NoError(t, err)
 		procs[i] = s
 	}
@@ -150,7 +151,7 @@ func TestCloseTakesOneLock(t *testing.T) {
 	bs := batches(t, 2, 3, 1, 5000)
 	require.NoError(t, s.WriteClose(ctx, bs[0][0], bs[1][0], bs[2][0]))
 	assert.Equal(t, 1, held)
-	rows, err := s.Aggregates(ctx, sinktest.Start())
+	rows, err := s.Aggregates(ctx, sinkfixture.Start())
 	require.NoError(t, err)
 	assert.Len(t, rows, 5000)
 }

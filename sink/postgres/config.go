@@ -5,7 +5,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/streamledger/streamledger/internal/retry"
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/internal/report"
+	"github.com/streamledger/streamledger/sink/internal/specs"
 )
 
 // Strategy is how a batch of state rows reaches its upsert ([Sink.UpsertLatest]). It does
@@ -61,7 +64,7 @@ type Config struct {
 	// Strategy moves batches of state rows [StrategyDefault].
 	Strategy Strategy
 	// Horizon is how long a folded window is kept after it was folded (by Clock), so that a
-	// partition registered later can still be merged into it [7 days, sink.DefaultHorizon];
+	// partition registered later can still be merged into it [7 days];
 	// negative keeps folded windows forever. Past it a window's merged rows are final.
 	Horizon time.Duration
 	// SourceRetention is how far back the sources can redeliver (the topics'
@@ -84,7 +87,7 @@ func (c Config) withDefaults() Config {
 	if c.Schema == "" {
 		c.Schema = "public"
 	}
-	c.Aggregates = c.Aggregates.WithDefaults()
+	c.Aggregates = specs.WithDefaults(c.Aggregates)
 	if c.PartialsTable == "" {
 		c.PartialsTable = c.Aggregates.Table + "_partials"
 	}
@@ -94,7 +97,7 @@ func (c Config) withDefaults() Config {
 	if c.Strategy == StrategyDefault {
 		c.Strategy = StrategyCopy
 	}
-	c.Retry = c.Retry.WithDefaults()
+	c.Retry = retry.Resolve(c.Retry)
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
@@ -103,10 +106,10 @@ func (c Config) withDefaults() Config {
 }
 
 func (c Config) validate() error {
-	if err := c.Aggregates.Validate(); err != nil {
+	if err := specs.CheckAggregate(c.Aggregates); err != nil {
 		return err
 	}
-	if err := sink.CheckHooks("Config.Hooks", c.Hooks); err != nil {
+	if err := report.Check("Config.Hooks", c.Hooks); err != nil {
 		return err
 	}
 	if c.Strategy < StrategyUnnest || c.Strategy > StrategyBatch {
@@ -123,7 +126,7 @@ func (c Config) validate() error {
 		tables[t.name] = t.role
 	}
 	for _, st := range c.States {
-		if err := st.Validate(); err != nil {
+		if err := specs.CheckState(st); err != nil {
 			return err
 		}
 		if other, ok := tables[st.Table]; ok {

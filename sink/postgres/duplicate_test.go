@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/internal/quantile"
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/sink/sinktest"
-	"github.com/streamledger/streamledger/window"
 )
 
 // Against the real server: the same finalized window
@@ -20,9 +20,9 @@ func TestDuplicateDeliveryDoesNotDoubleCountInRealPostgres(t *testing.T) {
 	s, db := newSink(t, nil)
 
 	// The ten values: mean 144 (sum 1440) and P90 300 by window's exact quantile.
-	sorted := append([]float64(nil), sinktest.KnownValues()...)
+	sorted := append([]float64(nil), sinkfixture.KnownValues()...)
 	slices.Sort(sorted)
-	require.Equal(t, 300.0, window.Linear.Exact(sorted, 0.9))
+	require.Equal(t, 300.0, quantile.Linear(sorted, 0.9))
 
 	start := time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)
 	end := start.Add(5 * time.Minute)
@@ -30,7 +30,7 @@ func TestDuplicateDeliveryDoesNotDoubleCountInRealPostgres(t *testing.T) {
 	agg := sink.CloseBatch{
 		Source:        sink.TopicPartition{Topic: "arrivals", Partition: 0},
 		ClosedThrough: end,
-		Partials:      []sink.Partial{{Key: key, WindowEnd: end, Attrs: map[string]string{"owner": "GVB"}, Stats: sinktest.Stats(t, sinktest.KnownValues()...)}},
+		Partials:      []sink.Partial{{Key: key, WindowEnd: end, Attrs: map[string]string{"owner": "GVB"}, Stats: sinkfixture.Stats(t, sinkfixture.KnownValues()...)}},
 	}
 	require.NoError(t, s.WriteClose(ctx, agg))
 	require.NoError(t, s.WriteClose(ctx, agg))

@@ -12,6 +12,8 @@ import (
 
 	"github.com/streamledger/streamledger/internal/effectbatch"
 	"github.com/streamledger/streamledger/internal/faults"
+	"github.com/streamledger/streamledger/internal/horizon"
+	"github.com/streamledger/streamledger/internal/retry"
 	"github.com/streamledger/streamledger/sink"
 )
 
@@ -40,7 +42,7 @@ type EffectConfig struct {
 	// Table is the marker table [streamledger_markers].
 	Table string
 	// Horizon is how long markers are kept: [Effects.Prune] deletes only markers older than
-	// it [7 days, sink.DefaultHorizon]; negative keeps markers forever.
+	// it [7 days]; negative keeps markers forever.
 	Horizon time.Duration
 	// SourceRetention is how far back the source can redeliver (the topic's retention.ms;
 	// negative for a topic that keeps records forever). A Horizon shorter than it is refused
@@ -81,12 +83,12 @@ func NewEffects(pool *pgxpool.Pool, cfg EffectConfig) (*Effects, error) {
 	if cfg.Table == "" {
 		cfg.Table = "streamledger_markers"
 	}
-	horizon, err := sink.Horizon(cfg.Horizon, cfg.SourceRetention, "EffectConfig.Horizon", "EffectConfig.SourceRetention")
+	h, err := horizon.Resolve(cfg.Horizon, cfg.SourceRetention, "EffectConfig.Horizon", "EffectConfig.SourceRetention")
 	if err != nil {
 		return nil, err
 	}
-	cfg.Horizon = horizon
-	cfg.Retry = cfg.Retry.WithDefaults()
+	cfg.Horizon = h
+	cfg.Retry = retry.Resolve(cfg.Retry)
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
@@ -186,7 +188,7 @@ func (e *Effects) Prune(ctx context.Context) (int64, error) {
 	}
 	before := e.cfg.Clock().Add(-e.cfg.Horizon).UTC()
 	var n int64
-	err := e.cfg.Retry.Do(ctx, "prune markers", transient, func(ctx context.Context, _ int) error {
+	err := retry.Do(ctx, e.cfg.Retry, "prune markers", transient, func(ctx context.Context, _ int) error {
 		tag, err := e.pool.Exec(ctx, e.prune, before)
 		n = tag.RowsAffected()
 		return err

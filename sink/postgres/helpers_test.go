@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/internal/pgtest"
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/postgres"
-	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
 // TestMain keeps the examples, which cannot skip, from failing where no server runs: the
@@ -57,8 +57,7 @@ func newSink(t testing.TB, adjust func(*postgres.Config)) (*postgres.Sink, *pgte
 
 func newSinkOn(t testing.TB, db *pgtest.DB, adjust func(*postgres.Config)) *postgres.Sink {
 	t.Helper()
-	setup := sinktest.DefaultSetup()
-	cfg := postgres.Config{Schema: db.Schema, Aggregates: setup.Aggregates, States: setup.States, Clock: setup.Clock, Retry: fastRetry}
+	cfg := postgres.Config{Schema: db.Schema, Aggregates: sinkfixture.Aggregates(), States: sinkfixture.States(), Clock: sinkfixture.Now, Retry: fastRetry}
 	if adjust != nil {
 		adjust(&cfg)
 	}

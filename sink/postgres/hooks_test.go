@@ -13,9 +13,9 @@ import (
 
 	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/internal/pgtest"
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/postgres"
-	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
 // TestHooksReportWrites checks what the sink reports for each kind of write: compact rows
@@ -24,7 +24,7 @@ import (
 func TestHooksReportWrites(t *testing.T) {
 	ctx := testCtx(t)
 	db := pgtest.New(t)
-	r := &sinktest.Hooks{}
+	r := &sinkfixture.Hooks{}
 	var failNext, failHard atomic.Bool
 	s := newSinkOn(t, db, func(c *postgres.Config) {
 		c.Hooks = []sink.Hook{r}
@@ -39,7 +39,7 @@ func TestHooksReportWrites(t *testing.T) {
 		}
 		return nil
 	})
-	p0, p1 := sink.TopicPartition{Topic: sinktest.Topic, Partition: 0}, sink.TopicPartition{Topic: sinktest.Topic, Partition: 1}
+	p0, p1 := sink.TopicPartition{Topic: sinkfixture.Topic, Partition: 0}, sink.TopicPartition{Topic: sinkfixture.Topic, Partition: 1}
 	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: p0}, sink.CloseBatch{Source: p1}))
 	require.NoError(t, s.WriteClose(ctx, closeBatch(t, 0, 1, 2)))
 	failNext.Store(true)
@@ -48,8 +48,8 @@ func TestHooksReportWrites(t *testing.T) {
 	failHard.Store(true)
 	require.Error(t, s.WriteClose(ctx, closeBatch(t, 1, 3)))
 	failHard.Store(false)
-	at := sinktest.Start()
-	require.NoError(t, s.UpsertLatest(ctx, tableRows(sinktest.StateTable, []sink.StateRow{
+	at := sinkfixture.Start()
+	require.NoError(t, s.UpsertLatest(ctx, tableRows(sinkfixture.StateTable, []sink.StateRow{
 		{Key: []any{"v1"}, ObservedAt: at, Values: []any{"t", 1.0, int64(1)}},
 		{Key: []any{"v1"}, ObservedAt: at.Add(time.Second), Values: []any{"t", 2.0, int64(2)}},
 		{Key: []any{"v2"}, ObservedAt: at, Values: []any{"t", 3.0, int64(1)}},
@@ -63,14 +63,13 @@ func TestHooksReportWrites(t *testing.T) {
 		{Batches: 1, Partials: 1, Attempts: 1, Err: r.Closes()[4].Err},
 	}, r.Closes())
 	assert.Error(t, r.Closes()[4].Err, "a failed call is reported with its error")
-	assert.Equal(t, []sink.UpsertLatestInfo{{Table: sinktest.StateTable, Rows: 2, Attempts: 1}}, r.Upserts())
+	assert.Equal(t, []sink.UpsertLatestInfo{{Table: sinkfixture.StateTable, Rows: 2, Attempts: 1}}, r.Upserts())
 }
 
 func TestHooksRefusedAtNew(t *testing.T) {
 	db := pgtest.New(t)
-	setup := sinktest.DefaultSetup()
-	_, err := postgres.New(db.Pool, postgres.Config{Schema: db.Schema, Aggregates: setup.Aggregates,
-		Hooks: []sink.Hook{&sinktest.Hooks{}, struct{}{}}})
+	_, err := postgres.New(db.Pool, postgres.Config{Schema: db.Schema, Aggregates: sinkfixture.Aggregates(),
+		Hooks: []sink.Hook{&sinkfixture.Hooks{}, struct{}{}}})
 	require.ErrorIs(t, err, sink.ErrInvalid)
 	assert.ErrorContains(t, err, "Config.Hooks[1]")
 }

@@ -11,9 +11,10 @@ import (
 
 	"github.com/streamledger/streamledger/internal/pgtest"
 	"github.com/streamledger/streamledger/internal/sinkbench"
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/internal/merge"
 	"github.com/streamledger/streamledger/sink/postgres"
-	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
 // layoutCounters are the cost figures of one run: row writes from pg_stat_user_tables (all
@@ -79,13 +80,13 @@ func benchFold(b *testing.B, data []sinkbench.Workload, calls int, ownCalls bool
 	db := pgtest.New(b)
 	newSinkOn(b, db, nil) // migrates
 	pool := db.NewPool(b, nil)
-	s, err := postgres.New(pool, postgres.Config{Schema: db.Schema, Aggregates: sinktest.Aggregates(), Clock: time.Now})
+	s, err := postgres.New(pool, postgres.Config{Schema: db.Schema, Aggregates: sinkfixture.Aggregates(), Clock: time.Now})
 	require.NoError(b, err)
 	wal := walNow(b, ctx, db)
 	rows := sinkbench.WriteWindows(ctx, b, s, data, calls, ownCalls)
 	elapsed := b.Elapsed()
 	pool.Close()
-	reportLayout(b, ctx, db, wal, rows, elapsed, sinktest.AggregatesTable)
+	reportLayout(b, ctx, db, wal, rows, elapsed, sinkfixture.AggregatesTable)
 }
 
 func benchMergedOnly(b *testing.B, data []sinkbench.Workload) {
@@ -102,14 +103,14 @@ func benchMergedOnly(b *testing.B, data []sinkbench.Workload) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		w := data[i%len(data)]
-		start := sinktest.Start().Add(time.Duration(i) * 5 * time.Minute)
+		start := sinkfixture.Start().Add(time.Duration(i) * 5 * time.Minute)
 		n := len(w.Merged)
 		starts, ends := make([]time.Time, n), make([]time.Time, n)
 		dims, ids, ops := make([]string, n), make([]string, n), make([]string, n)
 		counts := make([]int64, n)
 		means, qs, maxs, mins := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
 		for k, m := range w.Merged {
-			sum, err := (sink.AggregateSpec{}).SummarizePartials(m.Stats)
+			sum, err := merge.Partials(sink.AggregateSpec{}, m.Stats)
 			require.NoError(b, err)
 			starts[k], ends[k], dims[k], ids[k], ops[k] = start, start.Add(5*time.Minute), m.Dimension, m.DimensionID, m.Attrs["owner"]
 			counts[k], means[k], qs[k], maxs[k], mins[k] = sum.Count, sum.Mean, sum.Quantile, sum.Max, sum.Min
@@ -122,7 +123,7 @@ func benchMergedOnly(b *testing.B, data []sinkbench.Workload) {
 	b.StopTimer()
 	elapsed := b.Elapsed()
 	pool.Close()
-	reportLayout(b, ctx, db, wal, rows, elapsed, sinktest.AggregatesTable)
+	reportLayout(b, ctx, db, wal, rows, elapsed, sinkfixture.AggregatesTable)
 }
 
 func reportLayout(b *testing.B, ctx context.Context, db *pgtest.DB, wal string, rows int, elapsed time.Duration, merged string) {

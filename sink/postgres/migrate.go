@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/internal/specs"
 )
 
 // migrationsTable records the schema version of every object set the library created.
@@ -99,7 +100,7 @@ func (s *Sink) migrations() []migration {
 
 	for _, st := range cfg.States {
 		m := migration{object: "state:" + st.Table}
-		if st.Typed() {
+		if specs.Typed(st) {
 			var cols, keys []string
 			for _, k := range st.Key {
 				cols = append(cols, fmt.Sprintf("%s %s NOT NULL", ident(k.Name), sqlType(k.Type)))

@@ -11,20 +11,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/internal/pgtest"
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/postgres"
-	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
 func TestMigrateConcurrentlyAndIdempotently(t *testing.T) {
 	ctx := testCtx(t)
 	db := pgtest.New(t)
-	setup := sinktest.DefaultSetup()
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	for i := range errs {
 		pool := db.NewPool(t, nil)
-		s, err := postgres.New(pool, postgres.Config{Schema: db.Schema, Aggregates: setup.Aggregates, States: setup.States})
+		s, err := postgres.New(pool, postgres.Config{Schema: db.Schema, Aggregates: sinkfixture.Aggregates(), States: sinkfixture.States()})
 		require.NoError(t, err)
 		e, err := postgres.NewEffects(pool, postgres.EffectConfig{Schema: db.Schema})
 		require.NoError(t, err)
@@ -74,7 +73,7 @@ func migrationVersions(t *testing.T, db *pgtest.DB) map[string]int {
 func TestMigrateUpgradesStateTables(t *testing.T) {
 	ctx := testCtx(t)
 	s, db := newSink(t, nil)
-	row := sink.StateRow{Table: sinktest.StateTable, Key: []any{"veh-1"}, ObservedAt: sinktest.Start(), Values: []any{"trip-1", 1.5, int64(2)}}
+	row := sink.StateRow{Table: sinkfixture.StateTable, Key: []any{"veh-1"}, ObservedAt: sinkfixture.Start(), Values: []any{"trip-1", 1.5, int64(2)}}
 	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{row}))
 	_, err := db.Pool.Exec(ctx, "ALTER TABLE latest RESET (fillfactor)")
 	require.NoError(t, err)
@@ -134,12 +133,12 @@ func TestMigrateAddsAttributes(t *testing.T) {
 func TestReadinessView(t *testing.T) {
 	ctx := testCtx(t)
 	s, db := newSink(t, nil)
-	tp := func(p int32) sink.TopicPartition { return sink.TopicPartition{Topic: sinktest.Topic, Partition: p} }
+	tp := func(p int32) sink.TopicPartition { return sink.TopicPartition{Topic: sinkfixture.Topic, Partition: p} }
 	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: tp(1)})) // registered, nothing closed
 	require.NoError(t, s.WriteClose(ctx, closeBatch(t, 0, 5)))
 	complete := func() (bool, bool) {
 		var c bool
-		err := db.Pool.QueryRow(ctx, "SELECT complete FROM aggregates_status WHERE window_start = $1 AND dimension = 'line' AND dimension_id = '1'", sinktest.Start()).Scan(&c)
+		err := db.Pool.QueryRow(ctx, "SELECT complete FROM aggregates_status WHERE window_start = $1 AND dimension = 'line' AND dimension_id = '1'", sinkfixture.Start()).Scan(&c)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return false, false
 		}
@@ -148,7 +147,7 @@ func TestReadinessView(t *testing.T) {
 	}
 	_, found := complete()
 	assert.False(t, found, "partition 1 has not closed the window: no row yet")
-	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: tp(1), ClosedThrough: sinktest.Start().Add(time.Hour)}))
+	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: tp(1), ClosedThrough: sinkfixture.Start().Add(time.Hour)}))
 	c, found := complete()
 	assert.True(t, found)
 	assert.True(t, c)
@@ -171,7 +170,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		"state without key":    {States: []sink.StateSpec{{Table: "s", ObservedAt: sink.Column{Name: "at"}}}},
 		"state is progress":    {States: []sink.StateSpec{{Table: "streamledger_progress", Key: []sink.Column{{Name: "k"}}, ObservedAt: sink.Column{Name: "at"}}}},
 		"unknown strategy":     {Strategy: 42},
-		"state twice the name": {States: []sink.StateSpec{sinktest.Latest(), sinktest.Latest()}},
+		"state twice the name": {States: []sink.StateSpec{sinkfixture.Latest(), sinkfixture.Latest()}},
 	} {
 		_, err := postgres.New(db.Pool, cfg)
 		assert.ErrorIs(t, err, sink.ErrInvalid, name)

@@ -12,9 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/internal/pgtest"
+	"github.com/streamledger/streamledger/internal/quantile"
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/internal/merge"
 	"github.com/streamledger/streamledger/sink/postgres"
-	"github.com/streamledger/streamledger/sink/sinktest"
 	"github.com/streamledger/streamledger/window"
 )
 
@@ -75,7 +77,7 @@ func pgPercentiles(t *testing.T, db *pgtest.DB, sets [][]float64, qs []float64) 
 // for random multisets of every size from 1 to the exact limit (and to a raised limit),
 // split into partials and merged, window.Linear equals percentile_cont and
 // window.NearestRank equals percentile_disc, as float64s, through window.Stats and through
-// AggregateSpec.SummarizePartials with the spec's method and limit.
+// merge.Partials with the spec's method and limit.
 func TestQuantilesEqualPostgres(t *testing.T) {
 	db := pgtest.New(t)
 	r := rand.New(rand.NewPCG(16, 2026))
@@ -99,17 +101,18 @@ func TestQuantilesEqualPostgres(t *testing.T) {
 				sorted := slices.Sorted(slices.Values(vals))
 				for j, q := range qs {
 					for _, c := range []struct {
-						m    window.QuantileMethod
-						want float64
-					}{{window.Linear, cont[i][j]}, {window.NearestRank, disc[i][j]}} {
+						m     window.QuantileMethod
+						exact func([]float64, float64) float64
+						want  float64
+					}{{window.Linear, quantile.Linear, cont[i][j]}, {window.NearestRank, quantile.NearestRank, disc[i][j]}} {
 						what := fmt.Sprintf("%v n=%d q=%v", c.m, len(vals), q)
-						require.Equal(t, c.want, c.m.Exact(sorted, q), what)
+						require.Equal(t, c.want, c.exact(sorted, q), what)
 						merged := mergeParts(t, limit, parts)
 						require.True(t, merged.Exact(), what)
 						require.Equal(t, c.want, merged.Quantile(c.m, q), "%s: window.Stats", what)
 						if q > 0 {
 							spec := sink.AggregateSpec{Quantile: q, QuantileMethod: c.m, ExactLimit: limit}
-							sum, err := spec.SummarizePartials(parts...)
+							sum, err := merge.Partials(spec, parts...)
 							require.NoError(t, err)
 							require.Equal(t, c.want, sum.Quantile, "%s: SummarizePartials", what)
 						}
@@ -132,7 +135,7 @@ func splitPartials(t *testing.T, r *rand.Rand, limit int, vals []float64) [][]by
 	var out [][]byte
 	for _, p := range parts {
 		if len(p) > 0 {
-			out = append(out, sinktest.StatsWithLimit(t, limit, p...))
+			out = append(out, sinkfixture.StatsWithLimit(t, limit, p...))
 		}
 	}
 	return out
@@ -188,7 +191,7 @@ func TestMergedRowsEqualPostgres(t *testing.T) {
 						ids, raw = append(ids, id), append(raw, v)
 					}
 					b.Partials = append(b.Partials, sink.Partial{Key: sink.Key{WindowStart: start, Dimension: "line", DimensionID: id},
-						WindowEnd: end, Stats: sinktest.StatsWithLimit(t, tt.limit, vals...)})
+						WindowEnd: end, Stats: sinkfixture.StatsWithLimit(t, tt.limit, vals...)})
 				}
 				require.NoError(t, s.WriteClose(ctx, b))
 			}

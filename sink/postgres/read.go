@@ -7,12 +7,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/streamledger/streamledger/internal/retry"
 	"github.com/streamledger/streamledger/sink"
 )
 
 // read runs fn with retries on transient failures; reads have no transaction of their own.
 func (s *Sink) read(ctx context.Context, fn func(ctx context.Context) error) error {
-	return s.cfg.Retry.Do(ctx, opRead, transient, func(ctx context.Context, _ int) error { return fn(ctx) })
+	return retry.Do(ctx, s.cfg.Retry, opRead, transient, func(ctx context.Context, _ int) error { return fn(ctx) })
 }
 
 // ClosedThrough returns the stored closed_through of each of tps that has one: a partition

@@ -13,9 +13,9 @@ import (
 
 	"github.com/streamledger/streamledger/internal/faults"
 	"github.com/streamledger/streamledger/internal/pgtest"
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/postgres"
-	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
 // terminate kills the server process pid from another connection and waits until it is gone.
@@ -27,10 +27,10 @@ func terminate(ctx context.Context, t *testing.T, db *pgtest.DB, pid int64) {
 }
 
 func closeBatch(t *testing.T, p int32, values ...float64) sink.CloseBatch {
-	start := sinktest.Start()
+	start := sinkfixture.Start()
 	end := start.Add(5 * time.Minute)
-	return sink.CloseBatch{Source: sink.TopicPartition{Topic: sinktest.Topic, Partition: p}, ClosedThrough: end,
-		Partials: []sink.Partial{{Key: sink.Key{WindowStart: start, Dimension: "line", DimensionID: "1"}, WindowEnd: end, Stats: sinktest.Stats(t, values...)}}}
+	return sink.CloseBatch{Source: sink.TopicPartition{Topic: sinkfixture.Topic, Partition: p}, ClosedThrough: end,
+		Partials: []sink.Partial{{Key: sink.Key{WindowStart: start, Dimension: "line", DimensionID: "1"}, WindowEnd: end, Stats: sinkfixture.Stats(t, values...)}}}
 }
 
 // The sink's own connection is terminated by the server at each point of the first attempt;
@@ -83,10 +83,10 @@ func TestRetryUpsertLatestAfterConnectionTerminated(t *testing.T) {
 		}
 		return nil
 	})
-	row := sink.StateRow{Table: sinktest.StateTable, Key: []any{"bus-1"}, ObservedAt: sinktest.Start(), Values: []any{"t", 2.5, int64(4)}}
+	row := sink.StateRow{Table: sinkfixture.StateTable, Key: []any{"bus-1"}, ObservedAt: sinkfixture.Start(), Values: []any{"t", 2.5, int64(4)}}
 	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{row}))
 	require.True(t, killed.Load())
-	got, ok, err := s.Latest(ctx, sinktest.StateTable, "bus-1")
+	got, ok, err := s.Latest(ctx, sinkfixture.StateTable, "bus-1")
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, row, got)

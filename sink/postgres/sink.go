@@ -8,9 +8,11 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/streamledger/streamledger/internal/horizon"
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/sink/fold"
+	"github.com/streamledger/streamledger/sink/internal/fold"
 	"github.com/streamledger/streamledger/sink/internal/lockorder"
+	"github.com/streamledger/streamledger/sink/internal/specs"
 )
 
 // Sink is the Postgres implementation of [sink.Sink] and [sink.Reader]. It is safe for
@@ -64,7 +66,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Sink, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	horizon, err := sink.Horizon(cfg.Horizon, cfg.SourceRetention, "Config.Horizon", "Config.SourceRetention")
+	h, err := horizon.Resolve(cfg.Horizon, cfg.SourceRetention, "Config.Horizon", "Config.SourceRetention")
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +74,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sink{pool: pool, cfg: cfg, pruner: &fold.Pruner{Horizon: horizon}, codec: codec, states: make(map[string]*stateTable, len(cfg.States))}
+	s := &Sink{pool: pool, cfg: cfg, pruner: &fold.Pruner{Horizon: h}, codec: codec, states: make(map[string]*stateTable, len(cfg.States))}
 	s.closeLock = int64(lockorder.NewFNV().String("streamledger close").Byte(0).String(cfg.Schema).Byte(0).String(cfg.Aggregates.Table))
 	s.buildAggregateSQL()
 	for _, st := range cfg.States {
@@ -98,7 +100,7 @@ func (s *Sink) buildAggregateSQL() {
 
 	// Merged rows: computed whole by the fold, so every column is replaced; attributes
 	// COALESCE(new, stored).
-	mcols := a.ColumnNames()
+	mcols := specs.Columns(a)
 	mvary := mcols[:len(mcols)-1] // computed_at is the same for the whole call
 	mtypes := []string{"timestamptz", "timestamptz", "text", "text"}
 	for range a.Attributes {
@@ -161,7 +163,7 @@ func (s *Sink) buildAggregateSQL() {
 }
 
 func (s *Sink) newStateTable(spec sink.StateSpec) *stateTable {
-	cols := spec.ColumnNames()
+	cols := specs.StateColumns(spec)
 	var set []string
 	for _, c := range spec.Values {
 		set = append(set, replace(c.Name)...)

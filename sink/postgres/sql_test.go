@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/internal/pgtest"
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/postgres"
-	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
 // statementLog records every statement sent through a pool: queries, and each query of a
@@ -94,25 +94,24 @@ func TestGeneratedSQL(t *testing.T) {
 		t.Run(st.String(), func(t *testing.T) {
 			db := pgtest.New(t)
 			pool, log := tracedPool(t, db)
-			setup := sinktest.DefaultSetup()
-			s, err := postgres.New(pool, postgres.Config{Schema: db.Schema, Aggregates: setup.Aggregates, States: setup.States, Strategy: st, Clock: setup.Clock})
+			s, err := postgres.New(pool, postgres.Config{Schema: db.Schema, Aggregates: sinkfixture.Aggregates(), States: sinkfixture.States(), Strategy: st, Clock: sinkfixture.Now})
 			require.NoError(t, err)
 			require.NoError(t, s.Migrate(ctx))
 
 			const secret = "GVB-value-not-in-sql"
-			start := sinktest.Start()
+			start := sinkfixture.Start()
 			end := start.Add(5 * time.Minute)
 			for p := range int32(2) {
 				require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{
 					Source: sink.TopicPartition{Topic: "topic-value-not-in-sql", Partition: p}, ClosedThrough: end,
 					Partials: []sink.Partial{{Key: sink.Key{WindowStart: start, Dimension: "line", DimensionID: secret},
-						WindowEnd: end, Attrs: map[string]string{"owner": secret}, Stats: sinktest.Stats(t, 1, 2, 3)}},
+						WindowEnd: end, Attrs: map[string]string{"owner": secret}, Stats: sinkfixture.Stats(t, 1, 2, 3)}},
 				}))
 			}
 			require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{
-				{Table: sinktest.StateTable, Key: []any{secret}, ObservedAt: start, Values: []any{secret, 1.5, int64(2)}},
+				{Table: sinkfixture.StateTable, Key: []any{secret}, ObservedAt: start, Values: []any{secret, 1.5, int64(2)}},
 			}))
-			_, _, err = s.Latest(ctx, sinktest.StateTable, secret)
+			_, _, err = s.Latest(ctx, sinkfixture.StateTable, secret)
 			require.NoError(t, err)
 
 			sent := log.all()
@@ -158,11 +157,11 @@ func TestIdentifiersAreQuoted(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.NoError(t, s.Migrate(ctx))
-	start := sinktest.Start()
+	start := sinkfixture.Start()
 	end := start.Add(5 * time.Minute)
 	k := sink.Key{WindowStart: start, Dimension: "d", DimensionID: "i"}
 	require.NoError(t, s.WriteClose(ctx, sink.CloseBatch{Source: sink.TopicPartition{Topic: "t"}, ClosedThrough: end,
-		Partials: []sink.Partial{{Key: k, WindowEnd: end, Attrs: map[string]string{`Op"er ator`: "x"}, Stats: sinktest.Stats(t, 4)}}}))
+		Partials: []sink.Partial{{Key: k, WindowEnd: end, Attrs: map[string]string{`Op"er ator`: "x"}, Stats: sinkfixture.Stats(t, 4)}}}))
 	got, ok, err := s.Aggregate(ctx, k)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -184,7 +183,7 @@ func TestPermanentErrorIsTypedAndNotRetried(t *testing.T) {
 	s, db := newSink(t, nil)
 	_, err := db.Pool.Exec(ctx, "DROP TABLE latest")
 	require.NoError(t, err)
-	err = s.UpsertLatest(ctx, []sink.StateRow{{Table: sinktest.StateTable, Key: []any{"v"}, ObservedAt: sinktest.Start(), Values: []any{"t", 1.0, int64(1)}}})
+	err = s.UpsertLatest(ctx, []sink.StateRow{{Table: sinkfixture.StateTable, Key: []any{"v"}, ObservedAt: sinkfixture.Start(), Values: []any{"t", 1.0, int64(1)}}})
 	var we *sink.WriteError
 	require.ErrorAs(t, err, &we)
 	assert.False(t, we.Transient)

@@ -7,7 +7,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/streamledger/streamledger/internal/faults"
+	"github.com/streamledger/streamledger/internal/retry"
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/internal/latest"
 	"github.com/streamledger/streamledger/sink/internal/lockorder"
 )
 
@@ -17,7 +19,7 @@ import (
 // lockorder), and guarded by WHERE EXCLUDED.observed_at >= stored observed_at. Each call is reported to
 // the [Config.Hooks] that implement sink.HookUpsertLatest, once per table.
 func (s *Sink) UpsertLatest(ctx context.Context, rows []sink.StateRow) error {
-	return sink.UpsertLatestCall(s.cfg.Hooks, rows, s.stateSpec, func(groups [][]sink.StateRow) (int, error) {
+	return latest.Call(s.cfg.Hooks, rows, s.stateSpec, func(groups [][]sink.StateRow) (int, error) {
 		return s.upsertLatest(ctx, groups)
 	})
 }
@@ -35,7 +37,7 @@ func (s *Sink) upsertLatest(ctx context.Context, groups [][]sink.StateRow) (atte
 	for i, g := range groups {
 		groups[i] = lockorder.Rows(g)
 	}
-	err = s.cfg.Retry.Do(ctx, opUpsertLatest, transient, func(ctx context.Context, n int) error {
+	err = retry.Do(ctx, s.cfg.Retry, opUpsertLatest, transient, func(ctx context.Context, n int) error {
 		attempts = n
 		return attemptTx(ctx, s.pool, faults.Attempt{Op: opUpsertLatest, N: n}, func(ctx context.Context, tx pgx.Tx) error {
 			now := sink.AtPrecision(s.cfg.Clock())

@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/postgres"
-	"github.com/streamledger/streamledger/sink/sinktest"
 )
 
 // A flush larger than one statement takes (unnest sends at most a few thousand rows per
@@ -22,7 +22,7 @@ func TestUpsertLatestOfManyRows(t *testing.T) {
 		t.Run(st.String(), func(t *testing.T) {
 			ctx := testCtx(t)
 			s, db := newSink(t, func(c *postgres.Config) { c.Strategy = st })
-			at := sinktest.Start()
+			at := sinkfixture.Start()
 			rows := func(at time.Time, speed float64) []sink.StateRow {
 				out := make([]sink.StateRow, n)
 				for i := range out {
@@ -31,21 +31,21 @@ func TestUpsertLatestOfManyRows(t *testing.T) {
 				}
 				return out
 			}
-			require.NoError(t, s.UpsertLatest(ctx, tableRows(sinktest.StateTable, rows(at, 1))))
+			require.NoError(t, s.UpsertLatest(ctx, tableRows(sinkfixture.StateTable, rows(at, 1))))
 			// Newer rows for the even vehicles, older ones (ignored) for the odd.
 			next := rows(at.Add(time.Minute), 2)
 			for i := 1; i < n; i += 2 {
 				next[i].ObservedAt = at.Add(-time.Minute)
 			}
-			require.NoError(t, s.UpsertLatest(ctx, tableRows(sinktest.StateTable, next)))
+			require.NoError(t, s.UpsertLatest(ctx, tableRows(sinkfixture.StateTable, next)))
 
 			var count, newer int
-			table := pgx.Identifier{db.Schema, sinktest.StateTable}.Sanitize()
+			table := pgx.Identifier{db.Schema, sinkfixture.StateTable}.Sanitize()
 			require.NoError(t, db.Pool.QueryRow(ctx, "SELECT count(*), count(*) FILTER (WHERE observed_at > $1) FROM "+table, at).Scan(&count, &newer))
 			assert.Equal(t, n, count)
 			assert.Equal(t, n/2, newer, "the even vehicles, and only they, moved on")
 			for _, i := range []int{0, 1, 8191, 8192, 8193, 16384, n - 2, n - 1} {
-				r, ok, err := s.Latest(ctx, sinktest.StateTable, fmt.Sprintf("veh-%05d", i))
+				r, ok, err := s.Latest(ctx, sinkfixture.StateTable, fmt.Sprintf("veh-%05d", i))
 				require.NoError(t, err)
 				require.True(t, ok, "vehicle %d", i)
 				want := at

@@ -9,8 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/internal/pgtest"
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/sink/sinktest"
+	"github.com/streamledger/streamledger/sink/internal/merge"
 )
 
 // layoutV2 is the DDL that Migrate wrote before the compact layout (aggregates at version 2,
@@ -46,10 +47,10 @@ func TestMigrateUpgradesPerKeyLayout(t *testing.T) {
 		_, err := db.Pool.Exec(ctx, stmt)
 		require.NoError(t, err, stmt)
 	}
-	t0 := sinktest.Start()
+	t0 := sinkfixture.Start()
 	w0, w1 := t0, t0.Add(5*time.Minute)
 	end0, end1 := w1, w1.Add(5*time.Minute)
-	at := sinktest.Now()
+	at := sinkfixture.Now()
 	old := []struct {
 		start    time.Time
 		id       string
@@ -62,7 +63,7 @@ func TestMigrateUpgradesPerKeyLayout(t *testing.T) {
 	}
 	for _, o := range old {
 		_, err := db.Pool.Exec(ctx, `INSERT INTO aggregates_partials VALUES ($1, 'line', $2, 'arrivals', $3, $4, $5, $6, $7)`,
-			o.start, o.id, o.p, o.start.Add(5*time.Minute), sinktest.Stats(t, o.values...), o.operator, at)
+			o.start, o.id, o.p, o.start.Add(5*time.Minute), sinkfixture.Stats(t, o.values...), o.operator, at)
 		require.NoError(t, err)
 	}
 	for _, m := range []struct {
@@ -107,7 +108,7 @@ func TestMigrateUpgradesPerKeyLayout(t *testing.T) {
 	}
 	a, ok := merged(w0, "A")
 	require.True(t, ok)
-	want, err := (sink.AggregateSpec{}).SummarizePartials(sinktest.Stats(t, 1, 2), sinktest.Stats(t, 3))
+	want, err := merge.Partials(sink.AggregateSpec{}, sinkfixture.Stats(t, 1, 2), sinkfixture.Stats(t, 3))
 	require.NoError(t, err)
 	assert.Equal(t, want, a.Summary, "the complete window's rows are the fold of its partials")
 	assert.Equal(t, map[string]string{"owner": "RET"}, a.Attrs)
@@ -117,7 +118,7 @@ func TestMigrateUpgradesPerKeyLayout(t *testing.T) {
 
 	// Partition 1 closes window 1: its fold merges the converted compact row.
 	b := sink.CloseBatch{Source: tp("arrivals", 1), ClosedThrough: end1, Partials: []sink.Partial{
-		{Key: sink.Key{WindowStart: w1, Dimension: "line", DimensionID: "A"}, WindowEnd: end1, Stats: sinktest.Stats(t, 6)}}}
+		{Key: sink.Key{WindowStart: w1, Dimension: "line", DimensionID: "A"}, WindowEnd: end1, Stats: sinkfixture.Stats(t, 6)}}}
 	require.NoError(t, s.WriteClose(ctx, b))
 	a, ok = merged(w1, "A")
 	require.True(t, ok)
@@ -125,9 +126,9 @@ func TestMigrateUpgradesPerKeyLayout(t *testing.T) {
 	assert.Equal(t, map[string]string{"owner": "GVB"}, a.Attrs)
 	// A partition added later is merged into the converted folded window; a replay is not.
 	late := sink.CloseBatch{Source: tp("arrivals", 2), ClosedThrough: end0, Partials: []sink.Partial{
-		{Key: sink.Key{WindowStart: w0, Dimension: "line", DimensionID: "A"}, WindowEnd: end0, Stats: sinktest.Stats(t, 7)}}}
+		{Key: sink.Key{WindowStart: w0, Dimension: "line", DimensionID: "A"}, WindowEnd: end0, Stats: sinkfixture.Stats(t, 7)}}}
 	replay := sink.CloseBatch{Source: tp("arrivals", 0), ClosedThrough: end1, Partials: []sink.Partial{
-		{Key: sink.Key{WindowStart: w0, Dimension: "line", DimensionID: "A"}, WindowEnd: end0, Stats: sinktest.Stats(t, 100)}}}
+		{Key: sink.Key{WindowStart: w0, Dimension: "line", DimensionID: "A"}, WindowEnd: end0, Stats: sinkfixture.Stats(t, 100)}}}
 	require.NoError(t, s.WriteClose(ctx, late, replay))
 	a, _ = merged(w0, "A")
 	assert.Equal(t, int64(4), a.Count)

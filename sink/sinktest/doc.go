@@ -18,7 +18,7 @@
 // that never wrote a partial do not, and only complete windows have merged rows; a partition's
 // rewritten partial replaces its keys before the window completes; merging across partitions;
 // duplicate and reordered batches; merge determinism (rows equal to
-// [sink.AggregateSpec.SummarizePartials] in (topic, partition) order whatever order the
+// window.Merge of the partials in (topic, partition) order whatever order the
 // partitions wrote in, digests included); a partition registered after its window was written
 // is merged in, a replay of a written window is ignored, and past the horizon a window's rows
 // are final; a call's batches are written together or not at all; concurrent writers against a

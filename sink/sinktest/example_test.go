@@ -15,12 +15,12 @@ import (
 // recorded: a failed write records nothing, so the processor must not commit past it.
 func ExampleMemory() {
 	ctx := context.Background()
-	m, err := sinktest.NewMemory(sinktest.MemoryConfig{Aggregates: sinktest.Aggregates()})
+	m, err := sinktest.NewMemory(sinktest.MemoryConfig{})
 	if err != nil {
 		panic(err)
 	}
 	s := window.NewStats()
-	for _, v := range sinktest.KnownValues() {
+	for _, v := range []float64{60, 90, 300, 60, 90, 300, 60, 90, 300, 90} {
 		_ = s.Add(v)
 	}
 	stats, _ := s.MarshalBinary()
@@ -28,7 +28,7 @@ func ExampleMemory() {
 	b := sink.CloseBatch{
 		Source:        sink.TopicPartition{Topic: "events", Partition: 0},
 		ClosedThrough: end,
-		Partials:      []sink.Partial{{Key: sink.Key{WindowStart: start, Dimension: "line", DimensionID: "17"}, WindowEnd: end, Stats: stats}},
+		Partials:      []sink.Partial{{Key: sink.Key{WindowStart: start, Dimension: "device", DimensionID: "d-17"}, WindowEnd: end, Stats: stats}},
 	}
 
 	m.FailNext(errors.New("connection reset"))

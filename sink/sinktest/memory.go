@@ -9,8 +9,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/streamledger/streamledger/internal/horizon"
+	"github.com/streamledger/streamledger/internal/keyindex"
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/sink/fold"
+	"github.com/streamledger/streamledger/sink/internal/fold"
+	"github.com/streamledger/streamledger/sink/internal/latest"
+	"github.com/streamledger/streamledger/sink/internal/merge"
+	"github.com/streamledger/streamledger/sink/internal/specs"
 )
 
 // MemoryConfig configures a [Memory]. Zero fields take the defaults of the sink package.
@@ -20,7 +25,7 @@ type MemoryConfig struct {
 	// Clock stamps computed_at and places the pruning horizon [time.Now].
 	Clock func() time.Time
 	// Horizon is how long a folded window is kept after it was folded (see package fold):
-	// zero means sink.DefaultHorizon, negative keeps folded windows forever.
+	// zero means 7 days, negative keeps folded windows forever.
 	Horizon time.Duration
 	// SourceRetention is how far back the source can redeliver; a Horizon shorter than it
 	// is refused with [sink.ErrHorizon].
@@ -65,11 +70,11 @@ type memState struct {
 
 // NewMemory returns an empty Memory.
 func NewMemory(cfg MemoryConfig) (*Memory, error) {
-	agg := cfg.Aggregates.WithDefaults()
-	if err := agg.Validate(); err != nil {
+	agg := specs.WithDefaults(cfg.Aggregates)
+	if err := specs.CheckAggregate(agg); err != nil {
 		return nil, err
 	}
-	horizon, err := sink.Horizon(cfg.Horizon, cfg.SourceRetention, "MemoryConfig.Horizon", "MemoryConfig.SourceRetention")
+	h, err := horizon.Resolve(cfg.Horizon, cfg.SourceRetention, "MemoryConfig.Horizon", "MemoryConfig.SourceRetention")
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +87,7 @@ func NewMemory(cfg MemoryConfig) (*Memory, error) {
 		codec:    codec,
 		states:   make(map[string]*memState, len(cfg.States)),
 		clock:    cfg.Clock,
-		pruner:   &fold.Pruner{Horizon: horizon},
+		pruner:   &fold.Pruner{Horizon: h},
 		progress: make(map[sink.TopicPartition]fold.Progress),
 		topics:   make(map[string]bool),
 		partials: make(map[time.Time]map[sink.TopicPartition]fold.Partials),
@@ -95,7 +100,7 @@ func NewMemory(cfg MemoryConfig) (*Memory, error) {
 		m.clock = time.Now
 	}
 	for _, st := range cfg.States {
-		if err := st.Validate(); err != nil {
+		if err := specs.CheckState(st); err != nil {
 			return nil, err
 		}
 		if _, dup := m.states[st.Table]; dup {
@@ -354,7 +359,7 @@ func (m *Memory) UpsertLatest(ctx context.Context, rows []sink.StateRow) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	groups, err := sink.PrepareLatest(rows, func(table string) (sink.StateSpec, bool) {
+	groups, err := latest.Prepare(rows, func(table string) (sink.StateSpec, bool) {
 		st, ok := m.states[table]
 		if !ok {
 			return sink.StateSpec{}, false
@@ -370,7 +375,7 @@ func (m *Memory) UpsertLatest(ctx context.Context, rows []sink.StateRow) error {
 	for _, g := range groups {
 		st := m.states[g[0].Table]
 		for _, r := range g {
-			k, _ := sink.DedupKey(nil, r.Key)
+			k, _ := keyindex.Dedup(nil, r.Key)
 			if old, ok := st.rows[k]; ok && r.ObservedAt.Before(old.ObservedAt) {
 				continue
 			}
@@ -443,7 +448,7 @@ func (m *Memory) Aggregates(ctx context.Context, windowStart time.Time) ([]sink.
 			out = append(out, m.withComplete(a))
 		}
 	}
-	slices.SortFunc(out, func(a, b sink.Aggregate) int { return sink.CompareKeys(a.Key, b.Key) })
+	slices.SortFunc(out, func(a, b sink.Aggregate) int { return merge.CompareKeys(a.Key, b.Key) })
 	return out, nil
 }
 
@@ -474,7 +479,7 @@ func (m *Memory) Latest(ctx context.Context, table string, key ...any) (sink.Sta
 	if len(key) != len(st.spec.Key) {
 		return sink.StateRow{}, false, fmt.Errorf("%w: state table %q has %d key columns, got %d values", sink.ErrInvalid, table, len(st.spec.Key), len(key))
 	}
-	k, _ := sink.DedupKey(nil, key)
+	k, _ := keyindex.Dedup(nil, key)
 	r, ok := st.rows[k]
 	if !ok {
 		return sink.StateRow{}, false, nil

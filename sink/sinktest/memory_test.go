@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/sink/sinktest"
 )
@@ -24,12 +25,12 @@ func TestMemoryConformance(t *testing.T) {
 
 func TestMemoryFailNextWritesNothing(t *testing.T) {
 	ctx := context.Background()
-	m := newMemory(t, sinktest.DefaultSetup()).(*sinktest.Memory)
+	m := newMemory(t, sinktest.Setup{Aggregates: sinkfixture.Aggregates(), States: sinkfixture.States(), Clock: sinkfixture.Now}).(*sinktest.Memory)
 	boom := errors.New("boom")
 	m.FailNext(boom)
-	start, end := sinktest.Start(), sinktest.Start().Add(300e9)
+	start, end := sinkfixture.Start(), sinkfixture.Start().Add(300e9)
 	b := sink.CloseBatch{Source: sink.TopicPartition{Topic: "events"}, ClosedThrough: end, Partials: []sink.Partial{{
-		Key: sink.Key{WindowStart: start, Dimension: "line", DimensionID: "1"}, WindowEnd: end, Stats: sinktest.Stats(t, 1, 2),
+		Key: sink.Key{WindowStart: start, Dimension: "line", DimensionID: "1"}, WindowEnd: end, Stats: sinkfixture.Stats(t, 1, 2),
 	}}}
 	require.ErrorIs(t, m.WriteClose(ctx, b), boom)
 	_, ok, err := m.Aggregate(ctx, b.Partials[0].Key)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
 )
 
@@ -46,71 +47,10 @@ type Features struct {
 	Rounds int
 }
 
-// The suite's table and topic names.
-const (
-	AggregatesTable = "aggregates"
-	StateTable      = "latest"
-	Topic           = "events"
-)
-
-// Start returns the start of the first window the suite writes: 5-minute windows from it.
-func Start() time.Time { return time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC) }
-
-// Now() returns the suite's fixed clock reading.
-func Now() time.Time { return time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC) }
-
-const windowSize = 5 * time.Minute
-
-// Aggregates is the suite's aggregates table: every column named, with owner as the
-// key's optional attribute and the 0.9 quantile.
-func Aggregates() sink.AggregateSpec {
-	return sink.AggregateSpec{
-		Table: AggregatesTable,
-		Columns: sink.AggregateColumns{
-			WindowStart: "window_start", WindowEnd: "window_end", Dimension: "dimension", DimensionID: "dimension_id",
-			Count: "event_count", Mean: "mean_value", Quantile: "p90_value", Max: "max_value", Min: "min_value",
-			ComputedAt: "computed_at",
-		},
-		Attributes: []string{"owner"},
-		Quantile:   0.9,
-	}
+// defaultSetup is the setup every suite test uses.
+func defaultSetup() Setup {
+	return Setup{Aggregates: sinkfixture.Aggregates(), States: sinkfixture.States(), Clock: sinkfixture.Now}
 }
-
-// Latest is the suite's last-write-wins table: one text key and three values of different
-// types.
-func Latest() sink.StateSpec {
-	return sink.StateSpec{
-		Table:      StateTable,
-		Key:        []sink.Column{{Name: "entity_id", Type: sink.Text}},
-		ObservedAt: sink.Column{Name: "observed_at", Type: sink.Timestamp},
-		Values: []sink.Column{
-			{Name: "label", Type: sink.Text},
-			{Name: "value", Type: sink.Float64},
-			{Name: "seq", Type: sink.Int64},
-		},
-		UpdatedAt: "updated_at",
-	}
-}
-
-// DefaultSetup is the setup every suite test uses.
-func DefaultSetup() Setup {
-	return Setup{
-		Aggregates: Aggregates(),
-		States:     []sink.StateSpec{Latest()},
-		Clock:      Now,
-	}
-}
-
-// Stats serializes a window.Stats holding values, as a processor's closed partial would.
-func Stats(t testing.TB, values ...float64) []byte {
-	t.Helper()
-	return StatsWithLimit(t, 0, values...)
-}
-
-// KnownValues returns ten values whose count, mean and P90 (window's exact quantile, linear
-// interpolation between closest ranks) are (10, 144.0, 300.0): the sorted values put ranks
-// 8 and 9 (0-based; h = 0.9 * 9 = 8.1) both at 300, and the sum is 1440.
-func KnownValues() []float64 { return []float64{60, 90, 300, 60, 90, 300, 60, 90, 300, 90} }
 
 // Run runs the conformance suite against the subjects f builds.
 func Run(t *testing.T, f Factory, feat Features) {
@@ -163,29 +103,31 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-func tp(p int32) sink.TopicPartition { return sink.TopicPartition{Topic: Topic, Partition: p} }
+func tp(p int32) sink.TopicPartition {
+	return sink.TopicPartition{Topic: sinkfixture.Topic, Partition: p}
+}
 
 func win(i int) (start, end time.Time) {
-	start = Start().Add(time.Duration(i) * windowSize)
-	return start, start.Add(windowSize)
+	start = sinkfixture.Start().Add(time.Duration(i) * sinkfixture.WindowSize)
+	return start, start.Add(sinkfixture.WindowSize)
 }
 
 func partial(t testing.TB, w int, dim, id string, values ...float64) sink.Partial {
 	start, end := win(w)
-	return sink.Partial{Key: sink.Key{WindowStart: start, Dimension: dim, DimensionID: id}, WindowEnd: end, Stats: Stats(t, values...)}
+	return sink.Partial{Key: sink.Key{WindowStart: start, Dimension: dim, DimensionID: id}, WindowEnd: end, Stats: sinkfixture.Stats(t, values...)}
 }
 
 func stateRow(id string, at time.Time, label string, value float64, seq int64) sink.StateRow {
-	return sink.StateRow{Table: StateTable, Key: []any{id}, ObservedAt: at, Values: []any{label, value, seq}}
+	return sink.StateRow{Table: sinkfixture.StateTable, Key: []any{id}, ObservedAt: at, Values: []any{label, value, seq}}
 }
 
 func testLatestGuard(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
-	s := f(t, DefaultSetup())
-	at := Start().Add(30 * time.Second)
+	s := f(t, defaultSetup())
+	at := sinkfixture.Start().Add(30 * time.Second)
 	latest := func(id string) sink.StateRow {
 		t.Helper()
-		r, ok, err := s.Latest(ctx, StateTable, id)
+		r, ok, err := s.Latest(ctx, sinkfixture.StateTable, id)
 		require.NoError(t, err)
 		require.True(t, ok, id)
 		return r
@@ -209,7 +151,7 @@ func testLatestGuard(t *testing.T, f Factory, _ Features) {
 	assert.Equal(t, stateRow("bus-1", later, "new", 2, 5), latest("bus-1"))
 	assert.Equal(t, stateRow("bus-2", later, "x", 3, 1), latest("bus-2"))
 
-	_, ok, err := s.Latest(ctx, StateTable, "bus-9")
+	_, ok, err := s.Latest(ctx, sinkfixture.StateTable, "bus-9")
 	require.NoError(t, err)
 	assert.False(t, ok)
 	require.NoError(t, s.UpsertLatest(ctx, nil), "an empty batch is a no-op")
@@ -223,7 +165,7 @@ func testLatestReordered(t *testing.T, f Factory, _ Features) {
 	for v := range 20 {
 		id := fmt.Sprintf("veh-%02d", v)
 		for i := range 10 {
-			row := stateRow(id, Start().Add(time.Duration(r.IntN(100000))*time.Second+time.Duration(i)), fmt.Sprintf("trip-%d", i), float64(r.IntN(600)), int64(i))
+			row := stateRow(id, sinkfixture.Start().Add(time.Duration(r.IntN(100000))*time.Second+time.Duration(i)), fmt.Sprintf("trip-%d", i), float64(r.IntN(600)), int64(i))
 			row.ObservedAt = row.ObservedAt.Truncate(time.Second).Add(time.Duration(i) * time.Hour * 24 * 30)
 			rows = append(rows, row)
 			if w, ok := want[id]; !ok || row.ObservedAt.After(w.ObservedAt) {
@@ -232,7 +174,7 @@ func testLatestReordered(t *testing.T, f Factory, _ Features) {
 		}
 	}
 	for round := range 2 {
-		s := f(t, DefaultSetup())
+		s := f(t, defaultSetup())
 		perm := r.Perm(len(rows))
 		for i := 0; i < len(perm); i += 17 {
 			var batch []sink.StateRow
@@ -246,7 +188,7 @@ func testLatestReordered(t *testing.T, f Factory, _ Features) {
 		slices.Reverse(rev)
 		require.NoError(t, s.UpsertLatest(ctx, rev))
 		for id, w := range want {
-			got, ok, err := s.Latest(ctx, StateTable, id)
+			got, ok, err := s.Latest(ctx, sinkfixture.StateTable, id)
 			require.NoError(t, err)
 			require.True(t, ok)
 			assert.Equal(t, w, got, "round %d: %s", round, id)
@@ -259,7 +201,7 @@ func testLatestConcurrent(t *testing.T, f Factory, feat Features) {
 		t.Skip("the implementation does not declare concurrent writers")
 	}
 	ctx := ctxT(t)
-	s := f(t, DefaultSetup())
+	s := f(t, defaultSetup())
 	const writers, entities, rounds = 4, 50, 20
 	var wg sync.WaitGroup
 	errs := make([]error, writers)
@@ -271,7 +213,7 @@ func testLatestConcurrent(t *testing.T, f Factory, feat Features) {
 				// requested in conflicting orders unless the sink orders them.
 				batch := make([]sink.StateRow, 0, entities)
 				for _, v := range r.Perm(entities) {
-					at := Start().Add(time.Duration(round*writers+w) * time.Second)
+					at := sinkfixture.Start().Add(time.Duration(round*writers+w) * time.Second)
 					batch = append(batch, stateRow(fmt.Sprintf("veh-%02d", v), at, fmt.Sprintf("w%d", w), float64(round), int64(round*writers+w)))
 				}
 				if err := s.UpsertLatest(ctx, batch); err != nil {
@@ -286,10 +228,10 @@ func testLatestConcurrent(t *testing.T, f Factory, feat Features) {
 	last := (rounds-1)*writers + writers - 1
 	for v := range entities {
 		id := fmt.Sprintf("veh-%02d", v)
-		got, ok, err := s.Latest(ctx, StateTable, id)
+		got, ok, err := s.Latest(ctx, sinkfixture.StateTable, id)
 		require.NoError(t, err)
 		require.True(t, ok)
-		assert.Equal(t, stateRow(id, Start().Add(time.Duration(last)*time.Second), fmt.Sprintf("w%d", writers-1), float64(rounds-1), int64(last)), got)
+		assert.Equal(t, stateRow(id, sinkfixture.Start().Add(time.Duration(last)*time.Second), fmt.Sprintf("w%d", writers-1), float64(rounds-1), int64(last)), got)
 	}
 }
 
@@ -297,17 +239,17 @@ func testLatestConcurrent(t *testing.T, f Factory, feat Features) {
 // and a call with a row that does not fit its table writes nothing of any table.
 func testLatestTables(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
-	second := Latest()
-	second.Table = StateTable + "_2"
-	setup := DefaultSetup()
+	second := sinkfixture.Latest()
+	second.Table = sinkfixture.StateTable + "_2"
+	setup := defaultSetup()
 	setup.States = append(setup.States, second)
 	s := f(t, setup)
-	at := Start()
+	at := sinkfixture.Start()
 	inSecond := func(r sink.StateRow) sink.StateRow { r.Table = second.Table; return r }
 	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{
 		inSecond(stateRow("bus-1", at, "second", 2, 2)), stateRow("bus-1", at, "first", 1, 1),
 	}))
-	for table, want := range map[string]string{StateTable: "first", second.Table: "second"} {
+	for table, want := range map[string]string{sinkfixture.StateTable: "first", second.Table: "second"} {
 		got, ok, err := s.Latest(ctx, table, "bus-1")
 		require.NoError(t, err)
 		require.True(t, ok, table)
@@ -317,15 +259,15 @@ func testLatestTables(t *testing.T, f Factory, _ Features) {
 	bad := inSecond(stateRow("bus-2", at, "second", 2, 2))
 	bad.Values = bad.Values[:1]
 	require.ErrorIs(t, s.UpsertLatest(ctx, []sink.StateRow{stateRow("bus-2", at, "first", 1, 1), bad}), sink.ErrInvalid)
-	_, ok, err := s.Latest(ctx, StateTable, "bus-2")
+	_, ok, err := s.Latest(ctx, sinkfixture.StateTable, "bus-2")
 	require.NoError(t, err)
 	assert.False(t, ok, "nothing of a refused call is written")
 }
 
 func testInvalidLatest(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
-	s := f(t, DefaultSetup())
-	at := Start()
+	s := f(t, defaultSetup())
+	at := sinkfixture.Start()
 	for name, rows := range map[string][]sink.StateRow{
 		"short key":      {{Key: nil, ObservedAt: at, Values: []any{"t", 1.0, int64(1)}}},
 		"short values":   {{Key: []any{"v"}, ObservedAt: at, Values: []any{"t"}}},
@@ -337,7 +279,7 @@ func testInvalidLatest(t *testing.T, f Factory, _ Features) {
 	other.Table = "no_such_table"
 	assert.ErrorIs(t, s.UpsertLatest(ctx, []sink.StateRow{stateRow("v", at, "t", 1, 1), other}), sink.ErrInvalid,
 		"a row of an undeclared table refuses the whole call")
-	_, ok, err := s.Latest(ctx, StateTable, "v")
+	_, ok, err := s.Latest(ctx, sinkfixture.StateTable, "v")
 	require.NoError(t, err)
 	assert.False(t, ok)
 }

@@ -14,8 +14,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/internal/quantile"
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
-	"github.com/streamledger/streamledger/window"
+	"github.com/streamledger/streamledger/sink/internal/merge"
 )
 
 // register registers the partitions in one call, as a processor does at assignment.
@@ -62,9 +64,9 @@ func keyOf(w int, dim, id string) sink.Key {
 
 func testDuplicateWindow(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
-	s := f(t, DefaultSetup())
+	s := f(t, defaultSetup())
 	_, end := win(0)
-	b := closeOf(0, end, partial(t, 0, "line", "17", KnownValues()...))
+	b := closeOf(0, end, partial(t, 0, "line", "17", sinkfixture.KnownValues()...))
 	require.NoError(t, s.WriteClose(ctx, b))
 	require.NoError(t, s.WriteClose(ctx, b), "the same finalized window delivered again")
 	rows := rowsOf(t, ctx, s, 0)
@@ -74,13 +76,13 @@ func testDuplicateWindow(t *testing.T, f Factory, _ Features) {
 	assert.Equal(t, 300.0, got.Max)
 	assert.Equal(t, 60.0, got.Min)
 	assert.Equal(t, end, got.WindowEnd)
-	assert.Equal(t, Now(), got.ComputedAt, "computed_at comes from the injected clock")
+	assert.Equal(t, sinkfixture.Now(), got.ComputedAt, "computed_at comes from the injected clock")
 	assert.True(t, got.Complete)
 }
 
 func testRegistrationHolds(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
-	s := f(t, DefaultSetup())
+	s := f(t, defaultSetup())
 	register(t, ctx, s, tps(2)...)
 	_, end := win(0)
 	require.NoError(t, s.WriteClose(ctx, closeOf(0, end, partial(t, 0, "line", "1", 4))))
@@ -93,7 +95,7 @@ func testRegistrationHolds(t *testing.T, f Factory, _ Features) {
 	require.NoError(t, s.WriteClose(ctx, closeOf(1, end, partial(t, 0, "line", "1", 6))))
 	rows := rowsOf(t, ctx, s, 0)
 	require.Len(t, rows, 1)
-	assert.Equal(t, sink.Summary{Count: 2, Mean: 5, Quantile: window.Linear.Exact([]float64{4, 6}, 0.9), Max: 6, Min: 4}, rows[0].Summary)
+	assert.Equal(t, sink.Summary{Count: 2, Mean: 5, Quantile: quantile.Linear([]float64{4, 6}, 0.9), Max: 6, Min: 4}, rows[0].Summary)
 	got, err = s.ClosedThrough(ctx, tp(0), tp(1))
 	require.NoError(t, err)
 	assert.Equal(t, map[sink.TopicPartition]time.Time{tp(0): end, tp(1): end}, got)
@@ -101,7 +103,7 @@ func testRegistrationHolds(t *testing.T, f Factory, _ Features) {
 
 func testEmptyReleases(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
-	s := f(t, DefaultSetup())
+	s := f(t, defaultSetup())
 	register(t, ctx, s, tps(2)...)
 	_, end0 := win(0)
 	_, end1 := win(1)
@@ -130,7 +132,7 @@ func testEmptyReleases(t *testing.T, f Factory, _ Features) {
 
 func testNonContributingTopic(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
-	s := f(t, DefaultSetup())
+	s := f(t, defaultSetup())
 	positions := sink.TopicPartition{Topic: "positions", Partition: 0}
 	register(t, ctx, s, tp(0), positions)
 	_, end := win(0)
@@ -138,7 +140,7 @@ func testNonContributingTopic(t *testing.T, f Factory, _ Features) {
 	rows := rowsOf(t, ctx, s, 0)
 	require.Len(t, rows, 1, "a partition of a topic that never wrote a partial holds nothing back")
 	assert.True(t, rows[0].Complete)
-	through, ok, err := s.CompleteThrough(ctx, Topic)
+	through, ok, err := s.CompleteThrough(ctx, sinkfixture.Topic)
 	require.NoError(t, err)
 	assert.True(t, ok)
 	assert.Equal(t, end, through)
@@ -150,7 +152,7 @@ func testNonContributingTopic(t *testing.T, f Factory, _ Features) {
 
 func testCompleteOnly(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
-	s := f(t, DefaultSetup())
+	s := f(t, defaultSetup())
 	register(t, ctx, s, tps(2)...)
 	_, end0 := win(0)
 	_, end2 := win(2)
@@ -171,7 +173,7 @@ func testCompleteOnly(t *testing.T, f Factory, _ Features) {
 
 func testPartialRewriteReplaces(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
-	s := f(t, DefaultSetup())
+	s := f(t, defaultSetup())
 	register(t, ctx, s, tps(2)...) // partition 1 keeps the window open
 	_, end := win(0)
 	require.NoError(t, s.WriteClose(ctx, closeOf(0, end, partial(t, 0, "line", "1", 1, 2, 3), partial(t, 0, "line", "kept", 5))))
@@ -195,7 +197,7 @@ func testPartialRewriteReplaces(t *testing.T, f Factory, _ Features) {
 
 func testMergeAcrossPartitions(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
-	s := f(t, DefaultSetup())
+	s := f(t, defaultSetup())
 	register(t, ctx, s, tps(3)...)
 	_, end := win(0)
 	values := map[int32][]float64{0: {5, 1, 9}, 1: {2, 8}, 2: {7, 3, 3, 4}}
@@ -211,10 +213,10 @@ func testMergeAcrossPartitions(t *testing.T, f Factory, _ Features) {
 	assert.Equal(t, 1.0, got.Min)
 	assert.Equal(t, 9.0, got.Max)
 	assert.InDelta(t, 42.0/9, got.Mean, 1e-12)
-	assert.Equal(t, window.Linear.Exact(all, 0.9), got.Quantile, "the quantile of all the partitions' values")
+	assert.Equal(t, quantile.Linear(all, 0.9), got.Quantile, "the quantile of all the partitions' values")
 	got, ok = aggregate(t, ctx, s, keyOf(0, "stop", "S"))
 	require.True(t, ok)
-	assert.Equal(t, sink.Summary{Count: 3, Mean: 14.0 / 3, Quantile: window.Linear.Exact([]float64{2, 5, 7}, 0.9), Max: 7, Min: 2}, got.Summary)
+	assert.Equal(t, sink.Summary{Count: 3, Mean: 14.0 / 3, Quantile: quantile.Linear([]float64{2, 5, 7}, 0.9), Max: 7, Min: 2}, got.Summary)
 }
 
 // scenario is a deterministic set of close batches: partitions x windows, several keys.
@@ -263,7 +265,7 @@ func writeInOrder(t *testing.T, ctx context.Context, s Subject, batches [][]sink
 	}
 }
 
-// checkCanonical asserts that every row is AggregateSpec.SummarizePartials of the scenario's
+// checkCanonical asserts that every row is merge.Partials of the scenario's
 // partials of its key in (topic, partition) order, and that every key of the scenario has a
 // row.
 func checkCanonical(t *testing.T, batches [][]sink.CloseBatch, rows []sink.Aggregate) {
@@ -278,7 +280,7 @@ func checkCanonical(t *testing.T, batches [][]sink.CloseBatch, rows []sink.Aggre
 	}
 	require.Len(t, rows, len(want))
 	for _, row := range rows {
-		sum, err := Aggregates().SummarizePartials(want[row.Key]...)
+		sum, err := merge.Partials(sinkfixture.Aggregates(), want[row.Key]...)
 		require.NoError(t, err)
 		assert.Equal(t, sum, row.Summary, "%s/%s", row.Dimension, row.DimensionID)
 	}
@@ -286,7 +288,7 @@ func checkCanonical(t *testing.T, batches [][]sink.CloseBatch, rows []sink.Aggre
 
 // registered returns a new subject with partitions 0 to n-1 registered.
 func registered(t *testing.T, ctx context.Context, f Factory, n int) Subject {
-	s := f(t, DefaultSetup())
+	s := f(t, defaultSetup())
 	register(t, ctx, s, tps(n)...)
 	return s
 }
@@ -337,7 +339,7 @@ func testMergeDeterminism(t *testing.T, f Factory, _ Features) {
 	batches := scenario(t, 11, partitions, windows, 8, 400)
 	var results [][]sink.Aggregate
 	for _, perm := range [][]int{{0, 1, 2, 3}, {3, 2, 1, 0}, {2, 0, 3, 1}} {
-		s := f(t, DefaultSetup())
+		s := f(t, defaultSetup())
 		register(t, ctx, s, tps(partitions)...)
 		for _, p := range perm {
 			writeInOrder(t, ctx, s, batches[p:p+1])
@@ -352,7 +354,7 @@ func testMergeDeterminism(t *testing.T, f Factory, _ Features) {
 
 func testRefold(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
-	s := f(t, DefaultSetup())
+	s := f(t, defaultSetup())
 	register(t, ctx, s, tps(2)...)
 	_, end := win(0)
 	a0, a1, a2 := []float64{1, 2, 3}, []float64{10}, []float64{4, 40}
@@ -367,7 +369,7 @@ func testRefold(t *testing.T, f Factory, _ Features) {
 	require.NoError(t, s.WriteClose(ctx, closeOf(2, end, partial(t, 0, "line", "A", a2...), partial(t, 0, "line", "B", 7))))
 	got, ok := aggregate(t, ctx, s, keyOf(0, "line", "A"))
 	require.True(t, ok)
-	want, err := Aggregates().SummarizePartials(Stats(t, a0...), Stats(t, a1...), Stats(t, a2...))
+	want, err := merge.Partials(sinkfixture.Aggregates(), sinkfixture.Stats(t, a0...), sinkfixture.Stats(t, a1...), sinkfixture.Stats(t, a2...))
 	require.NoError(t, err)
 	assert.Equal(t, want, got.Summary, "the new partition is merged into the folded window")
 	got, ok = aggregate(t, ctx, s, keyOf(0, "line", "B"))
@@ -388,7 +390,7 @@ func testRefold(t *testing.T, f Factory, _ Features) {
 
 func testReplayIgnored(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
-	s := f(t, DefaultSetup())
+	s := f(t, defaultSetup())
 	register(t, ctx, s, tps(2)...)
 	_, end := win(0)
 	first := []sink.CloseBatch{closeOf(0, end, partial(t, 0, "line", "1", 1, 2)), closeOf(1, end, partial(t, 0, "line", "1", 3))}
@@ -416,7 +418,7 @@ func testHorizon(t *testing.T, f Factory, _ Features) {
 	_, end0 := win(0)
 	_, end1 := win(1)
 	clk := newClock(end0)
-	setup := DefaultSetup()
+	setup := defaultSetup()
 	setup.Clock, setup.Horizon = clk.Now, horizon
 	s := f(t, setup)
 	register(t, ctx, s, tps(2)...)
@@ -458,7 +460,7 @@ func testHorizon(t *testing.T, f Factory, _ Features) {
 
 func testCallAtomic(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
-	s := f(t, DefaultSetup())
+	s := f(t, defaultSetup())
 	start, end := win(0)
 	good := closeOf(0, end, partial(t, 0, "line", "1", 1))
 	bad := closeOf(1, start, partial(t, 0, "line", "1", 2)) // ends after its closed_through
@@ -469,7 +471,7 @@ func testCallAtomic(t *testing.T, f Factory, _ Features) {
 	require.NoError(t, err)
 	assert.Empty(t, got, "an invalid batch writes nothing of its call")
 	assert.Empty(t, rowsOf(t, ctx, s, 0))
-	_, ok, err := s.CompleteThrough(ctx, Topic)
+	_, ok, err := s.CompleteThrough(ctx, sinkfixture.Topic)
 	require.NoError(t, err)
 	assert.False(t, ok, "not even the registration")
 
@@ -487,7 +489,7 @@ func testCallAtomic(t *testing.T, f Factory, _ Features) {
 // is written.
 func testGatedClose(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
-	s := f(t, DefaultSetup())
+	s := f(t, defaultSetup())
 	g, ok := s.(sink.GatedWindowWriter)
 	if !ok {
 		t.Skip("not a sink.GatedWindowWriter")
@@ -551,7 +553,7 @@ func testConcurrentWriters(t *testing.T, f Factory, feat Features) {
 
 func testProgress(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
-	s := f(t, DefaultSetup())
+	s := f(t, defaultSetup())
 	got, err := s.ClosedThrough(ctx, tp(0), tp(1))
 	require.NoError(t, err)
 	assert.Empty(t, got, "no partition wrote yet")
@@ -581,7 +583,7 @@ func testStaleBatch(t *testing.T, f Factory, _ Features) {
 	p0w0, p0w1 := partial(t, 0, "line", "1", 1, 2), partial(t, 1, "line", "1", 3)
 	p1w0, p1w1 := partial(t, 0, "line", "1", 10), partial(t, 1, "line", "1", 20, 30)
 	run := func(stale bool) (Subject, []sink.Aggregate) {
-		s := f(t, DefaultSetup())
+		s := f(t, defaultSetup())
 		register(t, ctx, s, tps(2)...)
 		require.NoError(t, s.WriteClose(ctx, closeOf(0, end1, p0w0, p0w1)), "the new owner of partition 0")
 		if stale {
@@ -589,7 +591,7 @@ func testStaleBatch(t *testing.T, f Factory, _ Features) {
 			got, err := s.ClosedThrough(ctx, tp(0))
 			require.NoError(t, err)
 			assert.Equal(t, end1, got[tp(0)], "closed_through never moves back")
-			through, ok, err := s.CompleteThrough(ctx, Topic)
+			through, ok, err := s.CompleteThrough(ctx, sinkfixture.Topic)
 			require.NoError(t, err)
 			require.True(t, ok)
 			assert.True(t, through.Before(end0), "partition 1 still holds the windows back")
@@ -601,7 +603,7 @@ func testStaleBatch(t *testing.T, f Factory, _ Features) {
 	require.Len(t, want, 2)
 	s, got := run(true)
 	assert.Equal(t, want, got, "the merged rows do not see the stale close")
-	through, ok, err := s.CompleteThrough(ctx, Topic)
+	through, ok, err := s.CompleteThrough(ctx, sinkfixture.Topic)
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, end1, through)
@@ -609,20 +611,20 @@ func testStaleBatch(t *testing.T, f Factory, _ Features) {
 
 func testReadiness(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
-	s := f(t, DefaultSetup())
+	s := f(t, defaultSetup())
 	_, end0 := win(0)
 	_, end1 := win(1)
 	register(t, ctx, s, tps(2)...)
 	_, ok, err := s.CompleteThrough(ctx, "nobody")
 	require.NoError(t, err)
 	assert.False(t, ok, "no partition of an unknown topic")
-	through, ok, err := s.CompleteThrough(ctx, Topic)
+	through, ok, err := s.CompleteThrough(ctx, sinkfixture.Topic)
 	require.NoError(t, err)
 	assert.True(t, ok)
 	assert.True(t, through.IsZero(), "registered partitions that closed nothing: nothing is complete")
 
 	require.NoError(t, s.WriteClose(ctx, closeOf(0, end1, partial(t, 0, "line", "1", 4))))
-	through, ok, err = s.CompleteThrough(ctx, Topic)
+	through, ok, err = s.CompleteThrough(ctx, sinkfixture.Topic)
 	require.NoError(t, err)
 	assert.True(t, ok)
 	assert.True(t, through.IsZero())
@@ -631,7 +633,7 @@ func testReadiness(t *testing.T, f Factory, _ Features) {
 	row, ok := aggregate(t, ctx, s, keyOf(0, "line", "1"))
 	require.True(t, ok)
 	assert.True(t, row.Complete, "every partition closed through the window end")
-	through, ok, err = s.CompleteThrough(ctx, Topic)
+	through, ok, err = s.CompleteThrough(ctx, sinkfixture.Topic)
 	require.NoError(t, err)
 	assert.True(t, ok)
 	assert.Equal(t, end0, through)
@@ -651,7 +653,7 @@ func testReadiness(t *testing.T, f Factory, _ Features) {
 
 func testAttributes(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
-	s := f(t, DefaultSetup())
+	s := f(t, defaultSetup())
 	register(t, ctx, s, tps(3)...)
 	_, end := win(0)
 	with := func(id, owner string, v float64) sink.Partial {
@@ -686,17 +688,17 @@ func testAttributes(t *testing.T, f Factory, _ Features) {
 
 func testInvalidClose(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
-	s := f(t, DefaultSetup())
+	s := f(t, defaultSetup())
 	start, end := win(0)
 	good := partial(t, 0, "line", "1", 1)
 	other := partial(t, 0, "line", "2", 1)
 	other.WindowEnd = end.Add(time.Minute)
 	cases := map[string]sink.CloseBatch{
 		"no topic":                 {Source: sink.TopicPartition{Partition: 0}, ClosedThrough: end, Partials: []sink.Partial{good}},
-		"negative partition":       {Source: sink.TopicPartition{Topic: Topic, Partition: -1}, ClosedThrough: end, Partials: []sink.Partial{good}},
+		"negative partition":       {Source: sink.TopicPartition{Topic: sinkfixture.Topic, Partition: -1}, ClosedThrough: end, Partials: []sink.Partial{good}},
 		"end after closed_through": closeOf(0, start, good),
 		"garbled stats":            closeOf(0, end, sink.Partial{Key: good.Key, WindowEnd: end, Stats: []byte{0xff, 1, 2}}),
-		"empty stats":              closeOf(0, end, sink.Partial{Key: good.Key, WindowEnd: end, Stats: Stats(t)}),
+		"empty stats":              closeOf(0, end, sink.Partial{Key: good.Key, WindowEnd: end, Stats: sinkfixture.Stats(t)}),
 		"end before start":         closeOf(0, end, sink.Partial{Key: good.Key, WindowEnd: start, Stats: good.Stats}),
 		"undeclared attribute":     closeOf(0, end, sink.Partial{Key: good.Key, WindowEnd: end, Stats: good.Stats, Attrs: map[string]string{"colour": "red"}}),
 		"valid partial then bad":   closeOf(0, end, good, sink.Partial{Key: sink.Key{WindowStart: start, Dimension: "x"}, WindowEnd: end}),

@@ -8,14 +8,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamledger/streamledger/internal/quantile"
+	"github.com/streamledger/streamledger/internal/sinkfixture"
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/internal/merge"
 	"github.com/streamledger/streamledger/window"
 )
 
 // testQuantileDefinition checks that merged rows follow the spec's quantile method and
 // exact limit on every path: the first fold of a window, and the refold that merges a
 // partition registered later. Within the limit the quantile is the method's exact one;
-// past it, AggregateSpec.SummarizePartials of the partials in order.
+// past it, merge.Partials of the partials in order.
 func testQuantileDefinition(t *testing.T, f Factory, _ Features) {
 	tests := []struct {
 		name   string
@@ -35,7 +38,7 @@ func testQuantileDefinition(t *testing.T, f Factory, _ Features) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := ctxT(t)
-			setup := DefaultSetup()
+			setup := defaultSetup()
 			setup.Aggregates.QuantileMethod, setup.Aggregates.ExactLimit, setup.Aggregates.Quantile = tt.method, tt.limit, tt.q
 			s := f(t, setup)
 			register(t, ctx, s, tps(3)...)
@@ -49,23 +52,23 @@ func testQuantileDefinition(t *testing.T, f Factory, _ Features) {
 					vals[j] = float64(r.IntN(400) - 100) // negatives, duplicates and ties
 				}
 				all = append(all, vals...)
-				parts = append(parts, StatsWithLimit(t, tt.limit, vals...))
+				parts = append(parts, sinkfixture.StatsWithLimit(t, tt.limit, vals...))
 				pa := partial(t, 0, "line", "A", vals...)
 				pa.Stats = parts[len(parts)-1]
 				require.NoError(t, s.WriteClose(ctx, closeOf(p, end, pa)))
 			}
-			// check compares the row with AggregateSpec.SummarizePartials of stored: the
+			// check compares the row with merge.Partials of stored: the
 			// partials of the first fold, then the folded stats and the later partition's
 			// partial.
 			check := func(what string, stored ...[]byte) {
 				got, ok := aggregate(t, ctx, s, keyOf(0, "line", "A"))
 				require.True(t, ok, what)
-				want, err := setup.Aggregates.SummarizePartials(stored...)
+				want, err := merge.Partials(setup.Aggregates, stored...)
 				require.NoError(t, err)
 				assert.Equal(t, want, got.Summary, what)
 				sorted := slices.Sorted(slices.Values(all))
 				if len(all) <= exactLimit(t, tt.limit) {
-					assert.Equal(t, tt.method.Exact(sorted, tt.q), got.Quantile, "%s: the exact quantile", what)
+					assert.Equal(t, exactQuantile(tt.method, sorted, tt.q), got.Quantile, "%s: the exact quantile", what)
 				}
 			}
 			for p := range int32(3) {
@@ -80,27 +83,13 @@ func testQuantileDefinition(t *testing.T, f Factory, _ Features) {
 	}
 }
 
-// StatsWithLimit is [Stats] for a processor whose windows keep limit values exactly
-// (window.Config.ExactLimit).
-func StatsWithLimit(t testing.TB, limit int, values ...float64) []byte {
-	t.Helper()
-	s := window.NewStats()
-	require.NoError(t, s.SetExactLimit(limit))
-	for _, v := range values {
-		require.NoError(t, s.Add(v))
-	}
-	b, err := s.MarshalBinary()
-	require.NoError(t, err)
-	return b
-}
-
 // mergeStats returns the serialized merge of parts, decoded by spec: the stats a sink keeps
 // of a folded window.
 func mergeStats(t testing.TB, spec sink.AggregateSpec, parts ...[]byte) []byte {
 	stats := make([]*window.Stats, len(parts))
 	for i, p := range parts {
 		var err error
-		stats[i], err = spec.Decode(p)
+		stats[i], err = merge.Decode(spec, p)
 		require.NoError(t, err)
 	}
 	m, err := window.Merge(stats...)
@@ -115,4 +104,12 @@ func exactLimit(t testing.TB, setting int) int {
 	s := window.NewStats()
 	require.NoError(t, s.SetExactLimit(setting))
 	return s.ExactLimit()
+}
+
+// exactQuantile is the q-quantile of sorted values by method m, by its definition.
+func exactQuantile(m window.QuantileMethod, sorted []float64, q float64) float64 {
+	if m == window.NearestRank {
+		return quantile.NearestRank(sorted, q)
+	}
+	return quantile.Linear(sorted, q)
 }

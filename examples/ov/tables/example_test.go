@@ -12,11 +12,12 @@ func ExampleKeysOf() {
 	for _, k := range tables.KeysOf(p) {
 		fmt.Printf("%s=%s operator=%q\n", k.Dimension, k.ID, k.Operator)
 	}
-	fmt.Println(tables.Aggregates().ColumnNames())
+	a := tables.Aggregates()
+	fmt.Println(a.Table, a.Attributes, a.Columns.Count, a.Columns.Mean, a.Columns.Quantile, a.Columns.Max, a.Columns.Min)
 	// Output:
 	// line=RET:D operator="RET"
 	// station=NL:Q:31001234 operator=""
 	// operator=RET operator="RET"
 	// network=NL operator=""
-	// [window_start window_end dimension dimension_id operator event_count mean_delay_s p90_delay_s max_delay_s min_delay_s computed_at]
+	// delay_aggregates [operator] event_count mean_delay_s p90_delay_s max_delay_s min_delay_s
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/streamledger/streamledger/examples/ov/event"
 	"github.com/streamledger/streamledger/examples/ov/feed"
 	"github.com/streamledger/streamledger/internal/ovharness/oracle"
+	"github.com/streamledger/streamledger/internal/quantile"
 	"github.com/streamledger/streamledger/window"
 )
 
@@ -70,7 +71,7 @@ func TestOnePartition(t *testing.T) {
 	rows, err := r.Aggregates(r.ClosableThrough())
 	require.NoError(t, err)
 	end := t0.Add(5 * time.Minute)
-	p90 := window.Linear.Exact([]float64{30, 60}, 0.9)
+	p90 := quantile.Linear([]float64{30, 60}, 0.9)
 	assert.Equal(t, 57.0, p90)
 	want := oracle.AggRow{WindowEnd: end, Count: 2, Mean: 45, P90: p90, Max: 60, Min: 30}
 	withOp := want

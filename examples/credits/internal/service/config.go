@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/streamledger/streamledger/internal/faults"
+	"github.com/streamledger/streamledger/internal/horizon"
 	"github.com/streamledger/streamledger/ledger/consumer"
 	"github.com/streamledger/streamledger/sink"
 )
@@ -59,10 +60,10 @@ type Config struct {
 	Schema string
 	// Markers names the effect sink's marker table [streamledger_markers].
 	Markers string
-	// Horizon is how long a marker is kept after its credit was applied [7 days,
-	// sink.DefaultHorizon]; negative keeps markers forever. A credit older than the horizon (by its
-	// record timestamp) that finds no marker is refused and dead-lettered ([ClassBeyondHorizon]):
-	// its marker may have been pruned.
+	// Horizon is how long a marker is kept after its credit was applied [7 days]; negative
+	// keeps markers forever. A credit older than the horizon (by its record timestamp) that
+	// finds no marker is refused and dead-lettered ([ClassBeyondHorizon]): its marker may have
+	// been pruned.
 	Horizon time.Duration
 	// SourceRetention is how far back the topic can redeliver (its retention.ms, see
 	// [TopicRetention]); [Forever] (any negative value) for a topic that keeps records
@@ -138,7 +139,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Markers == "" {
 		cfg.Markers = "streamledger_markers"
 	}
-	h, err := sink.Horizon(cfg.Horizon, cfg.SourceRetention, "Horizon", "SourceRetention")
+	h, err := horizon.Resolve(cfg.Horizon, cfg.SourceRetention, "Horizon", "SourceRetention")
 	if err != nil {
 		return Config{}, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
