@@ -149,17 +149,33 @@ func (b *Batch) Against(i int, stored []byte) sink.Result {
 	return sink.Result{Outcome: sink.Conflict, Err: &sink.ConflictError{ID: b.Ops[i].ID, StoredHash: bytes.Clone(stored), GivenHash: given[:]}}
 }
 
-// Record stores the effect's verdict on each of ops.
-func (b *Batch) Record(ops []int, errs []error) error {
-	if len(errs) != len(ops) {
-		return fmt.Errorf("%w: the effect returned %d results for %d operations", sink.ErrInvalid, len(errs), len(ops))
+// Record stores the effect's result of each of ops: [sink.Applied] with no error, or
+// [sink.Rejected] with the refusal. Anything else is the effect's mistake, an error wrapping
+// [sink.ErrInvalid]: the attempt fails and nothing of it commits.
+func (b *Batch) Record(ops []int, res []sink.Result) error {
+	if len(res) != len(ops) {
+		return fmt.Errorf("%w: the effect returned %d results for %d operations", sink.ErrInvalid, len(res), len(ops))
 	}
 	for k, i := range ops {
-		if errs[k] != nil {
-			b.Res[i] = sink.Result{Outcome: sink.Rejected, Err: errs[k]}
-		} else {
-			b.Res[i] = sink.Result{Outcome: sink.Applied}
+		if err := checkResult(res[k]); err != nil {
+			return fmt.Errorf("%w: the effect's result of operation %q: %w", sink.ErrInvalid, b.Ops[i].ID, err)
 		}
+	}
+	for k, i := range ops {
+		b.Res[i] = res[k]
+	}
+	return nil
+}
+
+// checkResult reports why r is not a result an effect may return.
+func checkResult(r sink.Result) error {
+	switch {
+	case r.Outcome == sink.Applied && r.Err != nil:
+		return fmt.Errorf("applied, with the error %q", r.Err)
+	case r.Outcome == sink.Rejected && r.Err == nil:
+		return errors.New("rejected without a reason")
+	case r.Outcome != sink.Applied && r.Outcome != sink.Rejected:
+		return fmt.Errorf("expected applied or rejected, found %s", r.Outcome)
 	}
 	return nil
 }

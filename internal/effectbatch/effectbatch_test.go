@@ -13,6 +13,11 @@ import (
 
 func op(id, payload string) sink.Operation { return sink.Operation{ID: id, Payload: []byte(payload)} }
 
+var (
+	applied  = sink.Result{Outcome: sink.Applied}
+	noEffect = sink.Result{Outcome: sink.Rejected, Err: sink.ErrNoEffect}
+)
+
 func outcomes(res []sink.Result) []sink.Outcome {
 	out := make([]sink.Outcome, len(res))
 	for i, r := range res {
@@ -31,11 +36,11 @@ func TestRounds(t *testing.T) {
 	assert.Equal(t, []int{0, 1, 4}, pending, "the first operation of each ID")
 	// a accepted and applied, b found committed with its own payload, c accepted but rejected.
 	b.Res[1] = b.Against(1, b.Hashes[1][:])
-	require.NoError(t, b.Record([]int{0, 4}, []error{nil, sink.ErrNoEffect}))
+	require.NoError(t, b.Record([]int{0, 4}, []sink.Result{applied, noEffect}))
 	assert.Equal(t, []string{"c"}, b.RejectedIDs([]int{0, 4}))
 	pending = b.Follow(pending)
 	assert.Equal(t, []int{5}, pending, "the next operation of the rejected ID")
-	require.NoError(t, b.Record([]int{5}, []error{nil}))
+	require.NoError(t, b.Record([]int{5}, []sink.Result{applied}))
 	assert.Empty(t, b.Follow(pending))
 	assert.Equal(t, []sink.Outcome{sink.Applied, sink.Duplicate, sink.Duplicate, sink.Conflict, sink.Rejected, sink.Applied, sink.Duplicate},
 		outcomes(b.Res))
@@ -76,7 +81,18 @@ func TestMisuse(t *testing.T) {
 	b, err := New([]sink.Operation{op("a", "")}, bytes.NewReader(make([]byte, TokenSize)), nil)
 	require.NoError(t, err)
 	b.Start()
-	assert.ErrorIs(t, b.Record([]int{0}, nil), sink.ErrInvalid, "the effect miscounts")
+	for name, res := range map[string][]sink.Result{
+		"the effect miscounts":           nil,
+		"no outcome":                     {{}},
+		"applied, with an error":         {{Outcome: sink.Applied, Err: sink.ErrNoEffect}},
+		"rejected without a reason":      {{Outcome: sink.Rejected}},
+		"an outcome of the marker table": {{Outcome: sink.Duplicate}},
+	} {
+		err := b.Record([]int{0}, res)
+		assert.ErrorIs(t, err, sink.ErrInvalid, name)
+		assert.NotErrorIs(t, err, sink.ErrNoEffect, "%s: the effect's error is not the call's", name)
+		assert.Zero(t, b.Res[0], "%s: nothing recorded", name)
+	}
 	_, ok := b.Replay()
 	assert.False(t, ok, "no attempt ran")
 }

@@ -49,8 +49,9 @@ type Config struct {
 	Clock                    func() time.Time
 }
 
-// Verdict is an effect that writes nothing and returns its answer: a refusal or a failure.
-type Verdict func(ops []int) ([]error, error)
+// Verdict is an effect that writes nothing and returns its answer: a refusal, a failure, or a
+// result an effect must not return.
+type Verdict func(ops []int) ([]sink.Result, error)
 
 // Sink is an effect sink under test.
 type Sink interface {

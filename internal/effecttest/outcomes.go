@@ -114,11 +114,15 @@ func invalidOperations(t *testing.T, a Adapter) {
 		{name: "no such account: touches no row", c: Credit{OpID: "op-1", Account: "nobody", Amount: 10}, is: sink.ErrNoEffect, rejection: true},
 		{name: "overdraft: check violation", c: Credit{OpID: "op-2", Account: "a7", Amount: -50}, rejection: true},
 		{name: "the effect refuses it", c: Credit{OpID: "op-3", Account: "a7", Amount: 1}, is: boom, rejection: true,
-			verdict: func([]int) ([]error, error) { return []error{boom}, nil }},
+			verdict: func([]int) ([]sink.Result, error) { return []sink.Result{{Outcome: sink.Rejected, Err: boom}}, nil }},
 		{name: "the effect fails", c: Credit{OpID: "op-4", Account: "a7", Amount: 1}, is: boom,
-			verdict: func([]int) ([]error, error) { return nil, boom }},
+			verdict: func([]int) ([]sink.Result, error) { return nil, boom }},
 		{name: "the effect miscounts", c: Credit{OpID: "op-5", Account: "a7", Amount: 1}, is: sink.ErrInvalid,
-			verdict: func([]int) ([]error, error) { return nil, nil }},
+			verdict: func([]int) ([]sink.Result, error) { return nil, nil }},
+		{name: "the effect decides nothing", c: Credit{OpID: "op-6", Account: "a7", Amount: 1}, is: sink.ErrInvalid,
+			verdict: func([]int) ([]sink.Result, error) { return []sink.Result{{}}, nil }},
+		{name: "the effect rejects without a reason", c: Credit{OpID: "op-7", Account: "a7", Amount: 1}, is: sink.ErrInvalid,
+			verdict: func([]int) ([]sink.Result, error) { return []sink.Result{{Outcome: sink.Rejected}}, nil }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var res []sink.Result
@@ -145,7 +149,13 @@ func invalidOperations(t *testing.T, a Adapter) {
 	assert.Equal(t, int64(5), db.Balance(t, "a7"))
 	assert.Empty(t, db.Applied(t))
 
-	ok := func(ops []int) ([]error, error) { return make([]error, len(ops)), nil }
+	ok := func(ops []int) ([]sink.Result, error) {
+		res := make([]sink.Result, len(ops))
+		for k := range res {
+			res[k].Outcome = sink.Applied
+		}
+		return res, nil
+	}
 	_, err := e.ApplyVerdict(ctx, []sink.Operation{{ID: "x"}, {}}, ok)
 	assert.ErrorIs(t, err, sink.ErrInvalid)
 	_, err = e.ApplyVerdict(ctx, []sink.Operation{{ID: "x"}}, nil)

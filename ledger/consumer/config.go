@@ -135,7 +135,20 @@ type Config[K comparable] struct {
 	// effect it applies before it returns (for example one database transaction holding an
 	// operation marker and the effect of each, as sink/postgres Effects.Apply does), because
 	// the messages are durable once it returned: their offsets are committed at the next tick.
-	// It sets the Err of each [Effect] it refused (see [Effect.Err]).
+	//
+	// It returns one [sink.Result] per effect of batch, in batch order, as sink/postgres
+	// Effects.Apply does per operation; the Outcome decides the message:
+	//   - [sink.Applied] or [sink.Duplicate] (committed by an earlier delivery): admitted;
+	//   - [sink.Rejected] or [sink.Conflict]: the message's own fault (an unknown account, an
+	//     operation id reused for another operation, a value the database refuses as data),
+	//     committed as nothing; the message is dead-lettered with Err as its cause and Err's
+	//     class (dlq.ErrorClass), like a decode error;
+	//   - no Outcome (the zero one, with an Err saying why) or any other: the effect was not
+	//     committed, for a reason that is not the message's; Run stops with an error wrapping
+	//     [ErrEffect] before this message is recorded, so neither it nor anything after it in
+	//     its partition is committed, and a restart applies it again.
+	//
+	// A number of results other than len(batch) fails the batch as a whole.
 	//
 	// A returned error means the batch failed as a whole and nothing of it may be assumed
 	// committed (a database that stays unreachable after the retries of a connection lost or a
@@ -147,7 +160,7 @@ type Config[K comparable] struct {
 	// concurrently, up to [Config.Workers] at once, so it must be safe for concurrent use, and
 	// those of one partition one after another. Nil means the handlers return no effects: an
 	// event with an Effect is then dead-lettered as an [EventError].
-	ApplyEffects func(ctx context.Context, batch []Effect) error
+	ApplyEffects func(ctx context.Context, batch []Effect) ([]sink.Result, error)
 	// EffectBatch bounds the effects in one ApplyEffects call: a batch holds the effect
 	// messages of one partition that a worker holds at once, up to EffectBatch (see the package
 	// documentation, Effects), and a worker holds up to max(256, EffectBatch) messages of a

@@ -2,7 +2,6 @@ package consumer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/streamledger/streamledger/dlq"
 	"github.com/streamledger/streamledger/internal/kafkarecord"
 	"github.com/streamledger/streamledger/ledger"
+	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/window"
 )
 
@@ -19,7 +19,7 @@ import (
 // starts there, so that every effect is committed before its message is decided. ctx is
 // cancelled only by Abort: nothing more is decided then.
 func (p *processor[K]) decideChunk(ctx context.Context, c *chunk[K]) {
-	c.fxErrs = growTo(c.fxErrs, len(c.msgs))
+	c.fxRes = growTo(c.fxRes, len(c.msgs))
 	c.fxApplied = 0
 	for i, m := range c.msgs {
 		if p.stop.any.Load() || ctx.Err() != nil {
@@ -32,7 +32,7 @@ func (p *processor[K]) decideChunk(ctx context.Context, c *chunk[K]) {
 		if c.evs[i].Effect != nil && i >= c.fxApplied && !p.applyEffects(ctx, c, i) {
 			return
 		}
-		p.decide(ctx, c.pt, m, c.arrivals[i], c.evs[i], c.fxErrs[i])
+		p.decide(ctx, c.pt, m, c.arrivals[i], c.evs[i], c.fxRes[i])
 	}
 	c.pt.winBytes.Store(c.pt.win.Bytes())
 }
@@ -51,8 +51,11 @@ func (p *processor[K]) applyEffects(ctx context.Context, c *chunk[K], first int)
 		}
 	}
 	ectx, cancel := context.WithTimeout(ctx, p.s.WriteTimeout)
-	err := p.s.ApplyEffects(ectx, c.batch)
+	res, err := p.s.ApplyEffects(ectx, c.batch)
 	cancel()
+	if err == nil && len(res) != len(c.batch) {
+		err = fmt.Errorf("ApplyEffects returned %d results for a batch of %d effects", len(res), len(c.batch))
+	}
 	if err != nil {
 		clear(c.batch)
 		p.batchFailed(ctx, c, first, last, err)
@@ -61,7 +64,7 @@ func (p *processor[K]) applyEffects(ctx context.Context, c *chunk[K], first int)
 	k := 0
 	for i := first; i <= last; i++ {
 		if c.errs[i] == nil && c.evs[i].Effect != nil {
-			c.fxErrs[i] = c.batch[k].Err
+			c.fxRes[i] = res[k]
 			k++
 		}
 	}
@@ -85,14 +88,14 @@ func (p *processor[K]) batchFailed(ctx context.Context, c *chunk[K], first, last
 }
 
 // decide decides one decoded message: late test against the partition watermark BEFORE the
-// event is applied, apply (or take its effect's result, fxErr), add to the ledger, then move
+// event is applied, apply (or take its effect's result, fx), add to the ledger, then move
 // the watermark and tell the ledger. That order is what makes a replay from any committed
 // offset decide as this run did.
-func (p *processor[K]) decide(ctx context.Context, pt *part[K], m *kafka.Message, arrival time.Time, ev Event[K], fxErr error) {
+func (p *processor[K]) decide(ctx context.Context, pt *part[K], m *kafka.Message, arrival time.Time, ev Event[K], fx sink.Result) {
 	off := int64(m.TopicPartition.Offset)
 	info := MessageInfo{TopicPartition: pt.tp, Offset: off, Decision: Admitted}
 	if ev.Effect != nil {
-		if !p.effect(ctx, pt, m, arrival, fxErr) {
+		if !p.effect(ctx, pt, m, arrival, fx) {
 			return
 		}
 		info.Effect = true
@@ -172,15 +175,21 @@ func (p *processor[K]) apply(pt *part[K], off int64, ev Event[K], end time.Time)
 
 // effect takes the result of a message's effect, applied with its batch: it reports whether
 // the message goes on to be admitted (the effect committed); otherwise the message was
-// dead-lettered (a rejection), or left undecided because Run stops.
-func (p *processor[K]) effect(ctx context.Context, pt *part[K], m *kafka.Message, arrival time.Time, err error) bool {
-	if err == nil {
+// dead-lettered (a rejection or a conflict), or left undecided because Run stops.
+func (p *processor[K]) effect(ctx context.Context, pt *part[K], m *kafka.Message, arrival time.Time, r sink.Result) bool {
+	err := r.Err
+	switch r.Outcome {
+	case sink.Applied, sink.Duplicate:
 		return true
-	}
-	var rejected *RejectedError
-	if errors.As(err, &rejected) {
+	case sink.Rejected, sink.Conflict:
+		if err == nil {
+			err = fmt.Errorf("consumer: effect %s, with no reason given", r.Outcome)
+		}
 		p.deadLetter(ctx, pt, m, arrival, err)
 		return false
+	}
+	if err == nil {
+		err = fmt.Errorf("consumer: ApplyEffects returned the outcome %s, expected applied, duplicate, rejected or conflict", r.Outcome)
 	}
 	// Not decided: not counted, not in the ledger, so never committed.
 	off := int64(m.TopicPartition.Offset)

@@ -8,6 +8,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/streamledger/streamledger/ledger"
+	"github.com/streamledger/streamledger/sink"
 )
 
 // Chunking: the loop hands a partition's messages to the workers in chunks of consecutive
@@ -33,7 +34,7 @@ type chunk[K comparable] struct {
 	// Effects, while the chunk is decided: the batch handed to ApplyEffects, what it said of
 	// each message's effect, and how far the applied batches reach.
 	batch     []Effect
-	fxErrs    []error
+	fxRes     []sink.Result
 	fxApplied int // messages before this index had their effects applied
 }
 
@@ -247,9 +248,9 @@ func (w *workers[K]) recycle(c *chunk[K]) {
 	clear(c.msgs)
 	clear(c.evs)
 	clear(c.errs)
-	clear(c.fxErrs)
+	clear(c.fxRes)
 	*c = chunk[K]{msgs: c.msgs[:0], arrivals: c.arrivals[:0], evs: c.evs[:0], errs: c.errs[:0],
-		batch: c.batch[:0], fxErrs: c.fxErrs[:0]}
+		batch: c.batch[:0], fxRes: c.fxRes[:0]}
 	w.free.Put(c)
 }
 

@@ -70,17 +70,18 @@
 //
 // So each effect happens once within its database and while its markers are retained,
 // because its batch commits before any offset past it, and a redelivery finds the marker.
-// ApplyEffects refuses a message as its own fault by setting its [Effect.Err] to an error
-// wrapping a [RejectedError] ([Reject]): the message is dead-lettered, with the class of the
-// refusal, and is durable on the positive delivery report, as a decode error is; the rest of
-// its batch is admitted. A batch that fails as a whole (ApplyEffects returns an error: the
-// database stayed unreachable, a serialization failure outlasted the retries) is the
-// infrastructure's: none of its messages is recorded, Run shuts down gracefully (committing
-// what is durable, never the batch or anything after it in its partition) and returns an
-// error wrapping [ErrEffect], and a restart applies the batch again, whole. Any other error
-// in an Effect.Err stops Run the same way, before that message. An effect has no event-time
-// window, so the late test does not apply to it. Without a [Config.Sink] a consumer takes
-// effects only.
+// ApplyEffects returns one [sink.Result] per effect, as sink/postgres Effects.Apply does per
+// operation. A [sink.Rejected] or [sink.Conflict] result refuses the message as its own fault:
+// the message is dead-lettered, with the class of the result's Err, and is durable on the
+// positive delivery report, as a decode error is; the rest of its batch is admitted. A batch
+// that fails as a whole (ApplyEffects returns an error: the database stayed unreachable, a
+// serialization failure outlasted the retries) is the infrastructure's: none of its messages
+// is recorded, Run shuts down gracefully (committing what is durable, never the batch or
+// anything after it in its partition) and returns an error wrapping [ErrEffect], and a
+// restart applies the batch again, whole. A result with no Outcome (an Err only: the effect
+// was not committed, and not by the message's fault) stops Run the same way, before that
+// message. An effect has no event-time window, so the late test does not apply to it.
+// Without a [Config.Sink] a consumer takes effects only.
 //
 // # Per tick
 //
@@ -237,4 +238,7 @@
 // [sink.Sink]: https://pkg.go.dev/github.com/streamledger/streamledger/sink#Sink
 // [sink.CloseBatch]: https://pkg.go.dev/github.com/streamledger/streamledger/sink#CloseBatch
 // [sink.CloseBatch.Empty]: https://pkg.go.dev/github.com/streamledger/streamledger/sink#CloseBatch
+// [sink.Result]: https://pkg.go.dev/github.com/streamledger/streamledger/sink#Result
+// [sink.Rejected]: https://pkg.go.dev/github.com/streamledger/streamledger/sink#Rejected
+// [sink.Conflict]: https://pkg.go.dev/github.com/streamledger/streamledger/sink#Conflict
 package consumer

@@ -16,12 +16,23 @@ import (
 	"github.com/streamledger/streamledger/dlq"
 	"github.com/streamledger/streamledger/internal/kafkatest"
 	"github.com/streamledger/streamledger/ledger"
+	"github.com/streamledger/streamledger/sink"
 )
 
-// effects is a toy effect target: payloads "e <id>" apply id, "r <id>" are refused by the
-// effect, "f <id>" fail for a reason of the infrastructure while down is set, "a <id>" abort
-// the consumer from inside the batch, and anything else is the test handler's. A batch fails
-// whole while batchDown is set. It records every effect handed to ApplyEffects, in order,
+// applied is the result of a batch of n effects, all applied.
+func applied(n int) []sink.Result {
+	res := make([]sink.Result, n)
+	for i := range res {
+		res[i].Outcome = sink.Applied
+	}
+	return res
+}
+
+// effects is a toy effect target: payloads "e <id>" apply id, "d <id>" find it applied
+// before, "r <id>" are refused by the effect, "k <id>" conflict with an earlier operation of
+// the same id, "f <id>" fail for a reason of the infrastructure while down is set, "a <id>"
+// abort the consumer from inside the batch, and anything else is the test handler's. A batch
+// fails whole while batchDown is set, and returns one result too few while short is set. It records every effect handed to ApplyEffects, in order,
 // with the ledger's last added offset at that moment (the batch must be applied before its
 // messages enter the ledger), and the size of every batch.
 type effects struct {
@@ -30,6 +41,7 @@ type effects struct {
 	batches   []int
 	down      bool
 	batchDown bool
+	short     bool
 	abort     func() // called by "a <id>" effects: Abort from inside a batch
 	lastAdd   func(ledger.TopicPartition) int64
 }
@@ -47,13 +59,13 @@ type fxValue struct{ kind, id string }
 func (fx *effects) handler(m *kafka.Message) (Event[string], error) {
 	kind, id, _ := strings.Cut(string(m.Value), " ")
 	switch kind {
-	case "e", "r", "f", "a":
+	case "e", "d", "r", "k", "f", "a":
 		return Event[string]{Effect: fxValue{kind: kind, id: id}}, nil
 	}
 	return testHandler(m)
 }
 
-func (fx *effects) apply(ctx context.Context, batch []Effect) error {
+func (fx *effects) apply(ctx context.Context, batch []Effect) ([]sink.Result, error) {
 	fx.mu.Lock()
 	defer fx.mu.Unlock()
 	fx.batches = append(fx.batches, len(batch))
@@ -64,22 +76,31 @@ func (fx *effects) apply(ctx context.Context, batch []Effect) error {
 		fx.runs = append(fx.runs, fmt.Sprintf("%s@%d(last added %d)", v.id, m.TopicPartition.Offset, fx.lastAdd(tp)))
 	}
 	if fx.batchDown {
-		return fmt.Errorf("applying a batch: %w", errOutage)
+		return nil, fmt.Errorf("applying a batch: %w", errOutage)
 	}
+	res := make([]sink.Result, len(batch))
 	for i := range batch {
+		res[i].Outcome = sink.Applied
 		switch v := batch[i].Value.(fxValue); v.kind {
+		case "d":
+			res[i].Outcome = sink.Duplicate
 		case "r":
-			batch[i].Err = Reject(fmt.Errorf("credit: %w", &refusedError{id: v.id}))
+			res[i] = sink.Result{Outcome: sink.Rejected, Err: fmt.Errorf("credit: %w", &refusedError{id: v.id})}
+		case "k":
+			res[i] = sink.Result{Outcome: sink.Conflict, Err: &sink.ConflictError{ID: v.id}}
 		case "f":
 			if fx.down {
-				batch[i].Err = fmt.Errorf("applying %s: %w", v.id, errOutage)
+				res[i] = sink.Result{Err: fmt.Errorf("applying %s: %w", v.id, errOutage)}
 			}
 		case "a":
 			fx.abort()
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
-	return nil
+	if fx.short {
+		res = res[1:]
+	}
+	return res, nil
 }
 
 func (fx *effects) ran() []string {
@@ -223,6 +244,62 @@ func TestEffectRejectionIsDeadLettered(t *testing.T) {
 	assert.Equal(t, c.Consumed, c.Admitted+c.Late+c.DeadLettered)
 }
 
+// Each Outcome of an effect's result decides its message: applied or a duplicate of an earlier
+// delivery is admitted as an effect, rejected or conflicting is dead-lettered with the
+// result's Err as its cause. Every message ends admitted or in the dead-letter topic.
+func TestEffectOutcomesDecideTheMessage(t *testing.T) {
+	h, _ := newEffectHarness(t, nil)
+	p0 := tp("t", 0)
+	h.assign(p0, -1, "")
+	h.feedChunk(p0, 0, "e a", "d b", "r c", "k d")
+	require.NoError(t, h.p.halted())
+	assert.Equal(t, []Decision{Admitted, Admitted, DeadLettered, DeadLettered}, h.outcomes(p0, 4))
+	require.Equal(t, 2, h.dlq.count())
+	var conflict *sink.ConflictError
+	require.ErrorAs(t, h.dlq.sent[1].cause, &conflict)
+	assert.Equal(t, "d", conflict.ID)
+	h.dlq.deliver(0, nil)
+	h.dlq.deliver(1, nil)
+	h.tick()
+	assert.Equal(t, int64(4), h.committed(p0))
+	c := h.p.counters.snapshot()
+	assert.Equal(t, [4]int64{4, 2, 2, 2}, [4]int64{c.Consumed, c.Admitted, c.DeadLettered, c.Effects},
+		"consumed, admitted, dead-lettered, effects")
+}
+
+// A rejection without a reason is still the message's fault: dead-lettered, with a cause that
+// names the outcome.
+func TestEffectRejectionWithoutAReason(t *testing.T) {
+	h := newHarness(t, func(c *Config[string]) {
+		c.Topics = map[string]Handler[string]{"t": func(m *kafka.Message) (Event[string], error) {
+			return Event[string]{Effect: string(m.Value)}, nil
+		}}
+		c.ApplyEffects = func(_ context.Context, batch []Effect) ([]sink.Result, error) {
+			return []sink.Result{{Outcome: sink.Conflict}}, nil
+		}
+	})
+	p0 := tp("t", 0)
+	h.assign(p0, -1, "")
+	h.feed(p0, 0, "x")
+	require.NoError(t, h.p.halted())
+	assert.Equal(t, []Decision{DeadLettered}, h.outcomes(p0, 1))
+	require.Equal(t, 1, h.dlq.count())
+	assert.EqualError(t, h.dlq.sent[0].cause, "consumer: effect conflict, with no reason given")
+}
+
+// ApplyEffects returning a result count other than its batch's fails the batch whole: nothing
+// of it is decided, and Run stops.
+func TestEffectResultCountMismatchFailsTheBatch(t *testing.T) {
+	h, fx := newEffectHarness(t, nil)
+	fx.short = true
+	p0 := tp("t", 0)
+	h.assign(p0, -1, "")
+	h.feedChunk(p0, 0, "e a", "e b")
+	require.ErrorIs(t, h.p.halted(), ErrEffect)
+	assert.Contains(t, h.p.halted().Error(), "returned 1 results for a batch of 2 effects")
+	assert.Equal(t, Counters{}, h.p.counters.snapshot(), "nothing decided")
+}
+
 // Any other failure of an effect stops the consumer before the message is recorded: nothing
 // at or past it is decided or committed (what was durable before it is), and a restart from
 // the committed offset runs it again.
@@ -355,13 +432,13 @@ func TestEffectBatchesOfPartitionsRunConcurrently(t *testing.T) {
 		c.Topics = map[string]Handler[string]{"t": func(m *kafka.Message) (Event[string], error) {
 			return Event[string]{Effect: string(m.Value)}, nil
 		}}
-		c.ApplyEffects = func(ctx context.Context, batch []Effect) error {
+		c.ApplyEffects = func(ctx context.Context, batch []Effect) ([]sink.Result, error) {
 			inside.Done()
 			select {
 			case <-both:
-				return nil
+				return applied(len(batch)), nil
 			case <-time.After(10 * time.Second):
-				return errors.New("the other partition's batch never ran alongside")
+				return nil, errors.New("the other partition's batch never ran alongside")
 			}
 		}
 	})

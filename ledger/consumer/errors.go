@@ -15,10 +15,10 @@ var (
 	// ErrUndecodable: a message failed to decode and no dead-letter topic is configured; Run
 	// stops without committing it.
 	ErrUndecodable = errors.New("consumer: undecodable message and no dead-letter topic")
-	// ErrEffect: a batch of effects ([Config.ApplyEffects]) failed as a whole, or an effect
-	// failed for a reason other than its message (a database that stays unreachable, a
-	// timeout); Run stops after committing what is durable, which never includes the batch, or
-	// that message, or anything after it in its partition.
+	// ErrEffect: a batch of effects ([Config.ApplyEffects]) failed as a whole, or an effect's
+	// result has no Outcome: it failed for a reason other than its message (a database that
+	// stays unreachable, a timeout); Run stops after committing what is durable, which never
+	// includes the batch, or that message, or anything after it in its partition.
 	ErrEffect = errors.New("consumer: effect failed")
 	// ErrAborted: the graceful shutdown was aborted (Abort, or ShutdownTimeout); what was not
 	// yet durable was not committed.

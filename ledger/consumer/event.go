@@ -7,7 +7,6 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
-	"github.com/streamledger/streamledger/dlq"
 	"github.com/streamledger/streamledger/sink"
 	"github.com/streamledger/streamledger/window"
 )
@@ -62,13 +61,6 @@ type Effect struct {
 	Message *kafka.Message
 	// Value is the message's [Event.Effect].
 	Value any
-	// Err is set by ApplyEffects for an effect it did not commit while it committed the
-	// batch: an error wrapping a [RejectedError] (see [Reject]) refuses the message as its own
-	// fault (an unknown account, a conflicting operation id, a value the database rejects as
-	// data), which is dead-lettered like a decode error; any other error stops [Consumer.Run]
-	// with an error wrapping [ErrEffect] before this message is recorded, so neither it nor
-	// anything after it in its partition is committed and a restart applies it again.
-	Err error
 }
 
 // Value is one window contribution: Value added once under each of Keys (for example, in
@@ -120,30 +112,6 @@ func (e *EventError) Error() string { return "consumer: invalid event: " + e.Rea
 
 // ErrorClass groups these failures in dead-letter reports (see dlq.Classifier).
 func (e *EventError) ErrorClass() string { return "consumer.invalid-event" }
-
-// Reject marks err, set as an [Effect]'s Err by [Config.ApplyEffects], as the message's own
-// fault: the effect refused it (an unknown account, a conflicting operation id, a value the
-// database rejects as data) and did nothing, so the message is dead-lettered with err as its
-// cause instead of stopping the consumer. The letter's class is err's (dlq.ErrorClass).
-// Reject(nil) is nil.
-func Reject(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &RejectedError{Err: err}
-}
-
-// RejectedError is an effect's refusal of its message; see [Reject].
-type RejectedError struct {
-	Err error
-}
-
-func (e *RejectedError) Error() string { return e.Err.Error() }
-func (e *RejectedError) Unwrap() error { return e.Err }
-
-// ErrorClass is the class of the refusal's cause, so that the dead letter is grouped by why the
-// effect refused it.
-func (e *RejectedError) ErrorClass() string { return dlq.ErrorClass(e.Err) }
 
 func checkValue(v float64) error {
 	switch {

@@ -134,28 +134,43 @@ type unknownAccount struct{ id string }
 func (e *unknownAccount) Error() string      { return "account " + e.id + " does not exist" }
 func (e *unknownAccount) ErrorClass() string { return "credit.unknown_account" }
 
-// ApplyEffects tells a message's own fault from the infrastructure's with Reject: a rejected
-// message is dead-lettered with the refusal's class, any other error stops the consumer.
-func ExampleReject() {
-	apply := func(ctx context.Context, batch []consumer.Effect) error {
+// ApplyEffects tells a message's own fault from the infrastructure's by the Outcome of its
+// result: a rejected message is dead-lettered with its Err's class, a result with no Outcome
+// stops the consumer before the message, and a restart applies it again.
+func ExampleConfig_applyEffects() {
+	apply := func(ctx context.Context, batch []consumer.Effect) ([]sink.Result, error) {
+		res := make([]sink.Result, len(batch))
 		for i, e := range batch {
-			if account := e.Value.(string); account != "a1" {
-				batch[i].Err = consumer.Reject(fmt.Errorf("credit c7: %w", &unknownAccount{id: account}))
+			switch account := e.Value.(string); account {
+			case "a1":
+				res[i] = sink.Result{Outcome: sink.Applied}
+			case "down":
+				res[i] = sink.Result{Err: errors.New("ledger service unavailable")}
+			default:
+				res[i] = sink.Result{Outcome: sink.Rejected, Err: fmt.Errorf("credit c7: %w", &unknownAccount{id: account})}
 			}
 		}
-		return nil
+		return res, nil
 	}
-	batch := []consumer.Effect{{Value: "a9"}}
-	if err := apply(context.Background(), batch); err != nil {
+	res, err := apply(context.Background(), []consumer.Effect{{Value: "a1"}, {Value: "a9"}, {Value: "down"}})
+	if err != nil {
 		panic(err)
 	}
-	err := batch[0].Err
-	var rejected *consumer.RejectedError
-	fmt.Println(errors.As(err, &rejected), dlq.ErrorClass(err))
-	fmt.Println(err)
+	// What Run makes of each result.
+	for _, r := range res {
+		switch r.Outcome {
+		case sink.Applied, sink.Duplicate:
+			fmt.Println("admitted")
+		case sink.Rejected, sink.Conflict:
+			fmt.Printf("dead-lettered, class %s: %v\n", dlq.ErrorClass(r.Err), r.Err)
+		default:
+			fmt.Printf("stops before the message: %v\n", r.Err)
+		}
+	}
 	// Output:
-	// true credit.unknown_account
-	// credit c7: account a9 does not exist
+	// admitted
+	// dead-lettered, class credit.unknown_account: credit c7: account a9 does not exist
+	// stops before the message: ledger service unavailable
 }
 
 // A consumer of effects only: no sink, no window keys. The handler decodes each message's
@@ -170,9 +185,14 @@ func Example_effects() {
 		Account string `json:"account"`
 		Amount  int64  `json:"amount"`
 	}
-	applyOnce := func(ctx context.Context, cs []credit) (refused []error, err error) {
-		// In production: one transaction with each operation's marker and credit.
-		return make([]error, len(cs)), nil
+	applyOnce := func(ctx context.Context, cs []credit) ([]sink.Result, error) {
+		// In production: one transaction with each operation's marker and credit, such as
+		// sink/postgres Effects.Apply, which returns one result per operation.
+		res := make([]sink.Result, len(cs))
+		for i := range res {
+			res[i].Outcome = sink.Applied
+		}
+		return res, nil
 	}
 	handle := func(m *kafka.Message) (consumer.Event[struct{}], error) {
 		var c credit
@@ -181,19 +201,14 @@ func Example_effects() {
 		}
 		return consumer.Event[struct{}]{Effect: c}, nil
 	}
-	apply := func(ctx context.Context, batch []consumer.Effect) error {
+	apply := func(ctx context.Context, batch []consumer.Effect) ([]sink.Result, error) {
 		cs := make([]credit, len(batch))
 		for i, e := range batch {
 			cs[i] = e.Value.(credit)
 		}
-		refused, err := applyOnce(ctx, cs)
-		if err != nil {
-			return err // the batch failed whole: Run stops, a restart applies it again
-		}
-		for i, r := range refused {
-			batch[i].Err = consumer.Reject(r) // dead-lettered
-		}
-		return nil
+		// An error fails the batch whole: Run stops, and a restart applies it again. A
+		// rejected or conflicting result is dead-lettered.
+		return applyOnce(ctx, cs)
 	}
 	brokers := kafka.ConfigMap{"bootstrap.servers": "localhost:9092"}
 	dead, err := dlqkafka.NewProducer(dlqkafka.Config{Kafka: brokers, ConsumerID: "credits-1", CreateTopics: true})

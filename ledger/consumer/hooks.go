@@ -101,8 +101,8 @@ type MessageInfo struct {
 	Effect bool
 	// Condition is what makes the entry durable in the ledger.
 	Condition ledger.Condition
-	// Err is the decode or validation error of a dead letter, or the refusal of its effect
-	// (a [RejectedError]).
+	// Err is the decode or validation error of a dead letter, or the Err of its effect's
+	// rejected or conflicting [sink.Result].
 	Err error
 }
 

@@ -28,10 +28,12 @@ var ErrIDTooLong = errors.New("mysql: operation ID longer than the marker table 
 
 // Effect applies, in tx, the effects of the operations of a batch whose markers were just
 // accepted. ops holds their positions in the batch passed to [Effects.Apply], in batch order;
-// their IDs are distinct. It returns one error per element of ops: nil when that operation's
-// effect wrote at least one row, or why the operation is refused (wrapping [sink.ErrNoEffect]
-// when its effect touched no row). A refused operation must have written nothing; its marker
-// is removed in the same transaction and Apply reports it [sink.Rejected] with that error.
+// their IDs are distinct. It returns one [sink.Result] per element of ops: [sink.Applied]
+// when that operation's effect wrote at least one row, or [sink.Rejected] with why the
+// operation is refused in Err (wrapping [sink.ErrNoEffect] when its effect touched no row).
+// Any other result fails the call with an error wrapping [sink.ErrInvalid]. A rejected
+// operation must have written nothing; its marker is removed in the same transaction and
+// Apply returns its result as it is.
 // Reporting every operation that touched no row is the effect's duty: a marker committed
 // without its effect would record the operation as done. MySQL counts a row as affected only
 // when its values change, so an effect that must tell a missing row from an unchanged one
@@ -42,7 +44,7 @@ var ErrIDTooLong = errors.New("mysql: operation ID longer than the marker table 
 // each operation's effect alone under a savepoint, in order, and rejects those that fail so;
 // any other error fails the attempt (see [Effects.Apply]). Effect must use only tx, and must
 // not commit or roll it back.
-type Effect func(ctx context.Context, tx *sql.Tx, ops []int) ([]error, error)
+type Effect func(ctx context.Context, tx *sql.Tx, ops []int) ([]sink.Result, error)
 
 // EffectConfig configures [Effects]. Zero fields take the defaults in brackets.
 type EffectConfig struct {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/streamledger/streamledger/internal/effectbatch"
 	"github.com/streamledger/streamledger/internal/faults"
+	"github.com/streamledger/streamledger/sink"
 )
 
 // Server errors that report an operation's data without a class 22 or 23 SQLSTATE.
@@ -158,34 +159,34 @@ func (e *Effects) runEffect(ctx context.Context, tx *sql.Tx, b *effectbatch.Batc
 		return nil
 	}
 	if !b.Isolate {
-		errs, err := effect(ctx, tx, accepted)
+		res, err := effect(ctx, tx, accepted)
 		if err != nil {
 			if dataError(err) {
 				return &effectbatch.IsolateError{Err: err}
 			}
 			return fmt.Errorf("effect: %w", err)
 		}
-		return b.Record(accepted, errs)
+		return b.Record(accepted, res)
 	}
 	for _, i := range accepted {
 		one := []int{i}
 		if _, err := tx.ExecContext(ctx, "SAVEPOINT effect"); err != nil {
 			return fmt.Errorf("savepoint: %w", err)
 		}
-		errs, err := effect(ctx, tx, one)
+		res, err := effect(ctx, tx, one)
 		switch {
 		case err != nil && dataError(err):
 			if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT effect"); rerr != nil {
 				return fmt.Errorf("rollback to savepoint: %w", rerr)
 			}
-			errs = []error{fmt.Errorf("effect of %q: %w", b.Ops[i].ID, err)}
+			res = []sink.Result{{Outcome: sink.Rejected, Err: fmt.Errorf("effect of %q: %w", b.Ops[i].ID, err)}}
 		case err != nil:
 			return fmt.Errorf("effect: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT effect"); err != nil {
 			return fmt.Errorf("release savepoint: %w", err)
 		}
-		if err := b.Record(one, errs); err != nil {
+		if err := b.Record(one, res); err != nil {
 			return err
 		}
 	}

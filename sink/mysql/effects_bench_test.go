@@ -21,7 +21,7 @@ import (
 // the client (interpolated). ops/s is the rate of one connection.
 func BenchmarkEffectsApply(b *testing.B) {
 	db := mytest.New(b)
-	nop := func(_ context.Context, _ *sql.Tx, ops []int) ([]error, error) { return make([]error, len(ops)), nil }
+	nop := func(_ context.Context, _ *sql.Tx, ops []int) ([]sink.Result, error) { return applied(len(ops)), nil }
 	for _, mode := range []string{"prepared", "interpolated"} {
 		cfg, err := mysql.ParseDSN(db.DSN)
 		require.NoError(b, err)

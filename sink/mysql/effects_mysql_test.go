@@ -17,6 +17,15 @@ import (
 	mysink "github.com/streamledger/streamledger/sink/mysql"
 )
 
+// applied is the result of an effect that applied all n operations.
+func applied(n int) []sink.Result {
+	res := make([]sink.Result, n)
+	for i := range res {
+		res[i].Outcome = sink.Applied
+	}
+	return res
+}
+
 func outcomesOf(res []sink.Result) []sink.Outcome {
 	out := make([]sink.Outcome, len(res))
 	for i, r := range res {
@@ -133,7 +142,7 @@ func TestEffectTableNameQuoted(t *testing.T) {
 		assert.Contains(t, st, "`mark``ers; DROP TABLE x`", st)
 		assert.NotContains(t, st, "'", "values are parameters: %s", st)
 	}
-	nop := func(_ context.Context, _ *sql.Tx, ops []int) ([]error, error) { return make([]error, len(ops)), nil }
+	nop := func(_ context.Context, _ *sql.Tx, ops []int) ([]sink.Result, error) { return applied(len(ops)), nil }
 	res, err := e.Apply(ctx, []sink.Operation{{ID: "a", Payload: []byte("1")}, {ID: "a", Payload: []byte("1")}}, nop)
 	require.NoError(t, err)
 	assert.Equal(t, []sink.Outcome{sink.Applied, sink.Duplicate}, outcomesOf(res))

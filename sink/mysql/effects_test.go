@@ -164,7 +164,7 @@ func (e effects) Apply(ctx context.Context, batch []effecttest.Credit) ([]sink.R
 func (e effects) ApplyVerdict(ctx context.Context, ops []sink.Operation, v effecttest.Verdict) ([]sink.Result, error) {
 	var eff mysink.Effect
 	if v != nil {
-		eff = func(_ context.Context, _ *sql.Tx, ops []int) ([]error, error) { return v(ops) }
+		eff = func(_ context.Context, _ *sql.Tx, ops []int) ([]sink.Result, error) { return v(ops) }
 	}
 	return e.e.Apply(ctx, ops, eff)
 }
@@ -175,7 +175,7 @@ func (e effects) Prune(ctx context.Context) (int64, error) { return e.e.Prune(ct
 // operation in batch order, logs it on its account, and refuses one whose account does not
 // exist.
 func creditEffect(batch []effecttest.Credit) mysink.Effect {
-	return func(ctx context.Context, tx *sql.Tx, ops []int) ([]error, error) {
+	return func(ctx context.Context, tx *sql.Tx, ops []int) ([]sink.Result, error) {
 		// Concurrent batches lock their accounts in one order, so that they cannot deadlock.
 		accounts := make([]any, len(ops))
 		for k, i := range ops {
@@ -191,21 +191,22 @@ func creditEffect(batch []effecttest.Credit) mysink.Effect {
 		if err := rows.Close(); err != nil {
 			return nil, err
 		}
-		errs := make([]error, len(ops))
+		res := make([]sink.Result, len(ops))
 		for k, i := range ops {
 			c := batch[i]
-			res, err := tx.ExecContext(ctx, "UPDATE accounts SET balance = balance + ?, credits = credits + 1 WHERE id = ?", c.Amount, c.Account)
+			r, err := tx.ExecContext(ctx, "UPDATE accounts SET balance = balance + ?, credits = credits + 1 WHERE id = ?", c.Amount, c.Account)
 			if err != nil {
 				return nil, err
 			}
-			if n, err := res.RowsAffected(); err != nil || n == 0 {
-				errs[k] = fmt.Errorf("%w: account %q", sink.ErrNoEffect, c.Account)
+			if n, err := r.RowsAffected(); err != nil || n == 0 {
+				res[k] = sink.Result{Outcome: sink.Rejected, Err: fmt.Errorf("%w: account %q", sink.ErrNoEffect, c.Account)}
 				continue
 			}
 			if _, err := tx.ExecContext(ctx, "INSERT INTO account_ops (account, op_id) VALUES (?, ?)", c.Account, c.OpID); err != nil {
 				return nil, err
 			}
+			res[k] = sink.Result{Outcome: sink.Applied}
 		}
-		return errs, nil
+		return res, nil
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/streamledger/streamledger/internal/effectbatch"
 	"github.com/streamledger/streamledger/internal/faults"
+	"github.com/streamledger/streamledger/sink"
 )
 
 // dataError reports whether err is a data exception or an integrity constraint violation:
@@ -135,14 +136,14 @@ func (e *Effects) runEffect(ctx context.Context, tx pgx.Tx, b *effectbatch.Batch
 		return nil
 	}
 	if !b.Isolate {
-		errs, err := effect(ctx, tx, accepted)
+		res, err := effect(ctx, tx, accepted)
 		if err != nil {
 			if dataError(err) {
 				return &effectbatch.IsolateError{Err: err}
 			}
 			return fmt.Errorf("effect: %w", err)
 		}
-		return b.Record(accepted, errs)
+		return b.Record(accepted, res)
 	}
 	for _, i := range accepted {
 		one := []int{i}
@@ -150,13 +151,13 @@ func (e *Effects) runEffect(ctx context.Context, tx pgx.Tx, b *effectbatch.Batch
 		if err != nil {
 			return fmt.Errorf("savepoint: %w", err)
 		}
-		errs, err := effect(ctx, sp, one)
+		res, err := effect(ctx, sp, one)
 		switch {
 		case err != nil && dataError(err):
 			if rerr := sp.Rollback(ctx); rerr != nil {
 				return fmt.Errorf("rollback to savepoint: %w", rerr)
 			}
-			errs, err = []error{fmt.Errorf("effect of %q: %w", b.Ops[i].ID, err)}, nil
+			res, err = []sink.Result{{Outcome: sink.Rejected, Err: fmt.Errorf("effect of %q: %w", b.Ops[i].ID, err)}}, nil
 		case err != nil:
 			return fmt.Errorf("effect: %w", err)
 		default:
@@ -164,7 +165,7 @@ func (e *Effects) runEffect(ctx context.Context, tx pgx.Tx, b *effectbatch.Batch
 				return fmt.Errorf("release savepoint: %w", err)
 			}
 		}
-		if err := b.Record(one, errs); err != nil {
+		if err := b.Record(one, res); err != nil {
 			return err
 		}
 	}

@@ -127,7 +127,7 @@ func (e effects) Apply(ctx context.Context, batch []effecttest.Credit) ([]sink.R
 func (e effects) ApplyVerdict(ctx context.Context, ops []sink.Operation, v effecttest.Verdict) ([]sink.Result, error) {
 	var eff postgres.Effect
 	if v != nil {
-		eff = func(_ context.Context, _ pgx.Tx, ops []int) ([]error, error) { return v(ops) }
+		eff = func(_ context.Context, _ pgx.Tx, ops []int) ([]sink.Result, error) { return v(ops) }
 	}
 	return e.e.Apply(ctx, ops, eff)
 }
@@ -138,7 +138,7 @@ func (e effects) Prune(ctx context.Context) (int64, error) { return e.e.Prune(ct
 // operation in batch order, and refuses one whose account does not exist: a balance credit,
 // recorded per operation in ops.
 func creditEffect(batch []effecttest.Credit) postgres.Effect {
-	return func(ctx context.Context, tx pgx.Tx, ops []int) ([]error, error) {
+	return func(ctx context.Context, tx pgx.Tx, ops []int) ([]sink.Result, error) {
 		// Concurrent batches lock their accounts in one order, so that they cannot deadlock.
 		accounts := make([]string, len(ops))
 		for k, i := range ops {
@@ -147,17 +147,18 @@ func creditEffect(batch []effecttest.Credit) postgres.Effect {
 		if _, err := tx.Exec(ctx, "SELECT 1 FROM accounts WHERE id = ANY($1) ORDER BY id FOR UPDATE", accounts); err != nil {
 			return nil, err
 		}
-		errs := make([]error, len(ops))
+		res := make([]sink.Result, len(ops))
 		for k, i := range ops {
 			c := batch[i]
 			tag, err := tx.Exec(ctx, "UPDATE accounts SET balance = balance + $2, ops = array_append(ops, $3) WHERE id = $1", c.Account, c.Amount, c.OpID)
 			if err != nil {
 				return nil, err
 			}
+			res[k] = sink.Result{Outcome: sink.Applied}
 			if tag.RowsAffected() == 0 {
-				errs[k] = fmt.Errorf("%w: account %q", sink.ErrNoEffect, c.Account)
+				res[k] = sink.Result{Outcome: sink.Rejected, Err: fmt.Errorf("%w: account %q", sink.ErrNoEffect, c.Account)}
 			}
 		}
-		return errs, nil
+		return res, nil
 	}
 }

@@ -185,7 +185,7 @@ func ExampleEffects_Apply() {
 	}
 	// The effect credits the accepted operations with one statement and reports those whose
 	// account does not exist.
-	effect := func(ctx context.Context, tx pgx.Tx, at []int) ([]error, error) {
+	effect := func(ctx context.Context, tx pgx.Tx, at []int) ([]sink.Result, error) {
 		ids, accts, amounts := make([]string, len(at)), make([]string, len(at)), make([]int64, len(at))
 		for k, i := range at {
 			ids[k], accts[k], amounts[k] = credits[i].id, credits[i].account, credits[i].amount
@@ -200,13 +200,14 @@ func ExampleEffects_Apply() {
 		if err != nil {
 			return nil, err
 		}
-		errs := make([]error, len(at))
+		res := make([]sink.Result, len(at))
 		for k := range at {
+			res[k] = sink.Result{Outcome: sink.Applied}
 			if !slices.Contains(touched, accts[k]) {
-				errs[k] = fmt.Errorf("%w: no account %q", sink.ErrNoEffect, accts[k])
+				res[k] = sink.Result{Outcome: sink.Rejected, Err: fmt.Errorf("%w: no account %q", sink.ErrNoEffect, accts[k])}
 			}
 		}
-		return errs, nil
+		return res, nil
 	}
 	res, err := e.Apply(ctx, ops, effect)
 	if err != nil {

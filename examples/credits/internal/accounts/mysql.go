@@ -84,7 +84,7 @@ func (s *MySQL) Prune(ctx context.Context) (int64, error) { return s.effects.Pru
 // accepted credits, each refused with [sink.ErrNoEffect] when its account does not exist,
 // after check (as [Store.Apply] describes).
 func (s *MySQL) Effect(cs []credit.Credit, check func(i int) error) mysink.Effect {
-	return func(ctx context.Context, tx *sql.Tx, ops []int) ([]error, error) {
+	return func(ctx context.Context, tx *sql.Tx, ops []int) ([]sink.Result, error) {
 		return effect(cs, ops, check, func(batch []credit.Credit) ([]bool, error) { return s.Credits(ctx, tx, batch) })
 	}
 }

@@ -162,7 +162,7 @@ func (s *Postgres) Credits(ctx context.Context, tx pgx.Tx, cs []credit.Credit) (
 //
 // [postgres.Effects.Apply]: https://pkg.go.dev/github.com/streamledger/streamledger/sink/postgres#Effects.Apply
 func (s *Postgres) Effect(cs []credit.Credit, check func(i int) error) postgres.Effect {
-	return func(ctx context.Context, tx pgx.Tx, ops []int) ([]error, error) {
+	return func(ctx context.Context, tx pgx.Tx, ops []int) ([]sink.Result, error) {
 		return effect(cs, ops, check, func(batch []credit.Credit) ([]bool, error) { return s.Credits(ctx, tx, batch) })
 	}
 }

@@ -86,15 +86,17 @@ func operations(cs []credit.Credit) []sink.Operation {
 }
 
 // effect is the credit effect on the accepted credits ops (positions in cs): check first,
-// then credits on those check let through, each refused with [sink.ErrNoEffect] when
-// credits reports that its account does not exist.
-func effect(cs []credit.Credit, ops []int, check func(i int) error, credits func([]credit.Credit) ([]bool, error)) ([]error, error) {
-	errs := make([]error, len(ops))
+// then credits on those check let through; a credit is rejected with check's error, or with
+// [sink.ErrNoEffect] when credits reports that its account does not exist, and applied
+// otherwise.
+func effect(cs []credit.Credit, ops []int, check func(i int) error, credits func([]credit.Credit) ([]bool, error)) ([]sink.Result, error) {
+	res := make([]sink.Result, len(ops))
 	batch := make([]credit.Credit, 0, len(ops))
 	at := make([]int, 0, len(ops)) // position in ops of each credit of batch
 	for k, i := range ops {
 		if check != nil {
-			if errs[k] = check(i); errs[k] != nil {
+			if err := check(i); err != nil {
+				res[k] = sink.Result{Outcome: sink.Rejected, Err: err}
 				continue
 			}
 		}
@@ -102,19 +104,20 @@ func effect(cs []credit.Credit, ops []int, check func(i int) error, credits func
 		at = append(at, k)
 	}
 	if len(batch) == 0 {
-		return errs, nil
+		return res, nil
 	}
 	written, err := credits(batch)
 	if err != nil {
 		return nil, err
 	}
 	for j, ok := range written {
+		res[at[j]] = sink.Result{Outcome: sink.Applied}
 		if !ok {
 			c := batch[j]
-			errs[at[j]] = fmt.Errorf("%w: credit %q: account %q does not exist", sink.ErrNoEffect, c.ID, c.Account)
+			res[at[j]] = sink.Result{Outcome: sink.Rejected, Err: fmt.Errorf("%w: credit %q: account %q does not exist", sink.ErrNoEffect, c.ID, c.Account)}
 		}
 	}
-	return errs, nil
+	return res, nil
 }
 
 // Refused returns the [*RejectedError] of c when err is a data error of the database, and nil

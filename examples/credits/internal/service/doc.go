@@ -23,7 +23,7 @@
 //     is committed at the next commit;
 //   - a credit the sink refuses (unknown account, conflicting payload, refused by the
 //     database, beyond the marker horizon) leaves no marker and is dead-lettered with its
-//     class ([consumer.Reject]); the rest of its batch is applied;
+//     class (its [sink.Result] stays rejected or conflicting); the rest of its batch is applied;
 //   - a batch that fails whole (the database unreachable after the sink's retries) stops the
 //     service before any of its credits is recorded (consumer.ErrEffect), after committing
 //     what is durable, so a restart applies the batch again.
@@ -58,7 +58,6 @@
 // than the service's clock.
 //
 // [consumer.Consumer]: https://pkg.go.dev/github.com/streamledger/streamledger/ledger/consumer#Consumer
-// [consumer.Reject]: https://pkg.go.dev/github.com/streamledger/streamledger/ledger/consumer#Reject
 // [postgres.Effects]: https://pkg.go.dev/github.com/streamledger/streamledger/sink/postgres#Effects
 // [postgres.Effects.Apply]: https://pkg.go.dev/github.com/streamledger/streamledger/sink/postgres#Effects.Apply
 package service

@@ -28,9 +28,11 @@ func handle(m *kafka.Message) (consumer.Event[noKey], error) {
 
 // applyBatch is the runtime's ApplyEffects: a batch of one partition's credits, in offset
 // order, applied by the effect sink in one transaction, with each credit's marker. A credit
-// the sink refuses for a reason of its own is rejected (dead-lettered); a failure of the
-// batch is returned as it is and stops the consumer before the batch is recorded.
-func (s *Service) applyBatch(ctx context.Context, batch []consumer.Effect) error {
+// the sink refuses for a reason of its own keeps its rejected or conflicting result (it is
+// dead-lettered); one refused for another reason gets a result with no outcome, which stops
+// the consumer before it; a failure of the batch is returned as it is and stops the consumer
+// before the batch is recorded.
+func (s *Service) applyBatch(ctx context.Context, batch []consumer.Effect) ([]sink.Result, error) {
 	ds := make([]Delivery, len(batch))
 	cs := make([]credit.Credit, len(batch))
 	for i, e := range batch {
@@ -42,12 +44,12 @@ func (s *Service) applyBatch(ctx context.Context, batch []consumer.Effect) error
 		h(ds)
 	}
 	if err := ctx.Err(); err != nil {
-		return err // aborted by the hook: no transaction
+		return nil, err // aborted by the hook: no transaction
 	}
 	res, err := s.store.Apply(ctx, cs, func(i int) error { return s.checkHorizon(ds[i]) })
 	if err != nil {
 		s.cfg.Logger.Error("cannot apply a batch of credits; stopping", "from", ds[0].String(), "credits", len(ds), "error", err)
-		return fmt.Errorf("service: %d credits from %s: %w", len(ds), ds[0], err)
+		return nil, fmt.Errorf("service: %d credits from %s: %w", len(ds), ds[0], err)
 	}
 	for i, r := range res {
 		d := Decision{Delivery: ds[i]}
@@ -61,14 +63,14 @@ func (s *Service) applyBatch(ctx context.Context, batch []consumer.Effect) error
 		default:
 			cause := refused(cs[i], r.Err)
 			if cause == nil {
-				batch[i].Err = fmt.Errorf("service: credit %q: %w", cs[i].ID, r.Err)
+				res[i] = sink.Result{Err: fmt.Errorf("service: credit %q: %w", cs[i].ID, r.Err)}
 				continue
 			}
-			batch[i].Err = consumer.Reject(cause)
+			res[i].Err = cause
 		}
 		s.decisions.put(d)
 	}
-	return nil
+	return res, nil
 }
 
 // checkHorizon refuses a credit older than the marker horizon. The effect sink calls it for a
@@ -88,8 +90,9 @@ func (s *Service) checkHorizon(d Delivery) error {
 	return nil
 }
 
-// refused returns the dead-letter cause when err is the credit's own fault (nothing was
-// applied and no marker stored), or nil for a failure of the infrastructure.
+// refused returns the dead-letter cause when err, the Err of a rejected or conflicting result,
+// is the credit's own fault (nothing was applied and no marker stored), or nil for a failure
+// of the infrastructure.
 func refused(c credit.Credit, err error) error {
 	var (
 		conflict *sink.ConflictError
