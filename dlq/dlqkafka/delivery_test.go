@@ -14,6 +14,7 @@ import (
 	"github.com/streamledger/streamledger/dlq"
 	"github.com/streamledger/streamledger/dlq/dlqkafka"
 	"github.com/streamledger/streamledger/internal/kafkatest"
+	"github.com/streamledger/streamledger/sink"
 )
 
 // TestRejectedDeadLetterNeverReportsSuccess: the broker rejects every produce to the DLQ topic.
@@ -21,7 +22,7 @@ import (
 // and nothing is in the topic. Once the broker accepts again the same producer delivers.
 func TestRejectedDeadLetterNeverReportsSuccess(t *testing.T) {
 	c := kafkatest.Start(t, kafkatest.Config{Topics: map[string]int32{"arrivals": 2, "dlq.arrivals": 2}})
-	p := newProducer(t, c, dlqkafka.Config{MaxAttempts: 3})
+	p := newProducer(t, c, dlqkafka.Config{Retry: sink.RetryPolicy{MaxAttempts: 3}})
 	fault := c.FailProduce("dlq.arrivals", -1, kerr.InvalidRecord)
 
 	d := send(t, p, source("arrivals", 1, 7), errors.New("bad"))
@@ -67,8 +68,8 @@ func TestFailedDeliveryIsRetried(t *testing.T) {
 func TestBrokerGoneNeverReportsSuccess(t *testing.T) {
 	c := kafkatest.Start(t, kafkatest.Config{Topics: map[string]int32{"arrivals": 1, "dlq.arrivals": 1}})
 	p := newProducer(t, c, dlqkafka.Config{
-		Kafka:       c.ConfigMap(kafka.ConfigMap{"message.timeout.ms": 300}),
-		MaxAttempts: 2,
+		Kafka: c.ConfigMap(kafka.ConfigMap{"message.timeout.ms": 300}),
+		Retry: sink.RetryPolicy{MaxAttempts: 2},
 	})
 	require.NoError(t, send(t, p, source("arrivals", 0, 1), errors.New("bad")).Err)
 

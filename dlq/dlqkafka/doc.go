@@ -19,7 +19,7 @@
 //		results <- result{off, err} // to the consumer loop, which acks the entry only if err == nil
 //	})
 //
-// A failed delivery is produced again, up to [Config].MaxAttempts attempts, then reported with a
+// A failed delivery is produced again, up to [Config].Retry.MaxAttempts attempts, then reported with a
 // [*DeliveryError], never as a success. [Producer.Close] waits for outstanding letters until its
 // context ends, then purges the rest and reports them as failed.
 //

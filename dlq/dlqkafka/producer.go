@@ -11,12 +11,8 @@ import (
 
 	"github.com/streamledger/streamledger/dlq"
 	"github.com/streamledger/streamledger/internal/kafkarecord"
-)
-
-// Defaults for the zero retry fields of [Config] and [ReplayConfig].
-const (
-	DefaultMaxAttempts  = 3
-	DefaultRetryBackoff = 500 * time.Millisecond
+	"github.com/streamledger/streamledger/internal/retry"
+	"github.com/streamledger/streamledger/sink"
 )
 
 // The defaults of the other zero fields of [Config] and [ReplayConfig].
@@ -49,13 +45,12 @@ type Config struct {
 	ReplicationFactor int
 	// TopicConfig is the configuration of created topics (retention.ms...). Nil means none.
 	TopicConfig map[string]string
-	// MaxAttempts bounds the produce attempts of one dead letter, the first included; zero means
-	// [DefaultMaxAttempts], negative one attempt (no retries). librdkafka retries within an
-	// attempt until message.timeout.ms; an attempt ends with a failed delivery report.
-	MaxAttempts int
-	// RetryBackoff is the wait before the next attempt; zero means [DefaultRetryBackoff],
-	// negative none.
-	RetryBackoff time.Duration
+	// Retry bounds the produce attempts of one dead letter, the first included, and the waits
+	// between them; each field's zero and negative values mean what [sink.RetryPolicy] says.
+	// Zero means 5 attempts, waiting 50 ms before the second and doubling up to 2 s (the
+	// default). librdkafka retries within an attempt until message.timeout.ms; an attempt ends
+	// with a failed delivery report.
+	Retry sink.RetryPolicy
 	// MetadataTimeout bounds one lookup or creation of a topic, within Send's context: a
 	// lookup is always bounded. Zero means 10 s; a negative value is refused.
 	MetadataTimeout time.Duration
@@ -91,24 +86,6 @@ type resolved struct {
 	partitions int
 }
 
-// attempts resolves MaxAttempts and RetryBackoff: zero means the default, negative no
-// retries and no wait.
-func attempts(n int, backoff time.Duration) (int, time.Duration) {
-	switch {
-	case n == 0:
-		n = DefaultMaxAttempts
-	case n < 0:
-		n = 1
-	}
-	switch {
-	case backoff == 0:
-		backoff = DefaultRetryBackoff
-	case backoff < 0:
-		backoff = 0
-	}
-	return n, backoff
-}
-
 // NewProducer checks cfg and starts an idempotent producer.
 func NewProducer(cfg Config) (*Producer, error) {
 	if cfg.ConsumerID == "" {
@@ -130,7 +107,7 @@ func NewProducer(cfg Config) (*Producer, error) {
 	if cfg.Topic == nil {
 		cfg.Topic = dlq.DefaultTopic
 	}
-	cfg.MaxAttempts, cfg.RetryBackoff = attempts(cfg.MaxAttempts, cfg.RetryBackoff)
+	cfg.Retry = retry.Resolve(cfg.Retry)
 	if cfg.MetadataTimeout == 0 {
 		cfg.MetadataTimeout = defaultMetadataTimeout
 	}
@@ -140,7 +117,7 @@ func NewProducer(cfg Config) (*Producer, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
-	s, err := newSender(cfg.Kafka, cfg.MaxAttempts, cfg.RetryBackoff, cfg.OnError)
+	s, err := newSender(cfg.Kafka, cfg.Retry, cfg.OnError)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +138,7 @@ func NewProducer(cfg Config) (*Producer, error) {
 // Exactly one of these happens: Send returns an error and done is never called, or Send returns
 // nil and done is called exactly once with the letter's outcome. done gets a nil error only on
 // a positive delivery report: only then is the source message durable and its offset safe to
-// commit; a failed delivery is retried up to Config.MaxAttempts
+// commit; a failed delivery is retried up to Config.Retry.MaxAttempts
 // times and then reported with its error, never as a success. Every done function of a Producer
 // runs on the producer's delivery goroutine, one at a time; it must not block or call Flush or
 // Close: hand the result to your own goroutine (for example, the consumer loop that acks the

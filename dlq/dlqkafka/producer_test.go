@@ -51,8 +51,8 @@ func newProducer(t *testing.T, c *kafkatest.Cluster, cfg dlqkafka.Config) *dlqka
 	if cfg.Clock == nil {
 		cfg.Clock = fixedClock()
 	}
-	if cfg.RetryBackoff == 0 {
-		cfg.RetryBackoff = 10 * time.Millisecond
+	if cfg.Retry.InitialBackoff == 0 {
+		cfg.Retry.InitialBackoff = 10 * time.Millisecond
 	}
 	last := &lastDelivery{}
 	cfg.Hooks = append(cfg.Hooks, last)

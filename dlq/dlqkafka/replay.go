@@ -13,7 +13,9 @@ import (
 
 	"github.com/streamledger/streamledger/dlq"
 	"github.com/streamledger/streamledger/internal/kafkaconf"
+	"github.com/streamledger/streamledger/internal/retry"
 	"github.com/streamledger/streamledger/ledger"
+	"github.com/streamledger/streamledger/sink"
 )
 
 // The defaults of the zero fields of [ReplayConfig].
@@ -53,11 +55,11 @@ type ReplayConfig struct {
 	// KeepTimestamp republishes with the original message's timestamp; false lets the producer
 	// stamp the replay's time.
 	KeepTimestamp bool
-	// MaxAttempts and RetryBackoff bound the produce attempts of one message, as in [Config]:
-	// zero means [DefaultMaxAttempts] and [DefaultRetryBackoff], negative one attempt and no
-	// wait. A message still unconfirmed after them ends the replay with an error.
-	MaxAttempts  int
-	RetryBackoff time.Duration
+	// Retry bounds the produce attempts of one message and the waits between them, as
+	// [Config.Retry] does. Zero means 5 attempts, waiting 50 ms before the second and doubling
+	// up to 2 s (the default). A message still unconfirmed after them ends the replay with an
+	// error.
+	Retry sink.RetryPolicy
 	// MetadataTimeout bounds one metadata, offset or commit request. Zero means 10 s; a
 	// negative value is refused.
 	MetadataTimeout time.Duration
@@ -100,7 +102,7 @@ type Entry struct {
 //
 // The group's offsets are committed only past messages that are done: a replayed letter once its
 // delivery report is positive, a skipped, refused or invalid one once decided. A failed delivery
-// (after MaxAttempts) ends the replay with an error, and the group stays before that letter, so
+// (after Retry.MaxAttempts) ends the replay with an error, and the group stays before that letter, so
 // the next run replays it again. The broker may then hold a copy from the failed run: replay is
 // at least once, and a consumer that writes idempotently (as streamledger's does) absorbs it.
 //
@@ -156,7 +158,7 @@ func (cfg ReplayConfig) withDefaults() (ReplayConfig, error) {
 	if cfg.Group == "" {
 		cfg.Group = defaultReplayGroupPrefix + cfg.Topic
 	}
-	cfg.MaxAttempts, cfg.RetryBackoff = attempts(cfg.MaxAttempts, cfg.RetryBackoff)
+	cfg.Retry = retry.Resolve(cfg.Retry)
 	cfg.MetadataTimeout = cmp.Or(cfg.MetadataTimeout, defaultMetadataTimeout)
 	cfg.CommitInterval = cmp.Or(cfg.CommitInterval, defaultCommitInterval)
 	cfg.MaxInFlight = cmp.Or(cfg.MaxInFlight, defaultMaxInFlight)
@@ -253,7 +255,7 @@ func (r *replayer) run(ctx context.Context) (dlq.Report, error) {
 	defer r.closeConsumer()
 	if !r.cfg.DryRun {
 		r.notify = make(chan struct{}, 1)
-		if r.sender, err = newSender(r.cfg.Kafka, r.cfg.MaxAttempts, r.cfg.RetryBackoff, r.cfg.OnError); err != nil {
+		if r.sender, err = newSender(r.cfg.Kafka, r.cfg.Retry, r.cfg.OnError); err != nil {
 			return r.report, fmt.Errorf("dlqkafka: replay %s: %w", r.cfg.Topic, err)
 		}
 		defer func() {

@@ -14,10 +14,11 @@ import (
 	"github.com/streamledger/streamledger/dlq"
 	"github.com/streamledger/streamledger/dlq/dlqkafka"
 	"github.com/streamledger/streamledger/internal/kafkatest"
+	"github.com/streamledger/streamledger/sink"
 )
 
 func replayConfig(c *kafkatest.Cluster, topic string) dlqkafka.ReplayConfig {
-	return dlqkafka.ReplayConfig{Kafka: c.ConfigMap(), Topic: topic, RetryBackoff: 10 * time.Millisecond, CommitInterval: time.Hour}
+	return dlqkafka.ReplayConfig{Kafka: c.ConfigMap(), Topic: topic, Retry: sink.RetryPolicy{InitialBackoff: 10 * time.Millisecond}, CommitInterval: time.Hour}
 }
 
 func replay(t *testing.T, cfg dlqkafka.ReplayConfig) dlq.Report {
@@ -254,7 +255,7 @@ func TestReplayCommitsOnlyConfirmed(t *testing.T) {
 
 	cfg := replayConfig(c, "dlq.arrivals")
 	cfg.Policy.Classes = []string{"schema"}
-	cfg.MaxAttempts = 2
+	cfg.Retry.MaxAttempts = 2
 	rep, err := dlqkafka.Replay(context.Background(), cfg)
 	var de *dlqkafka.DeliveryError
 	require.ErrorAs(t, err, &de)

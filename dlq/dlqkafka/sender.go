@@ -10,18 +10,19 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/streamledger/streamledger/internal/kafkaconf"
+	"github.com/streamledger/streamledger/internal/retry"
+	"github.com/streamledger/streamledger/sink"
 )
 
 // sender produces messages with an idempotent librdkafka producer and reports each one's fate
-// exactly once: success only on a positive delivery report, after up to maxAttempts produce
-// attempts. Every done function runs on the sender's delivery goroutine, one at a time. It is
+// exactly once: success only on a positive delivery report, after up to retry.MaxAttempts
+// produce attempts. Every done function runs on the sender's delivery goroutine, one at a time. It is
 // shared by Producer and Replay.
 type sender struct {
-	p           *kafka.Producer
-	dr          chan kafka.Event
-	maxAttempts int
-	backoff     time.Duration
-	onError     func(error)
+	p       *kafka.Producer
+	dr      chan kafka.Event
+	retry   sink.RetryPolicy // resolved
+	onError func(error)
 
 	mu       sync.Mutex
 	pending  int  // messages produced whose outcome is not reported yet
@@ -74,7 +75,7 @@ func producerConfig(user kafka.ConfigMap) (kafka.ConfigMap, error) {
 	return conf, nil
 }
 
-func newSender(conf kafka.ConfigMap, maxAttempts int, backoff time.Duration, onError func(error)) (*sender, error) {
+func newSender(conf kafka.ConfigMap, policy sink.RetryPolicy, onError func(error)) (*sender, error) {
 	pc, err := producerConfig(conf)
 	if err != nil {
 		return nil, err
@@ -84,13 +85,12 @@ func newSender(conf kafka.ConfigMap, maxAttempts int, backoff time.Duration, onE
 		return nil, fmt.Errorf("dlqkafka: new producer: %w", err)
 	}
 	s := &sender{
-		p:           p,
-		dr:          make(chan kafka.Event, 1024),
-		maxAttempts: maxAttempts,
-		backoff:     backoff,
-		onError:     onError,
-		quit:        make(chan struct{}),
-		loopDone:    make(chan struct{}),
+		p:        p,
+		dr:       make(chan kafka.Event, 1024),
+		retry:    retry.Resolve(policy),
+		onError:  onError,
+		quit:     make(chan struct{}),
+		loopDone: make(chan struct{}),
 	}
 	go s.loop()
 	return s, nil
@@ -171,7 +171,7 @@ func (s *sender) delivered(m *kafka.Message) {
 	err := m.TopicPartition.Error
 	s.mu.Lock()
 	attempts, reported := f.attempts, f.reported
-	retry := err != nil && attempts < s.maxAttempts && !s.aborting
+	again := err != nil && attempts < s.retry.MaxAttempts && !s.aborting
 	s.mu.Unlock()
 	if reported {
 		return
@@ -180,11 +180,11 @@ func (s *sender) delivered(m *kafka.Message) {
 		s.report(f, outcome{tp: m.TopicPartition, attempts: attempts})
 		return
 	}
-	if !retry || s.p.GetFatalError() != nil {
+	if !again || s.p.GetFatalError() != nil {
 		s.report(f, outcome{tp: m.TopicPartition, attempts: attempts, err: err})
 		return
 	}
-	time.AfterFunc(s.backoff, func() {
+	time.AfterFunc(retry.Backoff(s.retry, attempts), func() {
 		s.mu.Lock()
 		aborting := s.aborting
 		s.mu.Unlock()
@@ -257,9 +257,10 @@ func (s *sender) close(ctx context.Context) error {
 	if ferr != nil {
 		_ = s.p.Purge(kafka.PurgeQueue | kafka.PurgeInFlight)
 		// Purged messages come back as failed delivery reports; messages waiting for a retry
-		// fail when their timer fires. The bound only guards against a report that never
-		// comes, which librdkafka does not do after a purge.
-		for end := time.Now().Add(s.backoff + purgeGrace); s.inFlight() > 0 && time.Now().Before(end); {
+		// fail when their timer fires, at the latest after the longest wait between attempts.
+		// The bound only guards against a report that never comes, which librdkafka does not
+		// do after a purge.
+		for end := time.Now().Add(retry.Backoff(s.retry, s.retry.MaxAttempts) + purgeGrace); s.inFlight() > 0 && time.Now().Before(end); {
 			s.wait()
 		}
 	}

@@ -42,15 +42,17 @@ const (
 
 // The runtime's fixed timings: each has one sensible value, so none is a Config field.
 const (
-	// pollTimeout bounds one Poll of the client: how long the loop waits for a message before
-	// it looks at ticks, writes and the buffer bound again.
-	pollTimeout = 100 * time.Millisecond
 	// deadLetterBackoff is the first wait before a dead letter whose delivery failed is sent
-	// again; it doubles on each failure of the same letter, up to maxDeadLetterBackoff. The
-	// dead-letter producer retries within a send on its own (dlqkafka.Config.MaxAttempts).
+	// again; it doubles on each failure of the same letter, up to maxDeadLetterBackoff, as a
+	// sink.RetryPolicy's waits do (settings.deadLetterRetry). A letter is sent again until it
+	// is delivered, as its offset waits for it; the dead-letter producer retries within a send
+	// on its own (dlqkafka.Config.Retry).
 	deadLetterBackoff = time.Second
 	// maxDeadLetterBackoff caps the doubling backoff of a dead letter sent again.
 	maxDeadLetterBackoff = 30 * time.Second
+	// pollTimeout bounds one Poll of the client: how long the loop waits for a message before
+	// it looks at ticks, writes and the buffer bound again.
+	pollTimeout = 100 * time.Millisecond
 	// commitTimeout bounds the wait for one offset commit (see settings.commitTimeout).
 	commitTimeout = 10 * time.Second
 	// resumeAt is the low-water mark of the BufferLimit bounds, as a fraction of a bound:
@@ -371,12 +373,14 @@ type settings[K comparable] struct {
 	// tables holds what the sink declares of its tables, when it tells (see tables).
 	agg    *sink.AggregateSpec
 	states map[string]sink.StateSpec
-	// The fixed timings (pollTimeout, deadLetterBackoff, commitTimeout, resumeAt), kept here
+	// The fixed timings (pollTimeout, deadLetterBackoff and maxDeadLetterBackoff as
+	// deadLetterRetry, whose MaxAttempts bounds nothing, commitTimeout, resumeAt), kept here
 	// so that tests can shorten them. commitTimeout bounds the wait for one offset commit:
 	// librdkafka waits for the group coordinator without a bound, and the polling goroutine
 	// waits for the commit.
-	pollTimeout, deadLetterBackoff, commitTimeout time.Duration
-	resumeAt                                      float64
+	pollTimeout, commitTimeout time.Duration
+	deadLetterRetry            sink.RetryPolicy
+	resumeAt                   float64
 }
 
 // tables is what a sink may tell of the tables it writes; sink/postgres, sink/mysql and
@@ -390,8 +394,8 @@ type tables interface {
 
 // validate checks cfg and fills in its defaults. Every error wraps ErrConfig.
 func (cfg Config[K]) validate() (*settings[K], error) {
-	s := &settings[K]{Config: cfg, pollTimeout: pollTimeout, deadLetterBackoff: deadLetterBackoff,
-		commitTimeout: commitTimeout, resumeAt: resumeAt}
+	s := &settings[K]{Config: cfg, pollTimeout: pollTimeout, commitTimeout: commitTimeout, resumeAt: resumeAt,
+		deadLetterRetry: sink.RetryPolicy{InitialBackoff: deadLetterBackoff, MaxBackoff: maxDeadLetterBackoff}}
 	if cfg.Kafka == nil {
 		return nil, configError("Kafka: a librdkafka configuration with bootstrap.servers and group.id is required")
 	}

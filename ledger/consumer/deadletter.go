@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/streamledger/streamledger/dlq"
+	"github.com/streamledger/streamledger/internal/retry"
 	"github.com/streamledger/streamledger/ledger"
 )
 
@@ -21,7 +22,6 @@ type letter struct {
 	rec     dlq.Record
 	cause   error
 	attempt int
-	backoff time.Duration
 	due     time.Time
 }
 
@@ -87,10 +87,10 @@ func (p *processor[K]) send(ctx context.Context, pt *part[K], l *letter) {
 // acked, so its offset and every one after it stay uncommitted until it is delivered.
 func (p *processor[K]) failedLetter(l *letter, err error) {
 	p.counters.dlFail.Add(1)
-	l.backoff = min(max(2*l.backoff, p.s.deadLetterBackoff), max(maxDeadLetterBackoff, p.s.deadLetterBackoff))
-	l.due = p.s.Clock().Add(l.backoff)
+	backoff := retry.Backoff(p.s.deadLetterRetry, l.attempt)
+	l.due = p.s.Clock().Add(backoff)
 	p.log.Warn("dead letter not delivered; sending it again after a backoff",
-		"partition", l.tp.String(), "offset", l.offset, "attempt", l.attempt, "backoff", l.backoff, "error", err)
+		"partition", l.tp.String(), "offset", l.offset, "attempt", l.attempt, "backoff", backoff, "error", err)
 	p.resends = append(p.resends, l)
 }
 

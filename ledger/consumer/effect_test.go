@@ -232,7 +232,7 @@ func TestEffectRejectionIsDeadLettered(t *testing.T) {
 	h.dlq.deliver(0, errors.New("broker said no"))
 	h.tick()
 	assert.Equal(t, int64(1), h.committed(p0), "a failed delivery is never acked")
-	h.clock.Advance(h.p.s.deadLetterBackoff)
+	h.clock.Advance(h.p.s.deadLetterRetry.InitialBackoff)
 	h.tick()
 	require.Equal(t, 2, h.dlq.count(), "sent again after the backoff")
 	h.dlq.deliver(1, nil)

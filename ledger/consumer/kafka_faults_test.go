@@ -85,7 +85,7 @@ func TestKafkaUnconfirmedDeadLetterKeepsItsOffset(t *testing.T) {
 	c := kafkatest.Start(t, kafkatest.Config{Topics: map[string]int32{"d": 1, "dlq.d": 1}})
 	fault := c.FailProduce("dlq.d", -1, nil)
 	prod, err := dlqkafka.NewProducer(dlqkafka.Config{
-		Kafka: c.ConfigMap(), ConsumerID: "test-consumer", MaxAttempts: 1, RetryBackoff: 10 * time.Millisecond,
+		Kafka: c.ConfigMap(), ConsumerID: "test-consumer", Retry: sink.RetryPolicy{MaxAttempts: 1},
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = prod.Close(context.Background()) })
@@ -102,7 +102,7 @@ func TestKafkaUnconfirmedDeadLetterKeepsItsOffset(t *testing.T) {
 		cfg.DeadLetters = prod
 		cfg.BufferLimit = 64 << 10
 		cfg.Hooks = append(cfg.Hooks, paused)
-	}, func(s *settings[string]) { s.deadLetterBackoff = 20 * time.Millisecond })
+	}, func(s *settings[string]) { s.deadLetterRetry.InitialBackoff = 20 * time.Millisecond })
 	eventually(t, "offset 0 committed, dead letters failing", func() bool {
 		return c.Committed(t, "gd", "d")[0].Offset == 1 && in.c.Counters().DeadLetterFailures >= 2
 	})

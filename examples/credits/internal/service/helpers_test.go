@@ -21,6 +21,7 @@ import (
 	"github.com/streamledger/streamledger/examples/credits/internal/service"
 	"github.com/streamledger/streamledger/internal/kafkatest"
 	"github.com/streamledger/streamledger/ledger"
+	"github.com/streamledger/streamledger/sink"
 )
 
 const topic = "credits"
@@ -46,7 +47,8 @@ func newEnvOn(t *testing.T, database string, partitions int32) *env {
 	db := openDatabase(t, database)
 	kc := kafkatest.Start(t, kafkatest.Config{Topics: map[string]int32{topic: partitions, dlq.DefaultTopic(topic): partitions}})
 	dl, err := dlqkafka.NewProducer(dlqkafka.Config{
-		Kafka: kc.ConfigMap(kafka.ConfigMap{"linger.ms": 0}), ConsumerID: "credits-test", RetryBackoff: 20 * time.Millisecond,
+		Kafka: kc.ConfigMap(kafka.ConfigMap{"linger.ms": 0}), ConsumerID: "credits-test",
+		Retry: sink.RetryPolicy{InitialBackoff: 20 * time.Millisecond},
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {
