@@ -46,10 +46,10 @@ type Config struct {
 	// TopicConfig is the configuration of created topics (retention.ms...). Nil means none.
 	TopicConfig map[string]string
 	// Retry bounds the produce attempts of one dead letter, the first included, and the waits
-	// between them; each field's zero and negative values mean what [sink.RetryPolicy] says.
-	// Zero means 5 attempts, waiting 50 ms before the second and doubling up to 2 s (the
-	// default). librdkafka retries within an attempt until message.timeout.ms; an attempt ends
-	// with a failed delivery report.
+	// between them. Zero means 5 attempts, waiting 50 ms before the second and doubling up to
+	// 2 s; a negative field means what [sink.RetryPolicy] says (one attempt, no wait, no
+	// longest wait). librdkafka retries within an attempt until message.timeout.ms; an attempt
+	// ends with a failed delivery report.
 	Retry sink.RetryPolicy
 	// MetadataTimeout bounds one lookup or creation of a topic, within Send's context: a
 	// lookup is always bounded. Zero means 10 s; a negative value is refused.

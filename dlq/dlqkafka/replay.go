@@ -57,8 +57,8 @@ type ReplayConfig struct {
 	KeepTimestamp bool
 	// Retry bounds the produce attempts of one message and the waits between them, as
 	// [Config.Retry] does. Zero means 5 attempts, waiting 50 ms before the second and doubling
-	// up to 2 s (the default). A message still unconfirmed after them ends the replay with an
-	// error.
+	// up to 2 s; a negative field means what [sink.RetryPolicy] says (one attempt, no wait, no
+	// longest wait). A message still unconfirmed after them ends the replay with an error.
 	Retry sink.RetryPolicy
 	// MetadataTimeout bounds one metadata, offset or commit request. Zero means 10 s; a
 	// negative value is refused.
