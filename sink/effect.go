@@ -52,7 +52,11 @@ func (o Outcome) String() string {
 }
 
 // Result is the outcome of one operation of an effect batch. Err is nil for [Applied] and
-// [Duplicate], a [*ConflictError] for [Conflict], and the refusal for [Rejected].
+// [Duplicate], a [*ConflictError] for [Conflict], and the refusal for [Rejected]. It is the one
+// per-item shape of every effect batch: an effect sink's Apply returns one per operation, the
+// effect it runs returns one per operation it was given (Applied or Rejected), and the
+// consumer's ApplyEffects one per message. The zero Result has no Outcome: nothing is known
+// to be committed, and the consumer stops before such a message rather than admit it.
 type Result struct {
 	Outcome Outcome
 	Err     error
