@@ -74,7 +74,8 @@
 // # Failures
 //
 // A nil error means the write is durable. Any error means it may not be, and a processor
-// must not commit offsets that depend on it. Misuse wraps [ErrInvalid] and writes nothing.
+// must not commit offsets that depend on it. Bad input wraps [ErrInvalid] and writes
+// nothing; a configuration mistake wraps [ErrConfig] and is refused by the constructor.
 // Implementations retry transient failures with a bounded backoff ([RetryPolicy]) that
 // honours the context, and report the rest as a [*WriteError] saying whether the last
 // failure was transient ([IsTransient]).

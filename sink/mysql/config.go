@@ -87,14 +87,14 @@ func (c Config) topicsTable() string { return c.Aggregates.Table + "_topics" }
 func (c Config) statusView() string  { return c.Aggregates.Table + "_status" }
 
 func (c Config) validate() error {
-	if err := specs.CheckAggregate(c.Aggregates); err != nil {
+	if err := specs.CheckAggregate("Config.Aggregates", c.Aggregates); err != nil {
 		return err
 	}
 	if err := report.Check("Config.Hooks", c.Hooks); err != nil {
 		return err
 	}
 	if c.MaxStatementBytes < 0 {
-		return fmt.Errorf("%w: Config.MaxStatementBytes is %d, want zero for the default or a positive bound", sink.ErrInvalid, c.MaxStatementBytes)
+		return fmt.Errorf("%w: Config.MaxStatementBytes is %d, want zero for the default or a positive bound", sink.ErrConfig, c.MaxStatementBytes)
 	}
 	tables := map[string]string{}
 	for _, t := range []struct{ name, role string }{
@@ -103,29 +103,29 @@ func (c Config) validate() error {
 		{c.statusView(), "readiness view"}, {c.LocksTable, "Config.LocksTable"}, {migrationsTable, "migrations"},
 	} {
 		if err := checkName(t.role, t.name); err != nil {
-			return fmt.Errorf("%w: %w", sink.ErrInvalid, err)
+			return fmt.Errorf("%w: %w", sink.ErrConfig, err)
 		}
 		if other, ok := tables[t.name]; ok {
-			return fmt.Errorf("%w: %s %q is also the %s table", sink.ErrInvalid, t.role, t.name, other)
+			return fmt.Errorf("%w: %s %q is also the %s table", sink.ErrConfig, t.role, t.name, other)
 		}
 		tables[t.name] = t.role
 	}
 	for _, name := range specs.Columns(c.Aggregates) {
 		if err := checkName("Config.Aggregates.Columns", name); err != nil {
-			return fmt.Errorf("%w: %w", sink.ErrInvalid, err)
+			return fmt.Errorf("%w: %w", sink.ErrConfig, err)
 		}
 	}
-	for _, st := range c.States {
-		if err := specs.CheckState(st); err != nil {
+	for i, st := range c.States {
+		if err := specs.CheckState(fmt.Sprintf("Config.States[%d]", i), st); err != nil {
 			return err
 		}
 		if other, ok := tables[st.Table]; ok {
-			return fmt.Errorf("%w: state table %q is also the %s table", sink.ErrInvalid, st.Table, other)
+			return fmt.Errorf("%w: Config.States[%d].Table %q is also the %s table", sink.ErrConfig, i, st.Table, other)
 		}
 		tables[st.Table] = "state"
 		for _, name := range append([]string{st.Table}, specs.StateColumns(st)...) {
-			if err := checkName("Config.States", name); err != nil {
-				return fmt.Errorf("%w: %w", sink.ErrInvalid, err)
+			if err := checkName(fmt.Sprintf("Config.States[%d]", i), name); err != nil {
+				return fmt.Errorf("%w: %w", sink.ErrConfig, err)
 			}
 		}
 	}

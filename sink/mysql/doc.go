@@ -27,7 +27,7 @@
 // MySQL's DDL commits implicitly, so a migration is serialized by a named server lock
 // (GET_LOCK, named for the database) instead of a transaction, every statement is safe to
 // run again, and a version per object set is recorded in streamledger_migrations. The DSN
-// must name the database: Migrate refuses a connection without one ([sink.ErrInvalid]).
+// must name the database: Migrate refuses a connection without one ([sink.ErrConfig]).
 //
 // # Close writes
 //

@@ -81,13 +81,13 @@ type Effects struct {
 // database; call [Effects.Migrate] to create the marker table.
 func NewEffects(db *sql.DB, cfg EffectConfig) (*Effects, error) {
 	if db == nil {
-		return nil, fmt.Errorf("%w: nil db", sink.ErrInvalid)
+		return nil, fmt.Errorf("%w: mysql.NewEffects: the db is nil, want a *sql.DB", sink.ErrConfig)
 	}
 	if cfg.Table == "" {
 		cfg.Table = "streamledger_markers"
 	}
 	if err := checkName("EffectConfig.Table", cfg.Table); err != nil {
-		return nil, fmt.Errorf("%w: %w", sink.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", sink.ErrConfig, err)
 	}
 	h, err := horizon.Resolve(cfg.Horizon, cfg.SourceRetention, "EffectConfig.Horizon", "EffectConfig.SourceRetention")
 	if err != nil {

@@ -58,7 +58,7 @@ type stateTable struct {
 // parseTime and loc say.
 func New(db *sql.DB, cfg Config) (*Sink, error) {
 	if db == nil {
-		return nil, fmt.Errorf("%w: nil *sql.DB", sink.ErrInvalid)
+		return nil, fmt.Errorf("%w: mysql.New: the db is nil, want a *sql.DB", sink.ErrConfig)
 	}
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {

@@ -106,14 +106,14 @@ func (c Config) withDefaults() Config {
 }
 
 func (c Config) validate() error {
-	if err := specs.CheckAggregate(c.Aggregates); err != nil {
+	if err := specs.CheckAggregate("Config.Aggregates", c.Aggregates); err != nil {
 		return err
 	}
 	if err := report.Check("Config.Hooks", c.Hooks); err != nil {
 		return err
 	}
 	if c.Strategy < StrategyUnnest || c.Strategy > StrategyBatch {
-		return fmt.Errorf("%w: Config.Strategy: unknown strategy %d", sink.ErrInvalid, int(c.Strategy))
+		return fmt.Errorf("%w: Config.Strategy is %v, want StrategyDefault, StrategyUnnest, StrategyCopy or StrategyBatch", sink.ErrConfig, c.Strategy)
 	}
 	tables := map[string]string{}
 	for _, t := range []struct{ name, role string }{
@@ -121,16 +121,16 @@ func (c Config) validate() error {
 		{c.foldedTable(), "folded"}, {c.topicsTable(), "topics"}, {c.ProgressTable, "Config.ProgressTable"},
 	} {
 		if other, ok := tables[t.name]; ok {
-			return fmt.Errorf("%w: %s %q is also the %s table", sink.ErrInvalid, t.role, t.name, other)
+			return fmt.Errorf("%w: %s %q is also the %s table", sink.ErrConfig, t.role, t.name, other)
 		}
 		tables[t.name] = t.role
 	}
-	for _, st := range c.States {
-		if err := specs.CheckState(st); err != nil {
+	for i, st := range c.States {
+		if err := specs.CheckState(fmt.Sprintf("Config.States[%d]", i), st); err != nil {
 			return err
 		}
 		if other, ok := tables[st.Table]; ok {
-			return fmt.Errorf("%w: state table %q is also the %s table", sink.ErrInvalid, st.Table, other)
+			return fmt.Errorf("%w: Config.States[%d].Table %q is also the %s table", sink.ErrConfig, i, st.Table, other)
 		}
 		tables[st.Table] = "state"
 	}

@@ -75,7 +75,7 @@ type Effects struct {
 // database; call [Effects.Migrate] to create the marker table.
 func NewEffects(pool *pgxpool.Pool, cfg EffectConfig) (*Effects, error) {
 	if pool == nil {
-		return nil, fmt.Errorf("%w: nil pool", sink.ErrInvalid)
+		return nil, fmt.Errorf("%w: postgres.NewEffects: the pool is nil, want a *pgxpool.Pool", sink.ErrConfig)
 	}
 	if cfg.Schema == "" {
 		cfg.Schema = "public"

@@ -60,7 +60,7 @@ type stateTable struct {
 // [Sink.Migrate] to create the tables. The pool stays the caller's to close.
 func New(pool *pgxpool.Pool, cfg Config) (*Sink, error) {
 	if pool == nil {
-		return nil, fmt.Errorf("%w: nil pool", sink.ErrInvalid)
+		return nil, fmt.Errorf("%w: postgres.New: the pool is nil, want a *pgxpool.Pool", sink.ErrConfig)
 	}
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {

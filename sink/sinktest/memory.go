@@ -71,7 +71,7 @@ type memState struct {
 // NewMemory returns an empty Memory.
 func NewMemory(cfg MemoryConfig) (*Memory, error) {
 	agg := specs.WithDefaults(cfg.Aggregates)
-	if err := specs.CheckAggregate(agg); err != nil {
+	if err := specs.CheckAggregate("MemoryConfig.Aggregates", agg); err != nil {
 		return nil, err
 	}
 	h, err := horizon.Resolve(cfg.Horizon, cfg.SourceRetention, "MemoryConfig.Horizon", "MemoryConfig.SourceRetention")
@@ -99,12 +99,12 @@ func NewMemory(cfg MemoryConfig) (*Memory, error) {
 	if m.clock == nil {
 		m.clock = time.Now
 	}
-	for _, st := range cfg.States {
-		if err := specs.CheckState(st); err != nil {
+	for i, st := range cfg.States {
+		if err := specs.CheckState(fmt.Sprintf("MemoryConfig.States[%d]", i), st); err != nil {
 			return nil, err
 		}
 		if _, dup := m.states[st.Table]; dup {
-			return nil, fmt.Errorf("%w: state table %q declared twice", sink.ErrInvalid, st.Table)
+			return nil, fmt.Errorf("%w: MemoryConfig.States[%d]: state table %q declared twice", sink.ErrConfig, i, st.Table)
 		}
 		m.states[st.Table] = &memState{spec: st, rows: make(map[any]sink.StateRow)}
 	}
