@@ -31,7 +31,8 @@ type AggregateSpec struct {
 	// Attributes names the optional text attributes a key carries (an operator, for example).
 	// Each is a column of the merged table, merged as COALESCE(new, stored).
 	Attributes []string
-	// Quantile is the quantile the merged row carries, in (0, 1] [0.9].
+	// Quantile is the quantile the merged row carries, in (0, 1]. Zero means 0.9 (the
+	// default); a negative value is refused.
 	Quantile float64
 	// QuantileMethod is its definition [window.Linear]: window.Linear equals PostgreSQL's
 	// percentile_cont and window.NearestRank its percentile_disc on the same values, for
@@ -40,10 +41,11 @@ type AggregateSpec struct {
 	QuantileMethod window.QuantileMethod
 	// ExactLimit is the exact limit with which partials are merged: a key of at most this
 	// many values in all has the exact quantile, a busier one a t-digest estimate (see
-	// package window for its error bound). Zero means window.DefaultExactLimit (256),
-	// negative means none, and above window.MaxExactLimit is invalid. The processors
-	// writing the partials must build them with the same limit (window.Config.ExactLimit),
-	// or a key above theirs and within this one is estimated.
+	// package window for its error bound). Zero means 256 (window.DefaultExactLimit, the
+	// default); negative means none: merged values are summarised by a t-digest from the first; above
+	// window.MaxExactLimit is refused. The consumers writing the partials must build them with
+	// the same limit (window.Config.ExactLimit), or a key above theirs and within this one is
+	// estimated.
 	ExactLimit int
 }
 

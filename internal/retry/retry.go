@@ -21,8 +21,9 @@ const (
 )
 
 // Resolve returns p with its zero fields set to their defaults and its negative ones to what
-// they mean: a negative MaxAttempts one attempt, a negative InitialBackoff no wait, a negative
-// MaxBackoff no longest wait. MaxBackoff is at least InitialBackoff.
+// they mean: a negative MaxAttempts one attempt, a negative InitialBackoff no wait (kept
+// negative, so that resolving a resolved policy again changes nothing), a negative MaxBackoff
+// no longest wait. MaxBackoff is at least InitialBackoff.
 func Resolve(p sink.RetryPolicy) sink.RetryPolicy {
 	switch {
 	case p.MaxAttempts == 0:
@@ -34,7 +35,7 @@ func Resolve(p sink.RetryPolicy) sink.RetryPolicy {
 	case p.InitialBackoff == 0:
 		p.InitialBackoff = DefaultInitialBackoff
 	case p.InitialBackoff < 0:
-		p.InitialBackoff = 0
+		p.InitialBackoff = -1
 	}
 	switch {
 	case p.MaxBackoff == 0:
@@ -50,7 +51,7 @@ func Resolve(p sink.RetryPolicy) sink.RetryPolicy {
 // times, at most MaxBackoff, without jitter, so that runs are reproducible.
 func Backoff(p sink.RetryPolicy, n int) time.Duration {
 	p = Resolve(p)
-	d := p.InitialBackoff
+	d := max(p.InitialBackoff, 0)
 	for i := 1; i < n && d > 0 && d < p.MaxBackoff; i++ {
 		d = min(d, p.MaxBackoff/2) * 2 // never past MaxBackoff, never overflowing
 	}

@@ -109,6 +109,11 @@ func TestNegativeMeansOff(t *testing.T) {
 			}
 			assert.Equal(t, tc.want, got)
 			assert.Equal(t, tc.max, retry.Resolve(tc.p).MaxAttempts)
+			resolved := retry.Resolve(tc.p)
+			assert.Equal(t, resolved, retry.Resolve(resolved), "resolving again changes nothing")
+			for n := 1; n <= 4; n++ {
+				assert.Equal(t, tc.want[n-1], retry.Backoff(resolved, n), "the resolved policy waits the same")
+			}
 			assert.GreaterOrEqual(t, retry.Backoff(tc.p, 100), tc.want[3], "never overflows (2^99 hours is past MaxInt64)")
 		})
 	}

@@ -45,37 +45,45 @@ func (s Strategy) String() string {
 	}
 }
 
-// Config configures a [Sink]. Zero fields take the defaults in brackets; a negative
-// duration switches its feature off where that is stated.
+// Config configures a [Sink]. In every field, zero (or empty) means the default the field
+// states; a negative value is accepted only where the field says what it means, and [New]
+// refuses it anywhere else with an error wrapping [sink.ErrConfig] that names the field.
 type Config struct {
-	// Schema holds every table of the sink [public]. Names are quoted, never interpolated.
+	// Schema holds every table of the sink. Names are quoted, never interpolated. Empty
+	// means public (the default).
 	Schema string
 	// Aggregates describes the merged table (see [sink.AggregateSpec] for its defaults).
 	// The folded windows and the contributing topics are kept beside it, in
 	// <Aggregates.Table>_folded and <Aggregates.Table>_topics.
 	Aggregates sink.AggregateSpec
 	// PartialsTable stores the partials of windows that are not complete, one compact row
-	// per (window_start, topic, partition) [<Aggregates.Table>_partials].
+	// per (window_start, topic, partition). Empty means <Aggregates.Table>_partials (the
+	// default).
 	PartialsTable string
-	// ProgressTable stores closed_through per (topic, partition) [streamledger_progress].
+	// ProgressTable stores closed_through per (topic, partition). Empty means
+	// streamledger_progress (the default).
 	ProgressTable string
 	// States are the last-write-wins tables the sink may upsert into.
 	States []sink.StateSpec
-	// Strategy moves batches of state rows [StrategyDefault].
+	// Strategy moves batches of state rows. Zero means StrategyDefault (the default); a
+	// value that names no strategy, negative included, is refused.
 	Strategy Strategy
 	// Horizon is how long a folded window is kept after it was folded (by Clock), so that a
-	// partition registered later can still be merged into it [7 days];
-	// negative keeps folded windows forever. Past it a window's merged rows are final.
+	// partition registered later can still be merged into it. Past it a window's merged rows
+	// are final. Zero means 7 days (the default); negative means folded windows are kept
+	// forever.
 	Horizon time.Duration
 	// SourceRetention is how far back the sources can redeliver (the topics'
-	// retention.ms). When set, a Horizon shorter than it is refused with
-	// [sink.ErrHorizon].
+	// retention.ms), so that New can refuse a Horizon shorter than it with an error wrapping
+	// [sink.ErrHorizon]. Zero declares nothing (the default); negative means the sources keep
+	// records forever, which only a negative Horizon covers.
 	SourceRetention time.Duration
-	// Retry bounds the retries of transient failures (see [sink.RetryPolicy]).
+	// Retry bounds the retries of transient failures (see [sink.RetryPolicy] for its
+	// defaults).
 	Retry sink.RetryPolicy
 	// Clock stamps computed_at, written_at, folded_at and updated_at, and places the
-	// horizon [time.Now]. Values are sent as parameters, so an injected clock makes every
-	// stored column deterministic.
+	// horizon. Values are sent as parameters, so an injected clock makes every stored column
+	// deterministic. Nil means time.Now (the default).
 	Clock func() time.Time
 	// Hooks observe the sink's writes (see [sink.Hook]): each value implements
 	// sink.HookWriteClose, sink.HookUpsertLatest or both, or New refuses it. They are

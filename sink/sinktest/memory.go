@@ -18,17 +18,24 @@ import (
 	"github.com/streamledger/streamledger/sink/internal/specs"
 )
 
-// MemoryConfig configures a [Memory]. Zero fields take the defaults of the sink package.
+// MemoryConfig configures a [Memory]. In every field, zero means the default the field
+// states; a negative value is accepted only where the field says what it means, and
+// [NewMemory] refuses it anywhere else with an error wrapping [sink.ErrConfig] that names the
+// field.
 type MemoryConfig struct {
+	// Aggregates describes the merged rows (see [sink.AggregateSpec] for its defaults).
 	Aggregates sink.AggregateSpec
-	States     []sink.StateSpec
-	// Clock stamps computed_at and places the pruning horizon [time.Now].
+	// States are the last-write-wins tables the sink may upsert into.
+	States []sink.StateSpec
+	// Clock stamps computed_at and places the pruning horizon. Nil means time.Now (the
+	// default).
 	Clock func() time.Time
-	// Horizon is how long a folded window is kept after it was folded (see package fold):
-	// zero means 7 days, negative keeps folded windows forever.
+	// Horizon is how long a folded window is kept after it was folded. Zero means 7 days
+	// (the default); negative means folded windows are kept forever.
 	Horizon time.Duration
-	// SourceRetention is how far back the source can redeliver; a Horizon shorter than it
-	// is refused with [sink.ErrHorizon].
+	// SourceRetention is how far back the source can redeliver; a Horizon shorter than it is
+	// refused with an error wrapping [sink.ErrHorizon]. Zero declares nothing (the default);
+	// negative means the source keeps records forever, which only a negative Horizon covers.
 	SourceRetention time.Duration
 }
 
