@@ -44,7 +44,7 @@
 // whose total is within the limit is exact too.
 //
 // Digest mode: the value past the exact limit turns the Stats into a t-digest with
-// compression [Compression] (100). A digest buffers up to 1024 values, then sorts them
+// compression 100. A digest buffers up to 1024 values, then sorts them
 // and merges them with its centroids in one pass that keeps every centroid within
 // go-tdigest's own size bound, 4·N·q·(1-q)/δ. The centroids are held in go-tdigest v4's
 // encoding and quantiles are estimated by go-tdigest's TDigest.Quantile, clamped to
@@ -80,7 +80,7 @@
 //
 // # Serialization
 //
-// [Stats.MarshalBinary] writes format version 1 ([Version]); integers are uvarints unless
+// [Stats.MarshalBinary] writes format version 1; integers are uvarints unless
 // noted, floats are IEEE 754 bits, little-endian:
 //
 //	byte 0    version, 1
