@@ -23,10 +23,7 @@
 //   - the state tables whose [sink.StateSpec] carries column types.
 //
 // Every name is a quoted identifier and every value a parameter; [Sink.Statements] lists
-// every statement the sink generates. Migrate upgrades a database written with one partial
-// row per key in place: a window complete by the stored progress becomes a folded row (its
-// merged rows rewritten from its partials), any other window becomes compact rows and its
-// merged rows, which were still filling, are removed until the window completes.
+// every statement the sink generates.
 //
 // # Close writes
 //

@@ -112,11 +112,11 @@ func NewEffects(pool *pgxpool.Pool, cfg EffectConfig) (*Effects, error) {
 }
 
 func (e *Effects) migrations() []migration {
-	return []migration{{object: "markers:" + e.cfg.Table, steps: sqlSteps([]string{
+	return []migration{{object: "markers:" + e.cfg.Table, steps: [][]string{{
 		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s ("op_id" text PRIMARY KEY, "payload_hash" bytea NOT NULL, `+
 			`"token" bytea NOT NULL, "created_at" timestamptz NOT NULL)`, e.table),
 		fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s ("created_at")`, ident(e.cfg.Table+"_created_at"), e.table),
-	})}}
+	}}}}
 }
 
 // Migrate creates the marker table; idempotent and safe to run concurrently.
@@ -129,7 +129,7 @@ func (e *Effects) Statements() []string {
 	out := []string{e.insert, e.lookup, e.forget, e.mine, e.prune}
 	for _, m := range e.migrations() {
 		for _, st := range m.steps {
-			out = append(out, st.sql...)
+			out = append(out, st...)
 		}
 	}
 	return out

@@ -96,6 +96,19 @@ func TestMigrateRefusesNewerSchema(t *testing.T) {
 	require.ErrorIs(t, s.Migrate(ctx), postgres.ErrSchemaTooNew)
 }
 
+// The aggregates' versions start at 3: a lower one is a layout Migrate does not convert, and
+// it says so rather than write into it.
+func TestMigrateRefusesLayoutBeforeFirstVersion(t *testing.T) {
+	ctx := testCtx(t)
+	s, db := newSink(t, nil)
+	_, err := db.Pool.Exec(ctx, "UPDATE streamledger_migrations SET version = 2 WHERE object = 'aggregates:aggregates'")
+	require.NoError(t, err)
+	err = s.Migrate(ctx)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, postgres.ErrSchemaTooNew)
+	assert.ErrorContains(t, err, "version 2 is a layout this build does not convert, expected version 3 or later")
+}
+
 // An attribute added to the configuration later is added to the merged table and the view.
 func TestMigrateAddsAttributes(t *testing.T) {
 	ctx := testCtx(t)
