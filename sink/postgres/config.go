@@ -16,8 +16,10 @@ import (
 type Strategy int
 
 const (
-	// StrategyDefault is the strategy chosen by measurement (see the package documentation):
-	// currently [StrategyCopy].
+	// StrategyDefault is [StrategyCopy]: COPY streams the rows through one reused buffer,
+	// so an upsert holds that buffer beside the rows however large its batch, at the cost of
+	// a temporary table per transaction in the catalogs (see the package documentation,
+	// Strategies).
 	StrategyDefault Strategy = iota
 	// StrategyUnnest sends INSERT ... SELECT FROM unnest($1::type[], ...) ON CONFLICT
 	// statements with one array parameter per column, of at most 8,192 rows each.
