@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,9 +16,46 @@ import (
 	"github.com/streamledger/streamledger/internal/configtest"
 	"github.com/streamledger/streamledger/internal/retry"
 	"github.com/streamledger/streamledger/sink"
+	"github.com/streamledger/streamledger/sink/internal/fold"
 	"github.com/streamledger/streamledger/sink/internal/merge"
 	"github.com/streamledger/streamledger/window"
 )
+
+// Built is what a sink or an effect sink built from a configuration works with, for the
+// cases to check.
+type Built struct {
+	// Aggregates is the aggregate spec a sink declares and merges with.
+	Aggregates sink.AggregateSpec
+	// Pruner prunes a sink's folded windows.
+	Pruner *fold.Pruner
+	// Prune is an effect sink's Prune.
+	Prune func(ctx context.Context) (int64, error)
+	// Retry is the policy the sink retries with.
+	Retry sink.RetryPolicy
+}
+
+// Sink returns the cases of the fields of a SQL sink's Config at their usual paths:
+// Aggregates, Horizon, SourceRetention and Retry. built builds the sink from cfg.
+func Sink[C any](built func(t *testing.T, cfg C) Built) []configtest.Case[C] {
+	cases := Aggregates("Aggregates", func(t *testing.T, cfg C) sink.AggregateSpec { return built(t, cfg).Aggregates })
+	cases = append(cases, Horizon("Horizon", "SourceRetention", func(t *testing.T, cfg C) {
+		_, due := built(t, cfg).Pruner.Due(time.Now().Add(100 * 365 * 24 * time.Hour))
+		assert.False(t, due, "folded windows are never pruned")
+	})...)
+	return append(cases, Retry("Retry", func(t *testing.T, cfg C) sink.RetryPolicy { return built(t, cfg).Retry })...)
+}
+
+// Effects returns the cases of the fields of an effect sink's EffectConfig: Horizon,
+// SourceRetention and Retry. built builds the effect sink from cfg; its Prune must not reach
+// the database when markers are kept forever.
+func Effects[C any](built func(t *testing.T, cfg C) Built) []configtest.Case[C] {
+	cases := Horizon("Horizon", "SourceRetention", func(t *testing.T, cfg C) {
+		n, err := built(t, cfg).Prune(context.Background())
+		require.NoError(t, err, "Prune does not reach the database")
+		assert.Zero(t, n, "no marker is pruned")
+	})
+	return append(cases, Retry("Retry", func(t *testing.T, cfg C) sink.RetryPolicy { return built(t, cfg).Retry })...)
+}
 
 // Aggregates returns the cases of the AggregateSpec at path ("Aggregates"): a negative
 // Quantile is refused; a negative ExactLimit merges every key as a t-digest. spec returns
