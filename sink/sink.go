@@ -52,6 +52,21 @@ type Sink interface {
 	ProgressReader
 }
 
+// TableDescriber is a sink that declares the tables it writes. A consumer that writes
+// through one agrees with it before the first write instead of failing at every write: it
+// builds its windows with the aggregate spec's [AggregateSpec.ExactLimit], so that the
+// partials it closes are decoded with the limit they were built with; it dead-letters an
+// event whose state rows name a table the sink does not declare, or whose keys and values
+// do not match the declared columns in number; and it stops with an error when a window key maps to an
+// attribute the aggregate spec does not declare. A sink that does not implement it gets none
+// of these checks: its mistakes surface as failed writes, retried until they succeed.
+type TableDescriber interface {
+	// Tables returns the specs of the tables the sink writes, with the defaults the sink
+	// applies filled in. The result does not change over the sink's life and the caller may
+	// keep it.
+	Tables() (AggregateSpec, []StateSpec)
+}
+
 // Reader reads back what a [Sink] stored. Dashboards and tests use it; a processor does not
 // need it.
 type Reader interface {

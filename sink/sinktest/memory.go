@@ -488,12 +488,14 @@ func (m *Memory) Latest(ctx context.Context, table string, key ...any) (sink.Sta
 }
 
 var (
-	_ sink.Sink   = (*Memory)(nil)
-	_ sink.Reader = (*Memory)(nil)
+	_ sink.Sink              = (*Memory)(nil)
+	_ sink.Reader            = (*Memory)(nil)
+	_ sink.GatedWindowWriter = (*Memory)(nil)
+	_ sink.TableDescriber    = (*Memory)(nil)
 )
 
-// Tables returns the specs of the tables the sink writes, defaults filled in (see
-// postgres.Sink.Tables).
+// Tables implements [sink.TableDescriber]: it returns the specs of the tables Memory
+// writes, defaults filled in, the state tables ordered by name.
 func (m *Memory) Tables() (sink.AggregateSpec, []sink.StateSpec) {
 	out := make([]sink.StateSpec, 0, len(m.states))
 	for _, st := range m.states {

@@ -91,6 +91,7 @@ func Run(t *testing.T, f Factory, feat Features) {
 		{"InvalidLatestWritesNothing", testInvalidLatest},
 		{"LatestTablesInOneCall", testLatestTables},
 		{"TimePrecision", testPrecision},
+		{"Tables", testTables},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, f, feat) })
