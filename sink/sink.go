@@ -16,15 +16,35 @@ type WindowWriter interface {
 	WriteClose(ctx context.Context, batches ...CloseBatch) error
 }
 
-// GatedWindowWriter is a [WindowWriter] that can make a write and commit it only once a gate
-// allows. A processor uses it to make a tick's close beside the tick's state flush and commit
-// it after the flush: a message whose window is written is late on a replay, so its state
-// rows must be durable before its window is.
+// GatedWindowWriter is a [WindowWriter] whose write waits, before it commits, for a gate the
+// caller supplies. A consumer uses it to make a tick's close beside the tick's state flushes
+// and commit it only after them: a message whose window is written is late on a replay, so
+// its state rows must be durable before its window is. With a plain WindowWriter the close
+// starts once the flushes are done, which is as correct and adds the close's time to every
+// tick's writes.
+//
+// The gate runs inside the write's transaction, so the gated write holds its locks for as long
+// as the gate takes; that is the price of overlapping the close with other writes without a
+// two-phase commit. The method says what a gate may do.
 type GatedWindowWriter interface {
-	// WriteCloseGated writes batches as WriteClose does, and calls gate right before it
-	// commits (before each commit, when it retries): the write commits only if gate returns
-	// nil. Otherwise nothing of the call is durable, the call is not retried, and its error
-	// wraps gate's. Gate may block; it is called with the call's context.
+	// WriteCloseGated writes batches as WriteClose does, and calls gate once the call's rows
+	// are written and before they commit: once per attempt, so again before each retried
+	// commit. The write commits only if gate returns nil; otherwise nothing of the call is
+	// durable, the call is not retried, and its error wraps gate's. gate gets the call's ctx.
+	// An implementation without a transaction to hold open (sinktest.Memory) calls gate
+	// before it writes anything.
+	//
+	// While gate runs the write holds what its transaction holds: a database connection, the
+	// lock that makes the close writes of the aggregates table run one at a time (in
+	// sink/postgres an advisory lock, in sink/mysql the table's row of its locks table), and
+	// the row locks of what it wrote. Every other close write of that table, from this process
+	// or another, waits for gate; reads do not wait, and see the table as it was before the
+	// call. So gate must end promptly and honour ctx. It may wait for writes that do not take
+	// that lock: UpsertLatest and reads through the same sink, which take connections of their
+	// own (the pool must have one free). It must not wait for a WriteClose or WriteCloseGated
+	// of the same aggregates table, which waits for gate in turn until ctx ends. The
+	// consumer's gate waits only for the same tick's state flushes, within the tick's write
+	// deadline.
 	WriteCloseGated(ctx context.Context, gate func(context.Context) error, batches ...CloseBatch) error
 }
 

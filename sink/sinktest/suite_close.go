@@ -485,8 +485,9 @@ func testCallAtomic(t *testing.T, f Factory, _ Features) {
 }
 
 // testGatedClose checks a sink.GatedWindowWriter: nothing of the call is visible while its
-// gate runs, a refusal writes nothing and is not retried, and a call the gate lets through
-// is written.
+// gate runs, a refusal writes nothing and is not retried, a call the gate lets through is
+// written, and a gate may write state through the same sink and read it back, as a
+// consumer's gate waits for the state flushes of its tick.
 func testGatedClose(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
 	s := f(t, defaultSetup())
@@ -513,6 +514,28 @@ func testGatedClose(t *testing.T, f Factory, _ Features) {
 	got, err := s.ClosedThrough(ctx, tp(0))
 	require.NoError(t, err)
 	assert.Equal(t, end, got[tp(0)])
+
+	// A state write and a read under the gate: they must not wait for the gated write's lock,
+	// or this call waits until its deadline.
+	bounded, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	row := stateRow("gated", end, "under the gate", 1, 1)
+	_, later := win(1)
+	err = g.WriteCloseGated(bounded, func(ctx context.Context) error {
+		if err := s.UpsertLatest(ctx, []sink.StateRow{row}); err != nil {
+			return err
+		}
+		_, _, err := s.Latest(ctx, sinkfixture.StateTable, "gated")
+		return err
+	}, closeOf(0, later, partial(t, 1, "line", "1", 2)))
+	require.NoError(t, err, "a gate may write state through the same sink")
+	got, err = s.ClosedThrough(ctx, tp(0))
+	require.NoError(t, err)
+	assert.Equal(t, later, got[tp(0)])
+	stored, ok, err := s.Latest(ctx, sinkfixture.StateTable, "gated")
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, row, stored)
 }
 
 func testConcurrentWriters(t *testing.T, f Factory, feat Features) {
