@@ -96,7 +96,35 @@
 //
 // # Writing a sink
 //
-// A sink implements [Sink] (and [Reader] to serve reads) and runs sinktest.Run.
+// A sink of one's own implements [Sink]: [WindowWriter], [StateWriter] and
+// [ProgressReader], one method each. [Reader] serves dashboards and the conformance suite.
+// Two optional interfaces, found by type assertion, let a consumer do more:
+// [GatedWindowWriter] overlaps a tick's close with its state flushes (its gate runs under the
+// close's locks; the method says what it may do), and [TableDescriber] declares the tables,
+// so that the consumer builds its windows with the exact limit the sink decodes with and
+// refuses rows and attributes the tables do not have before they reach a write. A sink that
+// wraps another keeps these only if it implements them too.
+//
+// The contract is the rest of this documentation; in short:
+//
+//   - Idempotent: every write replaces, none adds. A consumer writes again whatever it cannot
+//     prove durable, after a failed call, a crash or a rebalance, so the same batch or rows
+//     written twice, or by two writers at once, must leave what one write leaves.
+//   - Independent of order: merged rows are window.Merge of the partials in (topic,
+//     partition) order whatever order the calls came in, a stored closed_through never goes
+//     back, and a state row never replaces a newer one.
+//   - Atomic: a call's batches, or its rows, are durable together or not at all, and a nil
+//     error means they are. Misuse wraps [ErrInvalid] and writes nothing; another failure is
+//     retried, within the context and the sink's own bounds, then returned as a [*WriteError]
+//     whose Transient field ([IsTransient]) says whether a later attempt may succeed.
+//   - Safe for concurrent use, when the consumer's WriteConcurrency is above 1, as it is by
+//     default.
+//   - Times compared at [Precision].
+//
+// It is proven by sinktest.Run: the conformance suite that sink/postgres, sink/mysql and
+// sinktest.Memory pass, run from the sink's own tests with a factory that builds an empty sink
+// per test (see package sinktest and the Example). sinktest.Memory is the reference: it plans
+// its writes as the SQL sinks do, and a sink built around it passes the suite.
 //
 // [postgres]: https://pkg.go.dev/github.com/streamledger/streamledger/sink/postgres
 // [mysql]: https://pkg.go.dev/github.com/streamledger/streamledger/sink/mysql
