@@ -1,5 +1,5 @@
-// Package sink defines what a windowed Kafka processor writes through, independently of the
-// database: the close of a source partition's windows, last-write-wins state, and the
+// Package sink defines what a windowed Kafka consumer (package ledger/consumer) writes
+// through, independently of the database: the close of a source partition's windows, last-write-wins state, and the
 // progress a restart reads back. Implementations live in subpackages ([postgres] on pgx v5,
 // [mysql] on go-sql-driver/mysql for MySQL and MariaDB); package sinktest holds the conformance suite every implementation runs and an in-memory
 // implementation for the unit tests of other packages.
@@ -9,7 +9,7 @@
 // A [CloseBatch] carries, for one (topic, partition), the partials of the windows the
 // partition closed (serialized window.Stats, one per window key) and the partition's new
 // closed_through. [WindowWriter.WriteClose] writes the batches of one call atomically: a
-// processor passes every owned partition's batch of a tick in one call. A batch with a zero
+// consumer passes every owned partition's batch of a tick in one call. A batch with a zero
 // ClosedThrough and no partials registers its partition; one with Empty set marks a
 // partition that is caught up without a watermark. Writing the same batch again changes
 // nothing: every write replaces, none adds.
@@ -30,8 +30,8 @@
 // ([AggregateSpec.QuantileMethod]): for a key of at most [AggregateSpec.ExactLimit] values in
 // all it equals SQL's percentile_cont (window.Linear, the default) or percentile_disc
 // (window.NearestRank) of those values; above it, it is a t-digest estimate within the rank
-// error package window states. Optional attributes carried by the key (operator in the OV
-// example) take the first value found in that order and otherwise keep the stored one:
+// error package window states. Optional attributes carried by the key (a device's region,
+// say) take the first value found in that order and otherwise keep the stored one:
 // COALESCE(new, stored).
 // Until its window is complete a partition's partials are stored, and a later batch of the
 // same window and partition replaces the keys it carries.
@@ -73,7 +73,7 @@
 //
 // # Failures
 //
-// A nil error means the write is durable. Any error means it may not be, and a processor
+// A nil error means the write is durable. Any error means it may not be, and a consumer
 // must not commit offsets that depend on it. Misuse wraps [ErrInvalid] and writes nothing.
 // Implementations retry transient failures with a bounded backoff ([RetryPolicy]) that
 // honours the context, and report the rest as a [*WriteError] saying whether the last

@@ -9,7 +9,7 @@ import (
 type WindowWriter interface {
 	// WriteClose writes batches atomically: every batch's partials, the merged rows of the
 	// windows the call completes and every batch's progress commit together or not at all.
-	// A processor passes the closes of all its partitions of one tick in one call. Each
+	// A consumer passes the closes of all its partitions of one tick in one call. Each
 	// source may appear in at most one batch of a call. A nil error means every batch is
 	// durable; any error means none may be, and the caller must not commit offsets that
 	// depend on them.
@@ -65,7 +65,7 @@ type ProgressReader interface {
 	ClosedThrough(ctx context.Context, tps ...TopicPartition) (map[TopicPartition]time.Time, error)
 }
 
-// Sink is what a processor writes through.
+// Sink is what a consumer writes through.
 type Sink interface {
 	WindowWriter
 	StateWriter
@@ -87,7 +87,7 @@ type TableDescriber interface {
 	Tables() (AggregateSpec, []StateSpec)
 }
 
-// Reader reads back what a [Sink] stored. Dashboards and tests use it; a processor does not
+// Reader reads back what a [Sink] stored. Dashboards and tests use it; a consumer does not
 // need it.
 type Reader interface {
 	// Aggregate returns the merged row of k, with [Aggregate.Complete] set.

@@ -31,8 +31,8 @@
 // # Memory
 //
 // [Memory] has the same semantics as the SQL implementations (all of them plan their close
-// writes with package fold, and it passes the same suite), records every successful write
-// ([Memory.Closes], [Memory.Upserts]) and fails the next calls on request
+// writes with the same planner, and it passes the same suite), records every successful
+// write ([Memory.Closes], [Memory.Upserts]) and fails the next calls on request
 // ([Memory.FailNext]) without writing anything, so that a consumer's tests can check that a
 // failed write is never treated as durable.
 package sinktest
