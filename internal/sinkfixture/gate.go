@@ -5,16 +5,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamledger/streamledger/sink"
 )
 
+// GatedReader is a sink.GatedWindowWriter that reads back its progress.
+type GatedReader interface {
+	sink.GatedWindowWriter
+	sink.ProgressReader
+}
+
 // GateHoldsCloses checks what sink.GatedWindowWriter says of a sink whose gate runs in an
 // open transaction: while gate of a call through g blocks, a close write of the same table
 // through w (another writer, or g itself) waits, and it is written once the gate lets the
-// gated call commit. first and second are close batches of different partitions.
-func GateHoldsCloses(t *testing.T, ctx context.Context, g sink.GatedWindowWriter, w sink.WindowWriter, first, second sink.CloseBatch) {
+// gated call commit. first and second are close batches of different partitions; g then
+// reads back the closed_through of both.
+func GateHoldsCloses(t *testing.T, ctx context.Context, g GatedReader, w sink.WindowWriter, first, second sink.CloseBatch) {
 	t.Helper()
 	entered, release := make(chan struct{}), make(chan struct{})
 	gated := make(chan error, 1)
@@ -40,4 +48,7 @@ func GateHoldsCloses(t *testing.T, ctx context.Context, g sink.GatedWindowWriter
 	close(release)
 	require.NoError(t, <-gated)
 	require.NoError(t, <-other, "the waiting close is written once the gated one commits")
+	got, err := g.ClosedThrough(ctx, first.Source, second.Source)
+	require.NoError(t, err)
+	assert.Equal(t, map[sink.TopicPartition]time.Time{first.Source: first.ClosedThrough, second.Source: second.ClosedThrough}, got)
 }
