@@ -132,8 +132,8 @@ func (w *Windows[K]) Add(eventTime time.Time, key K, v float64) error {
 	return nil
 }
 
-// AddKeys adds v once under each of keys (for example the line, station, operator and
-// network of one event) to the window containing eventTime, computing the window once.
+// AddKeys adds v once under each of keys (for example the endpoint, service and region of
+// one request) to the window containing eventTime, computing the window once.
 // Errors are those of [Windows.Add], and on error no key is changed. A key listed twice
 // gets the value twice.
 func (w *Windows[K]) AddKeys(eventTime time.Time, v float64, keys ...K) error {

@@ -21,8 +21,8 @@ type rowSet interface {
 
 // unnestChunk bounds the rows of one unnest statement. A statement's column arrays and its
 // Bind message are built whole in memory while it is sent, several times the rows' size, so
-// the bound keeps what one statement holds independent of the batch. Past a few thousand
-// rows a statement gains nothing more from its size.
+// an unbounded statement would hold a large upsert's rows several times over. Past a few
+// thousand rows a statement gains nothing more from its size.
 const unnestChunk = 8192
 
 // writeRows sends rs through u with strategy st inside tx.
