@@ -1,5 +1,5 @@
-// Package sink defines what a windowed Kafka processor writes through, independently of the
-// database: the close of a source partition's windows, last-write-wins state, and the
+// Package sink defines what a windowed Kafka consumer (package ledger/consumer) writes
+// through, independently of the database: the close of a source partition's windows, last-write-wins state, and the
 // progress a restart reads back. Implementations live in subpackages ([postgres] on pgx v5,
 // [mysql] on go-sql-driver/mysql for MySQL and MariaDB); package sinktest holds the conformance suite every implementation runs and an in-memory
 // implementation for the unit tests of other packages.
@@ -9,7 +9,7 @@
 // A [CloseBatch] carries, for one (topic, partition), the partials of the windows the
 // partition closed (serialized window.Stats, one per window key) and the partition's new
 // closed_through. [WindowWriter.WriteClose] writes the batches of one call atomically: a
-// processor passes every owned partition's batch of a tick in one call. A batch with a zero
+// consumer passes every owned partition's batch of a tick in one call. A batch with a zero
 // ClosedThrough and no partials registers its partition; one with Empty set marks a
 // partition that is caught up without a watermark. Writing the same batch again changes
 // nothing: every write replaces, none adds.
@@ -30,8 +30,8 @@
 // ([AggregateSpec.QuantileMethod]): for a key of at most [AggregateSpec.ExactLimit] values in
 // all it equals SQL's percentile_cont (window.Linear, the default) or percentile_disc
 // (window.NearestRank) of those values; above it, it is a t-digest estimate within the rank
-// error package window states. Optional attributes carried by the key (operator in the OV
-// example) take the first value found in that order and otherwise keep the stored one:
+// error package window states. Optional attributes carried by the key (a device's region,
+// say) take the first value found in that order and otherwise keep the stored one:
 // COALESCE(new, stored).
 // Until its window is complete a partition's partials are stored, and a later batch of the
 // same window and partition replaces the keys it carries.
@@ -73,8 +73,9 @@
 //
 // # Failures
 //
-// A nil error means the write is durable. Any error means it may not be, and a processor
-// must not commit offsets that depend on it. Misuse wraps [ErrInvalid] and writes nothing.
+// A nil error means the write is durable. Any error means it may not be, and a consumer
+// must not commit offsets that depend on it. Bad input wraps [ErrInvalid] and writes
+// nothing; a configuration mistake wraps [ErrConfig] and is refused by the constructor.
 // Implementations retry transient failures with a bounded backoff ([RetryPolicy]) that
 // honours the context, and report the rest as a [*WriteError] saying whether the last
 // failure was transient ([IsTransient]).
@@ -96,7 +97,35 @@
 //
 // # Writing a sink
 //
-// A sink implements [Sink] (and [Reader] to serve reads) and runs sinktest.Run.
+// A sink of one's own implements [Sink]: [WindowWriter], [StateWriter] and
+// [ProgressReader], one method each. [Reader] serves dashboards and the conformance suite.
+// Two optional interfaces, found by type assertion, let a consumer do more:
+// [GatedWindowWriter] overlaps a tick's close with its state flushes (its gate runs under the
+// close's locks; the method says what it may do), and [TableDescriber] declares the tables,
+// so that the consumer builds its windows with the exact limit the sink decodes with and
+// refuses rows and attributes the tables do not have before they reach a write. A sink that
+// wraps another keeps these only if it implements them too.
+//
+// The contract is the rest of this documentation; in short:
+//
+//   - Idempotent: every write replaces, none adds. A consumer writes again whatever it cannot
+//     prove durable, after a failed call, a crash or a rebalance, so the same batch or rows
+//     written twice, or by two writers at once, must leave what one write leaves.
+//   - Independent of order: merged rows are window.Merge of the partials in (topic,
+//     partition) order whatever order the calls came in, a stored closed_through never goes
+//     back, and a state row never replaces a newer one.
+//   - Atomic: a call's batches, or its rows, are durable together or not at all, and a nil
+//     error means they are. Misuse wraps [ErrInvalid] and writes nothing; another failure is
+//     retried, within the context and the sink's own bounds, then returned as a [*WriteError]
+//     whose Transient field ([IsTransient]) says whether a later attempt may succeed.
+//   - Safe for concurrent use, when the consumer's WriteConcurrency is above 1, as it is by
+//     default.
+//   - Times compared at [Precision].
+//
+// It is proven by sinktest.Run: the conformance suite that sink/postgres, sink/mysql and
+// sinktest.Memory pass, run from the sink's own tests with a factory that builds an empty sink
+// per test (see package sinktest and the Example). sinktest.Memory is the reference: it plans
+// its writes as the SQL sinks do, and a sink built around it passes the suite.
 //
 // [postgres]: https://pkg.go.dev/github.com/streamledger/streamledger/sink/postgres
 // [mysql]: https://pkg.go.dev/github.com/streamledger/streamledger/sink/mysql

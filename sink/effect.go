@@ -79,8 +79,8 @@ func (e *ConflictError) Error() string {
 // marker was stored, so the operation is not recorded as done.
 var ErrNoEffect = errors.New("sink: effect touched no row")
 
-// ErrHorizon is wrapped when a retention horizon (of effect markers, or of folded windows) is
-// shorter than the retention of the source that can redeliver: an operation could be
-// replayed after its marker is gone and applied twice, or a window after its folded stats
-// are gone and not be merged.
+// ErrHorizon is wrapped, with [ErrConfig], when a configured retention horizon (of effect
+// markers, or of folded windows) is shorter than the retention of the source that can
+// redeliver: an operation could be replayed after its marker is gone and applied twice, or a
+// window after its folded stats are gone and not be merged.
 var ErrHorizon = errors.New("sink: horizon shorter than the source's retention")

@@ -5,8 +5,15 @@ import (
 	"fmt"
 )
 
-// ErrInvalid is wrapped by every error that reports misuse: a batch, row, spec or operation
-// that the caller must fix. Nothing was written.
+// ErrConfig is wrapped by every configuration mistake a constructor finds (postgres.New,
+// mysql.New, their NewEffects, sinktest.NewMemory: a field out of range, a spec that cannot
+// be a table, a horizon shorter than the source's retention, a missing connection), and by a
+// Migrate that cannot place the tables where the configuration says (a MySQL DSN that names
+// no database). The message names the field. Nothing was created or written.
+var ErrConfig = errors.New("sink: invalid configuration")
+
+// ErrInvalid is wrapped by every error that reports bad input at call time: a batch, row, key
+// or operation that the caller must fix. Nothing was written.
 var ErrInvalid = errors.New("sink: invalid input")
 
 // WriteError reports a write that did not commit, or whose commit could not be confirmed

@@ -31,7 +31,8 @@ type WriteCloseInfo struct {
 	// Compact counts the compact partial rows written: one per (window, partition) of the
 	// call whose window is not complete yet.
 	Compact int
-	// Folded counts the folded windows written (see package fold).
+	// Folded counts the folded windows written: one row per complete window, holding every
+	// key's merged stats (see the package documentation, Complete windows and merged rows).
 	Folded int
 	// Ignored counts the partials dropped: replays of a partition already merged into its
 	// window, and partials of windows whose merged rows are final.

@@ -6,9 +6,9 @@ import (
 	"github.com/streamledger/streamledger/window"
 )
 
-// AggregateColumns names the columns of the merged table. An empty field takes the default
-// shown in brackets. The OV example maps Count to event_count, Mean to mean_delay_s,
-// Quantile to p90_delay_s, Max to max_delay_s and Min to min_delay_s.
+// AggregateColumns names the columns of the merged table, so that the table can carry the
+// names of what it measures (mean_latency_ms rather than mean_value, say). An empty field
+// takes the default shown in brackets.
 type AggregateColumns struct {
 	WindowStart string // [window_start]
 	WindowEnd   string // [window_end]
@@ -28,10 +28,11 @@ type AggregateSpec struct {
 	Table string
 	// Columns names its columns.
 	Columns AggregateColumns
-	// Attributes names the optional text attributes a key carries (an operator, for example).
+	// Attributes names the optional text attributes a key carries (a region, for example).
 	// Each is a column of the merged table, merged as COALESCE(new, stored).
 	Attributes []string
-	// Quantile is the quantile the merged row carries, in (0, 1] [0.9].
+	// Quantile is the quantile the merged row carries, in (0, 1]. Zero means 0.9 (the
+	// default); a negative value is refused.
 	Quantile float64
 	// QuantileMethod is its definition [window.Linear]: window.Linear equals PostgreSQL's
 	// percentile_cont and window.NearestRank its percentile_disc on the same values, for
@@ -40,10 +41,12 @@ type AggregateSpec struct {
 	QuantileMethod window.QuantileMethod
 	// ExactLimit is the exact limit with which partials are merged: a key of at most this
 	// many values in all has the exact quantile, a busier one a t-digest estimate (see
-	// package window for its error bound). Zero means window.DefaultExactLimit (256),
-	// negative means none, and above window.MaxExactLimit is invalid. The processors
-	// writing the partials must build them with the same limit (window.Config.ExactLimit),
-	// or a key above theirs and within this one is estimated.
+	// package window for its error bound). Zero means 256 (window.DefaultExactLimit, the
+	// default); negative means none: merged values are summarised by a t-digest from the
+	// first; above window.MaxExactLimit is refused. The consumers writing the partials must
+	// build them with the same limit (window.Config.ExactLimit), or a key above theirs and
+	// within this one is estimated; a consumer does so by itself when its sink is a
+	// [TableDescriber].
 	ExactLimit int
 }
 
@@ -84,8 +87,8 @@ type Column struct {
 	Type ColumnType
 }
 
-// StateSpec describes one last-write-wins state table, such as a vehicle's latest position
-// keyed by vehicle_id.
+// StateSpec describes one last-write-wins state table, such as a device's latest reading
+// keyed by device_id.
 type StateSpec struct {
 	Table      string
 	Key        []Column // at least one

@@ -6,7 +6,7 @@ import (
 	"github.com/streamledger/streamledger/ledger"
 )
 
-// TopicPartition names one source partition. It is the ledger's type, so a processor passes
+// TopicPartition names one source partition. It is the ledger's type, so a consumer passes
 // the partition it owns without conversion.
 type TopicPartition = ledger.TopicPartition
 
@@ -35,7 +35,7 @@ type Partial struct {
 	// WindowEnd is the exclusive end of the window; it must be after WindowStart and at or
 	// before the batch's ClosedThrough.
 	WindowEnd time.Time
-	// Attrs holds the optional attributes carried by the key (operator in the OV example),
+	// Attrs holds the optional attributes carried by the key (a region, for example),
 	// by attribute name. A missing name means "unknown here": it never erases a value that a
 	// partial of the same key already stored.
 	Attrs map[string]string
@@ -94,7 +94,7 @@ type Aggregate struct {
 	Complete bool
 }
 
-// StateRow is one row of a last-write-wins state table (vehicle_latest in the OV example).
+// StateRow is one row of a last-write-wins state table, such as a device's latest reading.
 type StateRow struct {
 	// Table names the state table the row belongs to: one of the sink's [StateSpec]s.
 	Table string

@@ -33,7 +33,7 @@ func (d *digest) view() *tdigest.TDigest {
 	if d.td != nil {
 		return d.td
 	}
-	td, err := tdigest.New(tdigest.Compression(Compression), tdigest.RandomNumberGenerator(&fixedRNG{state: digestSeed}))
+	td, err := tdigest.New(tdigest.Compression(compression), tdigest.RandomNumberGenerator(&fixedRNG{state: digestSeed}))
 	if err != nil || td.FromBytes(d.enc) != nil {
 		return nil
 	}
@@ -165,7 +165,7 @@ type point struct {
 func (c *clusterer) reset(total int64, sc *scratch) {
 	*c = clusterer{
 		total:  float64(total),
-		bound:  float64(total) * Compression / 4,
+		bound:  float64(total) * compression / 4,
 		deltas: sc.deltas[:0],
 		counts: sc.counts[:0],
 	}
@@ -222,7 +222,7 @@ func (c *clusterer) finish(dst []byte, sc *scratch) []byte {
 
 func appendSmallEncoding(dst []byte, deltas []float32, counts []uint64) []byte {
 	dst = binary.BigEndian.AppendUint32(dst, tdEncoding)
-	dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(Compression))
+	dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(compression))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(deltas)))
 	for _, d := range deltas {
 		dst = binary.BigEndian.AppendUint32(dst, math.Float32bits(d))

@@ -13,7 +13,7 @@
 // depends only on that partition's own sequence. Keep one per partition:
 //
 //	w, err := window.New(window.Config[Key]{Size: 5 * time.Minute})
-//	err = w.AddKeys(eventTime, delay, lineKey, stationKey, operatorKey, networkKey)
+//	err = w.AddKeys(eventTime, latency, endpointKey, serviceKey, regionKey)
 //	partials := w.Close(partitionWatermark) // windows with end <= watermark, in end order
 //
 // [Windows.Close] returns one [Partial] per key of every window whose end is at or before
@@ -39,18 +39,18 @@
 // are, and [Stats.Quantile] is exact, by the [QuantileMethod] asked for: [Linear]
 // (PostgreSQL's percentile_cont, the default) or [NearestRank] (percentile_disc). Both
 // equal what PostgreSQL computes on the same values, bit for bit; a test of sink/postgres
-// uses the server as the oracle. Most keys of a 5-minute window see a few to a few dozen
-// values, so they get exact quantiles for at most 2 KiB each, and a merge of exact partials
+// uses the server as the oracle. A key that sees a few to a few dozen values in a window
+// gets exact quantiles for at most 2 KiB, and a merge of exact partials
 // whose total is within the limit is exact too.
 //
 // Digest mode: the value past the exact limit turns the Stats into a t-digest with
-// compression [Compression] (100). A digest buffers up to 1024 values, then sorts them
+// compression 100. A digest buffers up to 1024 values, then sorts them
 // and merges them with its centroids in one pass that keeps every centroid within
 // go-tdigest's own size bound, 4·N·q·(1-q)/δ. The centroids are held in go-tdigest v4's
 // encoding and quantiles are estimated by go-tdigest's TDigest.Quantile, clamped to
-// [Min, Max], for either method. Building the digest in sorted batches instead of calling
-// TDigest.Add per value is what makes the throughput possible: one TDigest.Add costs
-// hundreds of nanoseconds, several times the budget of a whole event.
+// [Min, Max], for either method. The digest is built in sorted batches rather than by
+// TDigest.Add per value, so that the values meet the centroids in one merge pass per batch
+// instead of a search and an insertion per value.
 //
 // Error bound: in digest mode, at most 1% of the n values (at most one value when n is
 // below 100) lie strictly between Quantile(m, q) and the exact q-quantile by m, for q from
@@ -80,7 +80,7 @@
 //
 // # Serialization
 //
-// [Stats.MarshalBinary] writes format version 1 ([Version]); integers are uvarints unless
+// [Stats.MarshalBinary] writes format version 1; integers are uvarints unless
 // noted, floats are IEEE 754 bits, little-endian:
 //
 //	byte 0    version, 1
@@ -90,7 +90,7 @@
 //	          in ascending order
 //	kind 2    count (at most MaxExactLimit), sum (8 bytes), first value (zigzag
 //	          varint), count-1 gaps between consecutive values in ascending order; used
-//	          when every value is an integer of magnitude at most 2^53, such as delays in
+//	          when every value is an integer of magnitude at most 2^53, such as durations in
 //	          whole seconds (one or two bytes per value)
 //	kind 3    count, sum (8 bytes), min (8 bytes), max (8 bytes), then to the end the
 //	          go-tdigest v4 small encoding of the centroids (big-endian int32 2, float64

@@ -7,8 +7,8 @@ import (
 	"math"
 )
 
-// Version is the first byte of every serialized [Stats].
-const Version = 1
+// encodingVersion is the first byte of every serialized [Stats].
+const encodingVersion = 1
 
 // Kinds of serialized Stats (second byte).
 const (
@@ -29,7 +29,7 @@ func (s *Stats) MarshalBinary() ([]byte, error) {
 
 // AppendBinary appends the serialization of s to b (see [Stats.MarshalBinary]).
 func (s *Stats) AppendBinary(b []byte) ([]byte, error) {
-	b = append(b, Version)
+	b = append(b, encodingVersion)
 	if s.count == 0 {
 		return append(b, kindEmpty), nil
 	}
@@ -117,8 +117,8 @@ func readStats(data []byte, keep bool, into []float64) (Stats, error) {
 	if len(data) < 2 {
 		return Stats{}, corrupt("%d bytes, want at least 2", len(data))
 	}
-	if data[0] != Version {
-		return Stats{}, fmt.Errorf("%w: version byte %d, want %d", ErrVersion, data[0], Version)
+	if data[0] != encodingVersion {
+		return Stats{}, fmt.Errorf("%w: version byte %d, want %d", ErrVersion, data[0], encodingVersion)
 	}
 	kind := data[1]
 	p := data[2:]
@@ -267,7 +267,7 @@ func decodeInts(p []byte, n int, vals []float64) error {
 }
 
 // checkSmallEncoding validates a go-tdigest small encoding as this package writes it:
-// compression [Compression], 1 to count centroids with ascending means in range, positive
+// compression 100, 1 to count centroids with ascending means in range, positive
 // weights summing to count, minimal varints and nothing after them.
 func checkSmallEncoding(p []byte, count uint64) error {
 	if len(p) < tdHeaderLen {
@@ -276,8 +276,8 @@ func checkSmallEncoding(p []byte, count uint64) error {
 	if e := binary.BigEndian.Uint32(p); e != tdEncoding {
 		return corrupt("digest encoding %d, want %d", e, tdEncoding)
 	}
-	if c := math.Float64frombits(binary.BigEndian.Uint64(p[4:])); c != Compression {
-		return corrupt("digest compression %v, want %v", c, float64(Compression))
+	if c := math.Float64frombits(binary.BigEndian.Uint64(p[4:])); c != compression {
+		return corrupt("digest compression %v, want %v", c, float64(compression))
 	}
 	n := uint64(binary.BigEndian.Uint32(p[12:]))
 	if n == 0 || n > count {

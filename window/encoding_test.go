@@ -91,7 +91,7 @@ func TestStatsEncodingKinds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b, err := tt.s.MarshalBinary()
 			require.NoError(t, err)
-			assert.Equal(t, byte(Version), b[0])
+			assert.Equal(t, byte(encodingVersion), b[0])
 			assert.Equal(t, tt.kind, b[1])
 			assert.Len(t, b, tt.size)
 		})
@@ -163,12 +163,12 @@ func TestStatsUnmarshalErrors(t *testing.T) {
 		want error
 	}{
 		{"nil", nil, ErrCorrupt},
-		{"one byte", []byte{Version}, ErrCorrupt},
+		{"one byte", []byte{encodingVersion}, ErrCorrupt},
 		{"version 0", []byte{0, kindEmpty}, ErrVersion},
 		{"version 2", mut(db, func(b []byte) []byte { b[0] = 2; return b }), ErrVersion},
-		{"unknown kind", []byte{Version, 9, 1}, ErrCorrupt},
-		{"trailing after empty", []byte{Version, kindEmpty, 0}, ErrCorrupt},
-		{"zero count", []byte{Version, kindInts, 0}, ErrCorrupt},
+		{"unknown kind", []byte{encodingVersion, 9, 1}, ErrCorrupt},
+		{"trailing after empty", []byte{encodingVersion, kindEmpty, 0}, ErrCorrupt},
+		{"zero count", []byte{encodingVersion, kindInts, 0}, ErrCorrupt},
 		{"non-minimal count", mut(ib, func(b []byte) []byte {
 			return append(append(b[:2:2], 0x83, 0x00), b[3:]...)
 		}), ErrCorrupt},
@@ -192,7 +192,7 @@ func TestStatsUnmarshalErrors(t *testing.T) {
 			binary.LittleEndian.PutUint64(b[3:], math.Float64bits(math.NaN()))
 			return b
 		}), ErrCorrupt},
-		{"exact too large", []byte{Version, kindInts, 0x81, 0x80, 0x04}, ErrCorrupt}, // MaxExactLimit+1
+		{"exact too large", []byte{encodingVersion, kindInts, 0x81, 0x80, 0x04}, ErrCorrupt}, // MaxExactLimit+1
 		{"truncated digest", db[:len(db)-1], ErrCorrupt},
 		{"trailing digest", append(append([]byte(nil), db...), 0), ErrCorrupt},
 		{"digest min above max", mut(db, func(b []byte) []byte {
@@ -244,7 +244,7 @@ func FuzzStatsUnmarshal(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte{})
-	f.Add([]byte{Version, kindDigest, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	f.Add([]byte{encodingVersion, kindDigest, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var s Stats
 		c, cerr := readStats(data, false, nil)

@@ -165,5 +165,5 @@ func ExampleConfig_exactLimit() {
 	// Output:
 	// busy count=1001 exact=false
 	// quiet count=1000 exact=true
-	// window: invalid config: ExactLimit is 65537, want at most MaxExactLimit (65536), zero for the default 256, or negative for none
+	// window: invalid config: Config.ExactLimit is 65537, want at most MaxExactLimit (65536), zero for the default 256, or negative for none
 }

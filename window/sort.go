@@ -15,7 +15,7 @@ const radixMin = 64
 // Buffers of a digest are sorted before every merge pass, and comparison sorts of
 // unpredictable data pay a branch miss per comparison. An LSD radix sort on the
 // order-preserving integer image of the values costs a few passes instead, and skips
-// every byte that is the same in all values: for delays in whole seconds, all but
+// every byte that is the same in all values: for durations in whole seconds, all but
 // three of the eight.
 func sortFloats(v []float64, sc *scratch) {
 	n := len(v)

@@ -7,9 +7,9 @@ import (
 )
 
 const (
-	// Compression is the t-digest compression δ of every digest. It is fixed so that
+	// compression is the t-digest compression δ of every digest. It is fixed so that
 	// partials written by any process merge into the same bytes.
-	Compression = 100
+	compression = 100
 
 	// DefaultExactLimit is the exact limit of a [Stats] whose limit is not set (see
 	// [Config.ExactLimit]): up to this many values are kept exactly, and the next one

@@ -7,17 +7,20 @@ import (
 	"unsafe"
 )
 
-// Config configures a [Windows]. The zero value is valid: zero fields take their
-// documented defaults.
+// Config configures a [Windows]. The zero value is valid. In every field, zero means the
+// default the field states; a negative value is accepted only where the field says what it
+// means, and [New] refuses it anywhere else with an error wrapping [ErrConfig] that names the
+// field.
 type Config[K comparable] struct {
-	// Size is the length of every window. Zero means DefaultSize (5 minutes); it must
-	// not be negative.
+	// Size is the length of every window. Zero means 5 min ([DefaultSize], the default); a
+	// negative value is refused.
 	Size time.Duration
 	// ExactLimit is how many values each key's [Stats] keeps exactly, with exact
-	// quantiles; the next value folds them into a t-digest. Zero means DefaultExactLimit
-	// (256); negative means none (a digest from the first value); above MaxExactLimit is
-	// an error. Every writer of the same aggregates must use the same limit, and the sink
-	// that merges them too (see [Merge]): a key whose partials are exact merges exactly.
+	// quantiles; the next value folds them into a t-digest. Every writer of the same
+	// aggregates must use the same limit, and the sink that merges them too (see [Merge]): a
+	// key whose partials are exact merges exactly. Zero means 256 ([DefaultExactLimit], the
+	// default); negative means none, a digest from the first value; above [MaxExactLimit] is
+	// refused.
 	ExactLimit int
 	// Retain, if set, is called with a key the first time it enters an open window, and the
 	// window stores what it returns, which must equal the key. A key that points into a
@@ -30,7 +33,7 @@ type Config[K comparable] struct {
 
 func (c Config[K]) withDefaults() (Config[K], error) {
 	if c.Size < 0 {
-		return c, fmt.Errorf("%w: Size is %v, want a positive duration or zero for the default %v", ErrConfig, c.Size, DefaultSize)
+		return c, fmt.Errorf("%w: Config.Size is %v, want a positive duration or zero for the default %v", ErrConfig, c.Size, DefaultSize)
 	}
 	if c.Size == 0 {
 		c.Size = DefaultSize
@@ -90,7 +93,7 @@ func New[K comparable](cfg Config[K]) (*Windows[K], error) {
 	if err != nil {
 		return nil, err
 	}
-	limit, err := exactLimitSetting("ExactLimit", cfg.ExactLimit)
+	limit, err := exactLimitSetting("Config.ExactLimit", cfg.ExactLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -129,8 +132,8 @@ func (w *Windows[K]) Add(eventTime time.Time, key K, v float64) error {
 	return nil
 }
 
-// AddKeys adds v once under each of keys (for example the line, station, operator and
-// network of one event) to the window containing eventTime, computing the window once.
+// AddKeys adds v once under each of keys (for example the endpoint, service and region of
+// one request) to the window containing eventTime, computing the window once.
 // Errors are those of [Windows.Add], and on error no key is changed. A key listed twice
 // gets the value twice.
 func (w *Windows[K]) AddKeys(eventTime time.Time, v float64, keys ...K) error {

@@ -17,7 +17,7 @@ const Default = 7 * 24 * time.Hour
 // [Default] and negative means forever (returned as 0). A zero retention declares nothing; a
 // positive one is how far back the source can redeliver, and a negative one a source that
 // keeps records forever. A finite horizon shorter than the retention is refused with an error
-// wrapping sink.ErrHorizon that names the fields (field and retentionField): a redelivery from
+// wrapping sink.ErrConfig and sink.ErrHorizon that names the fields (field and retentionField): a redelivery from
 // beyond it would not be recognised.
 func Resolve(h, retention time.Duration, field, retentionField string) (time.Duration, error) {
 	switch {
@@ -28,11 +28,11 @@ func Resolve(h, retention time.Duration, field, retentionField string) (time.Dur
 	}
 	switch {
 	case retention < 0:
-		return 0, fmt.Errorf("%w: %s %v is finite, but %s is negative (the source keeps records forever): set %s negative too",
-			sink.ErrHorizon, field, h, retentionField, field)
+		return 0, fmt.Errorf("%w: %w: %s %v is finite, but %s is negative (the source keeps records forever): set %s negative too",
+			sink.ErrConfig, sink.ErrHorizon, field, h, retentionField, field)
 	case retention > 0 && h < retention:
-		return 0, fmt.Errorf("%w: %s %v is shorter than %s %v: a redelivery from before the horizon would not be recognised",
-			sink.ErrHorizon, field, h, retentionField, retention)
+		return 0, fmt.Errorf("%w: %w: %s %v is shorter than %s %v: a redelivery from before the horizon would not be recognised",
+			sink.ErrConfig, sink.ErrHorizon, field, h, retentionField, retention)
 	}
 	return h, nil
 }

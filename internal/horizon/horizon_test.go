@@ -32,6 +32,7 @@ func TestResolve(t *testing.T) {
 			got, err := horizon.Resolve(tc.h, tc.retention, "H", "R")
 			if tc.err != "" {
 				require.ErrorIs(t, err, sink.ErrHorizon)
+				require.ErrorIs(t, err, sink.ErrConfig)
 				assert.Contains(t, err.Error(), tc.err)
 				return
 			}

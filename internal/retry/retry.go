@@ -21,9 +21,9 @@ const (
 )
 
 // Resolve returns p with its zero fields set to their defaults and its negative ones to what
-// they mean: a negative MaxAttempts one attempt, a negative MaxBackoff no longest wait. A
-// negative InitialBackoff (no wait) stays negative, so that resolving a resolved policy again,
-// as [Do] and [Backoff] do, changes nothing. MaxBackoff is at least InitialBackoff.
+// they mean: a negative MaxAttempts one attempt, a negative InitialBackoff no wait (kept
+// negative, so that resolving a resolved policy again changes nothing), a negative MaxBackoff
+// no longest wait. MaxBackoff is at least InitialBackoff.
 func Resolve(p sink.RetryPolicy) sink.RetryPolicy {
 	switch {
 	case p.MaxAttempts == 0:
@@ -31,8 +31,11 @@ func Resolve(p sink.RetryPolicy) sink.RetryPolicy {
 	case p.MaxAttempts < 0:
 		p.MaxAttempts = 1
 	}
-	if p.InitialBackoff == 0 {
+	switch {
+	case p.InitialBackoff == 0:
 		p.InitialBackoff = DefaultInitialBackoff
+	case p.InitialBackoff < 0:
+		p.InitialBackoff = -1
 	}
 	switch {
 	case p.MaxBackoff == 0:

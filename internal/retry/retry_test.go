@@ -109,10 +109,10 @@ func TestNegativeMeansOff(t *testing.T) {
 			}
 			assert.Equal(t, tc.want, got)
 			assert.Equal(t, tc.max, retry.Resolve(tc.p).MaxAttempts)
-			r := retry.Resolve(tc.p)
-			assert.Equal(t, r, retry.Resolve(r), "resolving a resolved policy changes nothing")
+			resolved := retry.Resolve(tc.p)
+			assert.Equal(t, resolved, retry.Resolve(resolved), "resolving again changes nothing")
 			for n := 1; n <= 4; n++ {
-				assert.Equal(t, tc.want[n-1], retry.Backoff(r, n), "the resolved policy waits as the policy does")
+				assert.Equal(t, tc.want[n-1], retry.Backoff(resolved, n), "the resolved policy waits the same")
 			}
 			assert.GreaterOrEqual(t, retry.Backoff(tc.p, 100), tc.want[3], "never overflows (2^99 hours is past MaxInt64)")
 		})

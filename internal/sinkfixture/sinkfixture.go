@@ -64,13 +64,13 @@ func Latest() sink.StateSpec {
 // States returns the suite's state tables: [Latest].
 func States() []sink.StateSpec { return []sink.StateSpec{Latest()} }
 
-// Stats serializes a window.Stats holding values, as a processor's closed partial would.
+// Stats serializes a window.Stats holding values, as a consumer's closed partial would.
 func Stats(t testing.TB, values ...float64) []byte {
 	t.Helper()
 	return StatsWithLimit(t, 0, values...)
 }
 
-// StatsWithLimit is [Stats] for a processor whose windows keep limit values exactly
+// StatsWithLimit is [Stats] for a consumer whose windows keep limit values exactly
 // (window.Config.ExactLimit).
 func StatsWithLimit(t testing.TB, limit int, values ...float64) []byte {
 	t.Helper()

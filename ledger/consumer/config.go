@@ -127,9 +127,12 @@ type Config[K comparable] struct {
 	Topics map[string]Handler[K]
 
 	// Sink receives the closed windows with their progress, the state rows, and tells the
-	// progress (closed_through) of a partition when it is assigned. Nil means the handlers
-	// return effects only ([Event.Effect]), or nothing: an event with window values or state
-	// rows is then dead-lettered as an [EventError].
+	// progress (closed_through) of a partition when it is assigned. A Sink that is a
+	// sink.TableDescriber (sink/postgres, sink/mysql and sinktest.Memory are) sets the
+	// windows' exact limit, and the consumer checks state rows and series attributes against
+	// its tables before they reach a write (see the package documentation, Sinks). Nil means
+	// the handlers return effects only ([Event.Effect]), or nothing: an event with window
+	// values or state rows is then dead-lettered as an [EventError].
 	Sink sink.Sink
 
 	// ApplyEffects applies a batch of effects ([Event.Effect]): consecutive effect messages
@@ -370,7 +373,8 @@ type settings[K comparable] struct {
 	// maxWriteTimeout bounds the deadline of writes retried after running out of time:
 	// under half of max.poll.interval.ms, at least WriteTimeout.
 	maxWriteTimeout time.Duration
-	// tables holds what the sink declares of its tables, when it tells (see tables).
+	// agg and states are what the sink declares of its tables, when it is a
+	// sink.TableDescriber; nil otherwise.
 	agg    *sink.AggregateSpec
 	states map[string]sink.StateSpec
 	// The fixed timings (pollTimeout, deadLetterBackoff and maxDeadLetterBackoff as
@@ -381,15 +385,6 @@ type settings[K comparable] struct {
 	pollTimeout, commitTimeout time.Duration
 	deadLetterRetry            sink.RetryPolicy
 	resumeAt                   float64
-}
-
-// tables is what a sink may tell of the tables it writes; sink/postgres, sink/mysql and
-// sinktest.Memory do. The consumer then builds its windows with the aggregate spec's exact limit, dead-letters
-// an event whose state rows the sink does not declare, and stops with an error naming Series
-// when it maps a window key to an attribute the aggregate spec does not declare: mistakes
-// that would otherwise fail every write, and retry it forever.
-type tables interface {
-	Tables() (sink.AggregateSpec, []sink.StateSpec)
 }
 
 // validate checks cfg and fills in its defaults. Every error wraps ErrConfig.
@@ -533,7 +528,7 @@ func (s *settings[K]) parts() error {
 	}
 	s.wm = watermark.Config{Lateness: s.Lateness, IdleTimeout: s.IdleTimeout, Clock: s.Clock}
 	s.win = window.Config[K]{Size: s.WindowSize, Retain: s.RetainKey}
-	if t, ok := s.Sink.(tables); ok {
+	if t, ok := s.Sink.(sink.TableDescriber); ok {
 		agg, states := t.Tables()
 		s.agg, s.states = &agg, make(map[string]sink.StateSpec, len(states))
 		for _, st := range states {

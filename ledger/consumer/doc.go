@@ -137,6 +137,22 @@
 // event time) is reported once as empty ([sink.CloseBatch.Empty]), so that it holds back no
 // merged row.
 //
+// # Sinks
+//
+// [Config.Sink] is any [sink.Sink]; sink/postgres and sink/mysql are the shipped ones, and
+// a sink of one's own is proven with sinktest.Run (see package sink, Writing a sink). Two
+// optional interfaces, found by type assertion, let the consumer do more with it:
+//
+//   - a [sink.GatedWindowWriter] lets a tick's close be made beside its state flushes and
+//     committed after them (see Per tick), the gate waiting for the flushes;
+//   - a [sink.TableDescriber] tells the tables the sink writes. The consumer then builds its
+//     windows with the aggregate spec's exact limit, the limit with which the sink decodes
+//     the partials; dead-letters as an [EventError] an event whose state rows name a table
+//     the sink does not declare or do not match its columns in number; and Run stops with an
+//     error wrapping [ErrConfig] when [Config.Series] gives a key an attribute the aggregate
+//     spec does not declare. Without it those mistakes fail the writes, which are retried at
+//     every tick and hold every offset behind them.
+//
 // # Configuration
 //
 // [Config] holds everything, with documented zero values, and [New] validates it in one

@@ -63,9 +63,8 @@ type Effect struct {
 	Value any
 }
 
-// Value is one window contribution: Value added once under each of Keys (for example, in
-// the OV example, a delay under the line, the stop, the operator and the network of one
-// arrival).
+// Value is one window contribution: Value added once under each of Keys (for example, a
+// request's latency under its endpoint, its service and its region).
 type Value[K comparable] struct {
 	Value float64
 	Keys  []K

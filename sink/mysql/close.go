@@ -23,7 +23,7 @@ const (
 // locks the aggregates table's row of the locks table (SELECT ... FOR UPDATE), so that the
 // close writes of one table run one at a time; reads the contributing topics, the progress
 // and the stored rows the call touches in statements after it, each of which sees what the
-// previous holder committed; plans the call with package fold; and writes the plan with
+// previous holder committed; plans the call; and writes the plan with
 // multi-row upserts. Transient failures (deadlocks, lock wait timeouts, lost connections)
 // are retried per the configured policy; a nil error means the transaction committed.
 //

@@ -13,7 +13,7 @@
 // [Sink.Migrate] creates, in the database of the *sql.DB's connections, the same layout as
 // the Postgres sink: the merged table keyed by (window_start, dimension, dimension_id); the
 // partials table, one compact row per (window_start, topic, partition) of a window that is
-// not complete, its keys' stats in one blob (package fold's codec); <merged>_folded, one row
+// not complete, its keys' stats in one blob, compressed past a size; <merged>_folded, one row
 // per complete window with every key's merged stats and the partitions merged into them;
 // <merged>_topics, the topics that have written a partial; the progress table,
 // closed_through per (topic, partition), NULL while a registered partition has closed
@@ -27,15 +27,15 @@
 // MySQL's DDL commits implicitly, so a migration is serialized by a named server lock
 // (GET_LOCK, named for the database) instead of a transaction, every statement is safe to
 // run again, and a version per object set is recorded in streamledger_migrations. The DSN
-// must name the database: Migrate refuses a connection without one ([sink.ErrInvalid]).
+// must name the database: Migrate refuses a connection without one ([sink.ErrConfig]).
 //
 // # Close writes
 //
 // [Sink.WriteClose] runs one READ COMMITTED transaction per call. Its first statement locks
 // the merged table's row of the locks table (SELECT ... FOR UPDATE), so the close writes of
 // one table, from any number of processes, run one at a time. Every read follows in
-// statements of its own, each of which sees what the calls before committed; package fold
-// plans the call from them, and the plan is written with multi-row INSERT ... ON DUPLICATE
+// statements of its own, each of which sees what the calls before committed; the call is
+// planned from them as in every sink of this module, and the plan is written with multi-row INSERT ... ON DUPLICATE
 // KEY UPDATE statements, each chunked under the protocol's 65,535 placeholders and
 // [Config.MaxStatementBytes]. Every assignment replaces (col = VALUES(col); attributes
 // COALESCE(VALUES(a), a)); none adds.

@@ -46,24 +46,30 @@ var ErrIDTooLong = errors.New("mysql: operation ID longer than the marker table 
 // not commit or roll it back.
 type Effect func(ctx context.Context, tx *sql.Tx, ops []int) ([]sink.Result, error)
 
-// EffectConfig configures [Effects]. Zero fields take the defaults in brackets.
+// EffectConfig configures [Effects]. In every field, zero (or empty) means the default the
+// field states; a negative value is accepted only where the field says what it means, and
+// [NewEffects] refuses it anywhere else with an error wrapping [sink.ErrConfig] that names
+// the field.
 type EffectConfig struct {
-	// Table is the marker table [streamledger_markers], in the connection's database.
+	// Table is the marker table, in the connection's database. Empty means
+	// streamledger_markers (the default).
 	Table string
 	// Horizon is how long markers are kept: [Effects.Prune] deletes only markers older than
-	// it [7 days]; negative keeps markers forever.
+	// it. Zero means 7 days (the default); negative means markers are kept forever.
 	Horizon time.Duration
-	// SourceRetention is how far back the source can redeliver (the topic's retention.ms;
-	// negative for a topic that keeps records forever). A Horizon shorter than it is refused
-	// with [sink.ErrHorizon]: an operation replayed after its marker was pruned would be
-	// applied a second time. Zero declares nothing.
+	// SourceRetention is how far back the source can redeliver (the topic's retention.ms). A
+	// Horizon shorter than it is refused with an error wrapping [sink.ErrHorizon]: an
+	// operation replayed after its marker was pruned would be applied a second time. Zero
+	// declares nothing (the default); negative means the topic keeps records forever, which
+	// only a negative Horizon covers.
 	SourceRetention time.Duration
-	// Retry bounds the retries of transient failures.
+	// Retry bounds the retries of transient failures (see [sink.RetryPolicy] for its
+	// defaults).
 	Retry sink.RetryPolicy
-	// Clock stamps markers and places the pruning horizon [time.Now].
+	// Clock stamps markers and places the pruning horizon. Nil means time.Now (the default).
 	Clock func() time.Time
 	// Rand provides the token that tells a call its own markers after a commit whose
-	// acknowledgement was lost [crypto/rand.Reader].
+	// acknowledgement was lost. Nil means crypto/rand.Reader (the default).
 	Rand io.Reader
 }
 
@@ -83,13 +89,13 @@ type Effects struct {
 // database; call [Effects.Migrate] to create the marker table.
 func NewEffects(db *sql.DB, cfg EffectConfig) (*Effects, error) {
 	if db == nil {
-		return nil, fmt.Errorf("%w: nil db", sink.ErrInvalid)
+		return nil, fmt.Errorf("%w: mysql.NewEffects: the db is nil, want a *sql.DB", sink.ErrConfig)
 	}
 	if cfg.Table == "" {
 		cfg.Table = "streamledger_markers"
 	}
 	if err := checkName("EffectConfig.Table", cfg.Table); err != nil {
-		return nil, fmt.Errorf("%w: %w", sink.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", sink.ErrConfig, err)
 	}
 	h, err := horizon.Resolve(cfg.Horizon, cfg.SourceRetention, "EffectConfig.Horizon", "EffectConfig.SourceRetention")
 	if err != nil {

@@ -109,9 +109,9 @@ func TestNewEffects(t *testing.T) {
 		is   error
 		msg  string
 	}{
-		{name: "nil db", cfg: mysink.EffectConfig{}, is: sink.ErrInvalid, msg: "nil db"},
-		{name: "table name too long", db: db, cfg: mysink.EffectConfig{Table: strings.Repeat("t", 65)}, is: sink.ErrInvalid, msg: "EffectConfig.Table"},
-		{name: "NUL in the table name", db: db, cfg: mysink.EffectConfig{Table: "a\x00b"}, is: sink.ErrInvalid, msg: "EffectConfig.Table"},
+		{name: "nil db", cfg: mysink.EffectConfig{}, is: sink.ErrConfig, msg: "the db is nil"},
+		{name: "table name too long", db: db, cfg: mysink.EffectConfig{Table: strings.Repeat("t", 65)}, is: sink.ErrConfig, msg: "EffectConfig.Table"},
+		{name: "NUL in the table name", db: db, cfg: mysink.EffectConfig{Table: "a\x00b"}, is: sink.ErrConfig, msg: "EffectConfig.Table"},
 		{name: "horizon shorter than retention", db: db, cfg: mysink.EffectConfig{Horizon: time.Hour, SourceRetention: 2 * time.Hour},
 			is: sink.ErrHorizon, msg: "EffectConfig.Horizon"},
 		{name: "defaults", db: db},

@@ -88,7 +88,7 @@ func lockName(ctx context.Context, conn *sql.Conn) (string, error) {
 	}
 	if !name.Valid {
 		return "", fmt.Errorf("%w: mysql: migrate: the connection has no default database: the DSN names no "+
-			"database (user@tcp(host:3306)/dbname), and the sink's tables live in the DSN's database", sink.ErrInvalid)
+			"database (user@tcp(host:3306)/dbname), and the sink's tables live in the DSN's database", sink.ErrConfig)
 	}
 	return migrateLock + name.String, nil
 }

@@ -105,7 +105,7 @@ func TestReadinessView(t *testing.T) {
 }
 
 // A DSN that names no database leaves DATABASE() NULL: Migrate, of the sink and of the
-// effect sink, says so with an error wrapping sink.ErrInvalid, and does not report a lock
+// effect sink, says so with an error wrapping sink.ErrConfig, and does not report a lock
 // that nobody holds.
 func TestMigrateWithoutDatabase(t *testing.T) {
 	ctx := testCtx(t)
@@ -123,7 +123,7 @@ func TestMigrateWithoutDatabase(t *testing.T) {
 	require.NoError(t, err)
 	for name, migrate := range map[string]func(context.Context) error{"sink": s.Migrate, "effects": fx.Migrate} {
 		err := migrate(ctx)
-		require.ErrorIs(t, err, sink.ErrInvalid, name)
+		require.ErrorIs(t, err, sink.ErrConfig, name)
 		assert.Contains(t, err.Error(), "the DSN names no database", name)
 		assert.NotContains(t, err.Error(), "held", name)
 	}
@@ -147,7 +147,7 @@ func TestMigrateLockHeld(t *testing.T) {
 	start := time.Now()
 	err = s.Migrate(short)
 	require.Error(t, err)
-	assert.NotErrorIs(t, err, sink.ErrInvalid)
+	assert.NotErrorIs(t, err, sink.ErrConfig)
 	assert.Contains(t, err.Error(), "another migration held it for 1s")
 	assert.GreaterOrEqual(t, time.Since(start), time.Second, "it waited for the lock")
 

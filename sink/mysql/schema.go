@@ -123,7 +123,7 @@ func (s *Sink) migrations(coll string) []migration {
 // streamledger_migrations. An attribute added to the spec later becomes a column of the
 // merged table. State tables are created only when their spec has column types. A
 // connection without a default database (a DSN that names none) is refused with an error
-// wrapping [sink.ErrInvalid].
+// wrapping [sink.ErrConfig].
 func (s *Sink) Migrate(ctx context.Context) error {
 	coll, err := collation(ctx, s.db)
 	if err != nil {

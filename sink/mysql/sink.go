@@ -12,8 +12,9 @@ import (
 	"github.com/streamledger/streamledger/sink/internal/specs"
 )
 
-// Sink is the MySQL and MariaDB implementation of [sink.Sink] and [sink.Reader]. It is safe
-// for concurrent use, also by several processes on the same tables.
+// Sink is the MySQL and MariaDB implementation of [sink.Sink], [sink.Reader],
+// [sink.GatedWindowWriter] and [sink.TableDescriber]. It is safe for concurrent use, also by
+// several processes on the same tables.
 type Sink struct {
 	db     *sql.DB
 	cfg    Config
@@ -58,7 +59,7 @@ type stateTable struct {
 // parseTime and loc say.
 func New(db *sql.DB, cfg Config) (*Sink, error) {
 	if db == nil {
-		return nil, fmt.Errorf("%w: nil *sql.DB", sink.ErrInvalid)
+		return nil, fmt.Errorf("%w: mysql.New: the db is nil, want a *sql.DB", sink.ErrConfig)
 	}
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -189,9 +190,16 @@ func (s *Sink) Statements() []string {
 	return append(out, s.migrationStatements()...)
 }
 
-// Tables returns the specs of the tables the sink writes, defaults filled in: a processor
-// builds its windows with the aggregate spec's exact limit and checks its state rows and
-// attributes against them before they reach a write.
+// Tables implements [sink.TableDescriber]: it returns the specs of the tables the sink
+// writes, defaults filled in, so that a consumer builds its windows with the aggregate
+// spec's exact limit and checks its state rows and attributes before they reach a write.
 func (s *Sink) Tables() (sink.AggregateSpec, []sink.StateSpec) {
 	return s.cfg.Aggregates, slices.Clone(s.cfg.States)
 }
+
+var (
+	_ sink.Sink              = (*Sink)(nil)
+	_ sink.Reader            = (*Sink)(nil)
+	_ sink.GatedWindowWriter = (*Sink)(nil)
+	_ sink.TableDescriber    = (*Sink)(nil)
+)

@@ -101,22 +101,23 @@ func TestConfigIsValidated(t *testing.T) {
 		"progress is partials": {mysql.Config{ProgressTable: "window_aggregates_partials"}, "Config.ProgressTable"},
 		"long table name":      {mysql.Config{Aggregates: sink.AggregateSpec{Table: long}}, "longer than MySQL's 64 characters"},
 		"negative statement":   {mysql.Config{MaxStatementBytes: -1}, "Config.MaxStatementBytes"},
-		"bad quantile":         {mysql.Config{Aggregates: sink.AggregateSpec{Quantile: 2}}, "AggregateSpec.Quantile"},
+		"bad quantile":         {mysql.Config{Aggregates: sink.AggregateSpec{Quantile: 2}}, "Config.Aggregates.Quantile"},
 		"observed-at type": {mysql.Config{States: []sink.StateSpec{{Table: "s", Key: []sink.Column{{Name: "k"}},
 			ObservedAt: sink.Column{Name: "at", Type: sink.Text}}}}, "want sink.Timestamp"},
 		"unknown type": {mysql.Config{States: []sink.StateSpec{{Table: "s", Key: []sink.Column{{Name: "k", Type: 99}},
-			ObservedAt: sink.Column{Name: "at"}}}}, "unknown type"},
+			ObservedAt: sink.Column{Name: "at"}}}}, "Config.States[0]: column \"k\" of state table \"s\" has type ColumnType(99)"},
 		"hook":     {mysql.Config{Hooks: []sink.Hook{42}}, "Config.Hooks[0]"},
 		"state is": {mysql.Config{States: []sink.StateSpec{{Table: "streamledger_locks", Key: []sink.Column{{Name: "k"}}, ObservedAt: sink.Column{Name: "at"}}}}, "also the Config.LocksTable"},
 	} {
 		_, err := mysql.New(&sql.DB{}, tc.cfg)
-		require.ErrorIs(t, err, sink.ErrInvalid, name)
+		require.ErrorIs(t, err, sink.ErrConfig, name)
 		assert.ErrorContains(t, err, tc.want, name)
 	}
 	_, err := mysql.New(nil, mysql.Config{})
-	assert.ErrorIs(t, err, sink.ErrInvalid)
+	assert.ErrorIs(t, err, sink.ErrConfig)
 	_, err = mysql.New(&sql.DB{}, mysql.Config{Horizon: time.Hour, SourceRetention: 2 * time.Hour})
 	assert.ErrorIs(t, err, sink.ErrHorizon)
+	assert.ErrorIs(t, err, sink.ErrConfig)
 }
 
 // A permanent failure is typed, not retried, and carries the server's error.

@@ -36,7 +36,7 @@ const (
 // WriteClose writes the batches of one call in one READ COMMITTED transaction. It first
 // takes the aggregates table's advisory lock, so that the close writes of one table run one
 // at a time; reads the contributing topics, the progress and the stored rows the call
-// touches in statements after it; plans the call with package fold; and writes the plan.
+// touches in statements after it; plans the call; and writes the plan.
 // Transient failures are retried per the configured policy; a nil error means the
 // transaction committed.
 //

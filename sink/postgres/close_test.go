@@ -141,3 +141,10 @@ func TestRefoldOfLargeWindow(t *testing.T) {
 		})
 	}
 }
+
+// A gate runs under the close lock: a close of the same table by another sink waits for it,
+// and is written after the gated call.
+func TestGateHoldsTheCloseLock(t *testing.T) {
+	s, db := newSink(t, nil)
+	sinkfixture.GateHoldsCloses(t, testCtx(t), s, newSinkOn(t, db, nil), closeBatch(t, 0, 1), closeBatch(t, 1, 2))
+}

@@ -16,8 +16,10 @@ import (
 type Strategy int
 
 const (
-	// StrategyDefault is the strategy chosen by measurement (see the package documentation):
-	// currently [StrategyCopy].
+	// StrategyDefault is [StrategyCopy]: COPY streams the rows through one reused buffer,
+	// so an upsert holds that buffer beside the rows however large its batch, at the cost of
+	// a temporary table per transaction in the catalogs (see the package documentation,
+	// Strategies).
 	StrategyDefault Strategy = iota
 	// StrategyUnnest sends INSERT ... SELECT FROM unnest($1::type[], ...) ON CONFLICT
 	// statements with one array parameter per column, of at most 8,192 rows each.
@@ -45,37 +47,45 @@ func (s Strategy) String() string {
 	}
 }
 
-// Config configures a [Sink]. Zero fields take the defaults in brackets; a negative
-// duration switches its feature off where that is stated.
+// Config configures a [Sink]. In every field, zero (or empty) means the default the field
+// states; a negative value is accepted only where the field says what it means, and [New]
+// refuses it anywhere else with an error wrapping [sink.ErrConfig] that names the field.
 type Config struct {
-	// Schema holds every table of the sink [public]. Names are quoted, never interpolated.
+	// Schema holds every table of the sink. Names are quoted, never interpolated. Empty
+	// means public (the default).
 	Schema string
 	// Aggregates describes the merged table (see [sink.AggregateSpec] for its defaults).
 	// The folded windows and the contributing topics are kept beside it, in
 	// <Aggregates.Table>_folded and <Aggregates.Table>_topics.
 	Aggregates sink.AggregateSpec
 	// PartialsTable stores the partials of windows that are not complete, one compact row
-	// per (window_start, topic, partition) [<Aggregates.Table>_partials].
+	// per (window_start, topic, partition). Empty means <Aggregates.Table>_partials (the
+	// default).
 	PartialsTable string
-	// ProgressTable stores closed_through per (topic, partition) [streamledger_progress].
+	// ProgressTable stores closed_through per (topic, partition). Empty means
+	// streamledger_progress (the default).
 	ProgressTable string
 	// States are the last-write-wins tables the sink may upsert into.
 	States []sink.StateSpec
-	// Strategy moves batches of state rows [StrategyDefault].
+	// Strategy moves batches of state rows. Zero means StrategyDefault (the default); a
+	// value that names no strategy, negative included, is refused.
 	Strategy Strategy
 	// Horizon is how long a folded window is kept after it was folded (by Clock), so that a
-	// partition registered later can still be merged into it [7 days];
-	// negative keeps folded windows forever. Past it a window's merged rows are final.
+	// partition registered later can still be merged into it. Past it a window's merged rows
+	// are final. Zero means 7 days (the default); negative means folded windows are kept
+	// forever.
 	Horizon time.Duration
 	// SourceRetention is how far back the sources can redeliver (the topics'
-	// retention.ms). When set, a Horizon shorter than it is refused with
-	// [sink.ErrHorizon].
+	// retention.ms), so that New can refuse a Horizon shorter than it with an error wrapping
+	// [sink.ErrHorizon]. Zero declares nothing (the default); negative means the sources keep
+	// records forever, which only a negative Horizon covers.
 	SourceRetention time.Duration
-	// Retry bounds the retries of transient failures (see [sink.RetryPolicy]).
+	// Retry bounds the retries of transient failures (see [sink.RetryPolicy] for its
+	// defaults).
 	Retry sink.RetryPolicy
 	// Clock stamps computed_at, written_at, folded_at and updated_at, and places the
-	// horizon [time.Now]. Values are sent as parameters, so an injected clock makes every
-	// stored column deterministic.
+	// horizon. Values are sent as parameters, so an injected clock makes every stored column
+	// deterministic. Nil means time.Now (the default).
 	Clock func() time.Time
 	// Hooks observe the sink's writes (see [sink.Hook]): each value implements
 	// sink.HookWriteClose, sink.HookUpsertLatest or both, or New refuses it. They are
@@ -106,14 +116,14 @@ func (c Config) withDefaults() Config {
 }
 
 func (c Config) validate() error {
-	if err := specs.CheckAggregate(c.Aggregates); err != nil {
+	if err := specs.CheckAggregate("Config.Aggregates", c.Aggregates); err != nil {
 		return err
 	}
 	if err := report.Check("Config.Hooks", c.Hooks); err != nil {
 		return err
 	}
 	if c.Strategy < StrategyUnnest || c.Strategy > StrategyBatch {
-		return fmt.Errorf("%w: Config.Strategy: unknown strategy %d", sink.ErrInvalid, int(c.Strategy))
+		return fmt.Errorf("%w: Config.Strategy is %v, want StrategyDefault, StrategyUnnest, StrategyCopy or StrategyBatch", sink.ErrConfig, c.Strategy)
 	}
 	tables := map[string]string{}
 	for _, t := range []struct{ name, role string }{
@@ -121,16 +131,16 @@ func (c Config) validate() error {
 		{c.foldedTable(), "folded"}, {c.topicsTable(), "topics"}, {c.ProgressTable, "Config.ProgressTable"},
 	} {
 		if other, ok := tables[t.name]; ok {
-			return fmt.Errorf("%w: %s %q is also the %s table", sink.ErrInvalid, t.role, t.name, other)
+			return fmt.Errorf("%w: %s %q is also the %s table", sink.ErrConfig, t.role, t.name, other)
 		}
 		tables[t.name] = t.role
 	}
-	for _, st := range c.States {
-		if err := specs.CheckState(st); err != nil {
+	for i, st := range c.States {
+		if err := specs.CheckState(fmt.Sprintf("Config.States[%d]", i), st); err != nil {
 			return err
 		}
 		if other, ok := tables[st.Table]; ok {
-			return fmt.Errorf("%w: state table %q is also the %s table", sink.ErrInvalid, st.Table, other)
+			return fmt.Errorf("%w: Config.States[%d].Table %q is also the %s table", sink.ErrConfig, i, st.Table, other)
 		}
 		tables[st.Table] = "state"
 	}

@@ -7,11 +7,11 @@
 // at once (one transaction under an advisory lock, a version per object set in
 // streamledger_migrations):
 //
-//   - the merged table ([sink.AggregateSpec]: names configurable, the OV example's
-//     delay_aggregates maps one to one), keyed by (window_start, dimension, dimension_id);
+//   - the merged table ([sink.AggregateSpec]: table and column names configurable), keyed
+//     by (window_start, dimension, dimension_id);
 //   - the partials table, one compact row per (window_start, topic, partition) of a window
 //     that is not complete: window_end, keys, and entries, every key's dimension, id,
-//     attributes and serialized window.Stats in one blob (package fold's codec);
+//     attributes and serialized window.Stats in one blob, compressed past a size (see below);
 //   - <merged table>_folded, one row per complete window (window_start, window_end, keys,
 //     entries): every key's merged stats and the partitions merged into them;
 //   - <merged table>_topics, the topics that have written a partial: their registered
@@ -23,10 +23,7 @@
 //   - the state tables whose [sink.StateSpec] carries column types.
 //
 // Every name is a quoted identifier and every value a parameter; [Sink.Statements] lists
-// every statement the sink generates. Migrate upgrades a database written with one partial
-// row per key in place: a window complete by the stored progress becomes a folded row (its
-// merged rows rewritten from its partials), any other window becomes compact rows and its
-// merged rows, which were still filling, are removed until the window completes.
+// every statement the sink generates.
 //
 // # Close writes
 //
@@ -35,8 +32,8 @@
 // the table's name), so the close writes of one table, from any number of processes, run
 // one at a time; state upserts do not take it. Every read follows in statements of their
 // own, whose snapshots are taken after the lock was granted: each call sees everything the
-// calls before it committed, and plans from that with package fold (which windows complete,
-// the rows to write). There is one lock and it is always taken first, so close writes cannot
+// calls before it committed, and plans from that which windows complete and the rows to
+// write, as every sink of this module does. There is one lock and it is always taken first, so close writes cannot
 // deadlock each other; progress rows, which writers of other merged tables sharing the
 // progress table also update, are written in (topic, partition) order.
 //
@@ -53,12 +50,11 @@
 // all in memory at once. Every upsert replaces (col = EXCLUDED.col; attributes
 // COALESCE(EXCLUDED.a, stored)); no statement adds after DO UPDATE.
 //
-// With one processor writing all its partitions per tick, a merged row is written once, and
+// With one consumer writing all its partitions per tick, a merged row is written once, and
 // the partials of a window are stored only by the partitions that close it before the last
-// one does, and deleted when it folds. Blobs of 512 bytes or more are compressed with zstd:
-// the stats of a window's keys lose about half their size, where Postgres's own TOAST
-// compression finds little to take. BenchmarkCloseLayout measures row writes, WAL and table
-// bytes per merged row against a merged-only baseline.
+// one does, and deleted when it folds. Blobs of 512 bytes or more are compressed with zstd,
+// whose entropy coding suits the stats' bytes, where Postgres's own TOAST compression (LZ
+// only) finds little repetition to take.
 //
 // # Horizon
 //
@@ -84,13 +80,11 @@
 // A batch of state rows reaches its upsert through COPY into a temporary table and one
 // INSERT ... SELECT ([StrategyCopy], the default), as INSERT ... SELECT FROM unnest of one
 // array parameter per column, at most 8,192 rows per statement ([StrategyUnnest]), or as one
-// statement per row pipelined in a pgx.Batch ([StrategyBatch]). The benchmarks of this
-// package (go test -bench . ./sink/postgres) report rows/s and bytes allocated for each side
-// by side. COPY streams the rows through one reused buffer, where an unnest statement and its
-// Bind message are built whole in memory, several times the rows' size; COPY is the faster
-// and allocates about a third as much per row. What it costs is in the catalog: it creates
-// and drops a temporary table per transaction, which leaves dead rows in the system
-// catalogs. [StrategyUnnest] leaves the catalog alone.
+// statement per row pipelined in a pgx.Batch ([StrategyBatch]). COPY streams the rows
+// through one reused buffer, where an unnest statement and its Bind message are built whole
+// in memory, several times the rows' size, which is why COPY is the default. What it costs
+// is in the catalog: it creates and drops a temporary table per transaction, which leaves
+// dead rows in the system catalogs. [StrategyUnnest] leaves the catalog alone.
 // Columns whose value is the same for a whole batch (write time, computed_at, updated_at)
 // travel once, as scalar parameters.
 //

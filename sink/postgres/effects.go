@@ -37,26 +37,31 @@ const opApplyEffects = "apply effects"
 // commit or roll it back.
 type Effect func(ctx context.Context, tx pgx.Tx, ops []int) ([]sink.Result, error)
 
-// EffectConfig configures [Effects]. Zero fields take the defaults in brackets.
+// EffectConfig configures [Effects]. In every field, zero (or empty) means the default the
+// field states; a negative value is accepted only where the field says what it means, and
+// [NewEffects] refuses it anywhere else with an error wrapping [sink.ErrConfig] that names
+// the field.
 type EffectConfig struct {
-	// Schema holds the marker table [public].
+	// Schema holds the marker table. Empty means public (the default).
 	Schema string
-	// Table is the marker table [streamledger_markers].
+	// Table is the marker table. Empty means streamledger_markers (the default).
 	Table string
 	// Horizon is how long markers are kept: [Effects.Prune] deletes only markers older than
-	// it [7 days]; negative keeps markers forever.
+	// it. Zero means 7 days (the default); negative means markers are kept forever.
 	Horizon time.Duration
-	// SourceRetention is how far back the source can redeliver (the topic's retention.ms;
-	// negative for a topic that keeps records forever). A Horizon shorter than it is refused
-	// with [sink.ErrHorizon]: an operation replayed after its marker was pruned would be
-	// applied a second time. Zero declares nothing.
+	// SourceRetention is how far back the source can redeliver (the topic's retention.ms). A
+	// Horizon shorter than it is refused with an error wrapping [sink.ErrHorizon]: an
+	// operation replayed after its marker was pruned would be applied a second time. Zero
+	// declares nothing (the default); negative means the topic keeps records forever, which
+	// only a negative Horizon covers.
 	SourceRetention time.Duration
-	// Retry bounds the retries of transient failures.
+	// Retry bounds the retries of transient failures (see [sink.RetryPolicy] for its
+	// defaults).
 	Retry sink.RetryPolicy
-	// Clock stamps markers and places the pruning horizon [time.Now].
+	// Clock stamps markers and places the pruning horizon. Nil means time.Now (the default).
 	Clock func() time.Time
 	// Rand provides the token that tells a call its own markers after a commit whose
-	// acknowledgement was lost [crypto/rand.Reader].
+	// acknowledgement was lost. Nil means crypto/rand.Reader (the default).
 	Rand io.Reader
 }
 
@@ -77,7 +82,7 @@ type Effects struct {
 // database; call [Effects.Migrate] to create the marker table.
 func NewEffects(pool *pgxpool.Pool, cfg EffectConfig) (*Effects, error) {
 	if pool == nil {
-		return nil, fmt.Errorf("%w: nil pool", sink.ErrInvalid)
+		return nil, fmt.Errorf("%w: postgres.NewEffects: the pool is nil, want a *pgxpool.Pool", sink.ErrConfig)
 	}
 	if cfg.Schema == "" {
 		cfg.Schema = "public"
@@ -109,11 +114,11 @@ func NewEffects(pool *pgxpool.Pool, cfg EffectConfig) (*Effects, error) {
 }
 
 func (e *Effects) migrations() []migration {
-	return []migration{{object: "markers:" + e.cfg.Table, steps: sqlSteps([]string{
+	return []migration{{object: "markers:" + e.cfg.Table, steps: [][]string{{
 		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s ("op_id" text PRIMARY KEY, "payload_hash" bytea NOT NULL, `+
 			`"token" bytea NOT NULL, "created_at" timestamptz NOT NULL)`, e.table),
 		fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s ("created_at")`, ident(e.cfg.Table+"_created_at"), e.table),
-	})}}
+	}}}}
 }
 
 // Migrate creates the marker table; idempotent and safe to run concurrently.
@@ -126,7 +131,7 @@ func (e *Effects) Statements() []string {
 	out := []string{e.insert, e.lookup, e.forget, e.mine, e.prune}
 	for _, m := range e.migrations() {
 		for _, st := range m.steps {
-			out = append(out, st.sql...)
+			out = append(out, st...)
 		}
 	}
 	return out

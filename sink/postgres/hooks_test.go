@@ -70,6 +70,6 @@ func TestHooksRefusedAtNew(t *testing.T) {
 	db := pgtest.New(t)
 	_, err := postgres.New(db.Pool, postgres.Config{Schema: db.Schema, Aggregates: sinkfixture.Aggregates(),
 		Hooks: []sink.Hook{&sinkfixture.Hooks{}, struct{}{}}})
-	require.ErrorIs(t, err, sink.ErrInvalid)
+	require.ErrorIs(t, err, sink.ErrConfig)
 	assert.ErrorContains(t, err, "Config.Hooks[1]")
 }

@@ -23,28 +23,17 @@ const migrateLock int64 = 0x73746c6d6967 // "stlmig"
 // this build knows: an older binary must not write into it.
 var ErrSchemaTooNew = errors.New("postgres: schema version is newer than this build")
 
-// migration is the versioned DDL of one object set: step i brings it to version i+1. ensure
-// runs on every Migrate, after the steps, and must be idempotent.
+// migration is the versioned DDL of one object set: steps[i] brings it to version first+i.
+// ensure runs on every Migrate, after the steps, and must be idempotent.
 type migration struct {
 	object string
-	steps  []step
+	// first is the version steps[0] creates; zero means 1. An object set recorded at a lower
+	// version holds a layout that this build does not convert, and Migrate refuses it.
+	first  int
+	steps  [][]string
 	ensure []string
 	// view is the quoted name of a view that viewDDL creates or replaces, after ensure.
 	view, viewDDL string
-}
-
-// step is one version of an object set: its statements, then run when set.
-type step struct {
-	sql []string
-	run func(ctx context.Context, tx pgx.Tx) error
-}
-
-func sqlSteps(versions ...[]string) []step {
-	out := make([]step, len(versions))
-	for i, v := range versions {
-		out[i] = step{sql: v}
-	}
-	return out
 }
 
 func (s *Sink) migrations() []migration {
@@ -55,43 +44,39 @@ func (s *Sink) migrations() []migration {
 	var out []migration
 
 	prog := ident(schema, cfg.ProgressTable)
-	out = append(out, migration{object: "progress:" + cfg.ProgressTable, steps: sqlSteps([]string{
+	out = append(out, migration{object: "progress:" + cfg.ProgressTable, steps: [][]string{{
 		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s ("topic" text NOT NULL, "partition" integer NOT NULL, `+
 			`"closed_through" timestamptz NOT NULL, "updated_at" timestamptz NOT NULL, PRIMARY KEY ("topic", "partition"))`, prog),
-	}, []string{
+	}, {
 		// Version 2: a registered partition that has closed nothing has no closed_through
 		// (it was stored as the zero time), and a partition can be marked empty.
 		fmt.Sprintf(`ALTER TABLE %s ALTER COLUMN "closed_through" DROP NOT NULL`, prog),
 		fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS "empty" boolean NOT NULL DEFAULT false`, prog),
 		fmt.Sprintf(`UPDATE %s SET "closed_through" = NULL WHERE "closed_through" = '0001-01-01 00:00:00+00'`, prog),
-	})})
+	}}})
 
 	var attrCols strings.Builder
 	for _, at := range a.Attributes {
 		fmt.Fprintf(&attrCols, "%s text, ", ident(at))
 	}
-	// Versions 1 and 2 kept one partial row per (key, source) and rewrote each merged row
-	// once per contributing partition; version 3 converts that layout in place (see
-	// upgradeCompact).
-	agg := migration{object: "aggregates:" + a.Table, steps: []step{{sql: []string{
-		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s ("window_start" timestamptz NOT NULL, "dimension" text NOT NULL, `+
-			`"dimension_id" text NOT NULL, "topic" text NOT NULL, "partition" integer NOT NULL, "window_end" timestamptz NOT NULL, `+
-			`"stats" bytea NOT NULL, %s"written_at" timestamptz NOT NULL, `+
-			`PRIMARY KEY ("window_start", "dimension", "dimension_id", "topic", "partition"))`,
-			ident(schema, cfg.PartialsTable), attrCols.String()),
+	// The aggregates' versions start at 3 (a lower one recorded is a layout Migrate refuses):
+	// the compact partials, one row per (window, source partition), the folded windows and
+	// the contributing topics beside the merged table.
+	agg := migration{object: "aggregates:" + a.Table, first: 3, steps: [][]string{{
+		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s ("window_start" timestamptz NOT NULL, "topic" text NOT NULL, "partition" integer NOT NULL, `+
+			`"window_end" timestamptz NOT NULL, "keys" integer NOT NULL, "entries" bytea NOT NULL, "written_at" timestamptz NOT NULL, `+
+			`PRIMARY KEY ("window_start", "topic", "partition"))`, ident(schema, cfg.PartialsTable)),
+		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s ("window_start" timestamptz PRIMARY KEY, "window_end" timestamptz NOT NULL, `+
+			`"keys" integer NOT NULL, "entries" bytea NOT NULL, "folded_at" timestamptz NOT NULL)`, ident(schema, cfg.foldedTable())),
+		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s ("topic" text PRIMARY KEY, "since" timestamptz NOT NULL)`, ident(schema, cfg.topicsTable())),
+		// A merged row is written once, when its window folds: pages can be full.
 		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (%s timestamptz NOT NULL, %s timestamptz NOT NULL, %s text NOT NULL, %s text NOT NULL, `+
 			`%s%s bigint NOT NULL, %s double precision NOT NULL, %s double precision NOT NULL, %s double precision NOT NULL, `+
-			`%s double precision NOT NULL, %s timestamptz NOT NULL, PRIMARY KEY (%s, %s, %s)) WITH (fillfactor = 80)`,
+			`%s double precision NOT NULL, %s timestamptz NOT NULL, PRIMARY KEY (%s, %s, %s))`,
 			ident(schema, a.Table), ident(c.WindowStart), ident(c.WindowEnd), ident(c.Dimension), ident(c.DimensionID),
 			attrCols.String(), ident(c.Count), ident(c.Mean), ident(c.Quantile), ident(c.Max), ident(c.Min), ident(c.ComputedAt),
 			ident(c.WindowStart), ident(c.Dimension), ident(c.DimensionID)),
-	}}, {sql: []string{
-		fmt.Sprintf(`ALTER TABLE %s SET (fillfactor = 50)`, ident(schema, a.Table)),
-	}}, {sql: []string{
-		"DROP VIEW IF EXISTS " + s.view,
-		// A merged row is written once, when its window folds: pages can be full.
-		fmt.Sprintf(`ALTER TABLE %s RESET (fillfactor)`, ident(schema, a.Table)),
-	}, run: s.upgradeCompact}}}
+	}}}
 	for _, at := range a.Attributes {
 		agg.ensure = append(agg.ensure, fmt.Sprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s text", ident(schema, a.Table), ident(at)))
 	}
@@ -116,11 +101,11 @@ func (s *Sink) migrations() []migration {
 			// Version 2: every upsert of a known key is an update, and at fillfactor 50 it
 			// finds room on its own page, so Postgres updates it in place (HOT) without touching
 			// the primary key index.
-			m.steps = sqlSteps(
-				[]string{fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (%s, PRIMARY KEY (%s))",
+			m.steps = [][]string{
+				{fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (%s, PRIMARY KEY (%s))",
 					ident(schema, st.Table), strings.Join(cols, ", "), strings.Join(keys, ", "))},
-				[]string{fmt.Sprintf("ALTER TABLE %s SET (fillfactor = 50)", ident(schema, st.Table))},
-			)
+				{fmt.Sprintf("ALTER TABLE %s SET (fillfactor = 50)", ident(schema, st.Table))},
+			}
 		}
 		out = append(out, m)
 	}
@@ -172,7 +157,7 @@ func (s *Sink) migrationStatements() []string {
 	var out []string
 	for _, m := range s.migrations() {
 		for _, st := range m.steps {
-			out = append(out, st.sql...)
+			out = append(out, st...)
 		}
 		out = append(out, m.ensure...)
 		if m.viewDDL != "" {
@@ -220,24 +205,25 @@ func migrate(ctx context.Context, pool interface {
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("postgres: migrate %s: read version: %w", m.object, err)
 		}
-		if have > len(m.steps) {
-			return fmt.Errorf("%w: %s is at version %d, this build knows %d", ErrSchemaTooNew, m.object, have, len(m.steps))
+		first := max(m.first, 1)
+		latest := first + len(m.steps) - 1
+		switch {
+		case have > latest:
+			return fmt.Errorf("%w: %s is at version %d, this build knows %d", ErrSchemaTooNew, m.object, have, latest)
+		case have > 0 && have < first:
+			return fmt.Errorf("postgres: migrate %s: version %d is a layout this build does not convert, "+
+				"expected version %d or later: drop its tables and write them again", m.object, have, first)
 		}
-		for v := have; v < len(m.steps); v++ {
-			for _, stmt := range m.steps[v].sql {
+		for v := max(have, first-1); v < latest; v++ {
+			for _, stmt := range m.steps[v-first+1] {
 				if _, err := tx.Exec(ctx, stmt); err != nil {
 					return fmt.Errorf("postgres: migrate %s to version %d: %w", m.object, v+1, err)
 				}
 			}
-			if run := m.steps[v].run; run != nil {
-				if err := run(ctx, tx); err != nil {
-					return fmt.Errorf("postgres: migrate %s to version %d: %w", m.object, v+1, err)
-				}
-			}
 		}
-		if have < len(m.steps) {
+		if have < latest {
 			if _, err := tx.Exec(ctx, fmt.Sprintf(`INSERT INTO %s ("object", "version") VALUES ($1, $2) `+
-				`ON CONFLICT ("object") DO UPDATE SET "version" = EXCLUDED."version", "applied_at" = now()`, mt), m.object, len(m.steps)); err != nil {
+				`ON CONFLICT ("object") DO UPDATE SET "version" = EXCLUDED."version", "applied_at" = now()`, mt), m.object, latest); err != nil {
 				return fmt.Errorf("postgres: migrate %s: record version: %w", m.object, err)
 			}
 		}

@@ -96,6 +96,19 @@ func TestMigrateRefusesNewerSchema(t *testing.T) {
 	require.ErrorIs(t, s.Migrate(ctx), postgres.ErrSchemaTooNew)
 }
 
+// The aggregates' versions start at 3: a lower one is a layout Migrate does not convert, and
+// it says so rather than write into it.
+func TestMigrateRefusesLayoutBeforeFirstVersion(t *testing.T) {
+	ctx := testCtx(t)
+	s, db := newSink(t, nil)
+	_, err := db.Pool.Exec(ctx, "UPDATE streamledger_migrations SET version = 2 WHERE object = 'aggregates:aggregates'")
+	require.NoError(t, err)
+	err = s.Migrate(ctx)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, postgres.ErrSchemaTooNew)
+	assert.ErrorContains(t, err, "version 2 is a layout this build does not convert, expected version 3 or later")
+}
+
 // An attribute added to the configuration later is added to the merged table and the view.
 func TestMigrateAddsAttributes(t *testing.T) {
 	ctx := testCtx(t)
@@ -161,24 +174,30 @@ func TestReadinessView(t *testing.T) {
 
 func TestNewRejectsBadConfig(t *testing.T) {
 	db := pgtest.New(t)
-	for name, cfg := range map[string]postgres.Config{
-		"quantile":             {Aggregates: sink.AggregateSpec{Quantile: 1.5}},
-		"attribute collides":   {Aggregates: sink.AggregateSpec{Attributes: []string{"window_end"}}},
-		"partials is folded":   {PartialsTable: "window_aggregates_folded"},
-		"duplicate column":     {Aggregates: sink.AggregateSpec{Columns: sink.AggregateColumns{Mean: "event_count"}}},
-		"progress is merged":   {ProgressTable: "window_aggregates"},
-		"state without key":    {States: []sink.StateSpec{{Table: "s", ObservedAt: sink.Column{Name: "at"}}}},
-		"state is progress":    {States: []sink.StateSpec{{Table: "streamledger_progress", Key: []sink.Column{{Name: "k"}}, ObservedAt: sink.Column{Name: "at"}}}},
-		"unknown strategy":     {Strategy: 42},
-		"state twice the name": {States: []sink.StateSpec{sinkfixture.Latest(), sinkfixture.Latest()}},
+	for name, tc := range map[string]struct {
+		cfg  postgres.Config
+		want string
+	}{
+		"quantile":           {postgres.Config{Aggregates: sink.AggregateSpec{Quantile: 1.5}}, "Config.Aggregates.Quantile is 1.5"},
+		"attribute collides": {postgres.Config{Aggregates: sink.AggregateSpec{Attributes: []string{"window_end"}}}, `names column "window_end" twice`},
+		"partials is folded": {postgres.Config{PartialsTable: "window_aggregates_folded"}, "Config.PartialsTable"},
+		"duplicate column":   {postgres.Config{Aggregates: sink.AggregateSpec{Columns: sink.AggregateColumns{Mean: "event_count"}}}, "Config.Aggregates"},
+		"progress is merged": {postgres.Config{ProgressTable: "window_aggregates"}, "Config.ProgressTable"},
+		"state without key":  {postgres.Config{States: []sink.StateSpec{{Table: "s", ObservedAt: sink.Column{Name: "at"}}}}, "Config.States[0].Key"},
+		"state is progress": {postgres.Config{States: []sink.StateSpec{{Table: "streamledger_progress", Key: []sink.Column{{Name: "k"}},
+			ObservedAt: sink.Column{Name: "at"}}}}, "Config.States[0].Table"},
+		"unknown strategy":     {postgres.Config{Strategy: 42}, "Config.Strategy is Strategy(42)"},
+		"state twice the name": {postgres.Config{States: []sink.StateSpec{sinkfixture.Latest(), sinkfixture.Latest()}}, "Config.States[1].Table"},
 	} {
-		_, err := postgres.New(db.Pool, cfg)
-		assert.ErrorIs(t, err, sink.ErrInvalid, name)
+		_, err := postgres.New(db.Pool, tc.cfg)
+		assert.ErrorIs(t, err, sink.ErrConfig, name)
+		assert.ErrorContains(t, err, tc.want, name)
 	}
 	_, err := postgres.New(nil, postgres.Config{})
-	assert.ErrorIs(t, err, sink.ErrInvalid)
+	assert.ErrorIs(t, err, sink.ErrConfig)
 	_, err = postgres.New(db.Pool, postgres.Config{Horizon: 24 * time.Hour, SourceRetention: 7 * 24 * time.Hour})
 	assert.ErrorIs(t, err, sink.ErrHorizon)
+	assert.ErrorIs(t, err, sink.ErrConfig)
 	assert.ErrorContains(t, err, "Config.Horizon")
 	_, err = postgres.New(db.Pool, postgres.Config{Horizon: -1, SourceRetention: 7 * 24 * time.Hour})
 	assert.NoError(t, err, "folded windows kept forever cover any retention")

@@ -15,8 +15,9 @@ import (
 	"github.com/streamledger/streamledger/sink/internal/specs"
 )
 
-// Sink is the Postgres implementation of [sink.Sink] and [sink.Reader]. It is safe for
-// concurrent use, also by several processes on the same tables.
+// Sink is the Postgres implementation of [sink.Sink], [sink.Reader],
+// [sink.GatedWindowWriter] and [sink.TableDescriber]. It is safe for concurrent use, also by
+// several processes on the same tables.
 type Sink struct {
 	pool   *pgxpool.Pool
 	cfg    Config
@@ -60,7 +61,7 @@ type stateTable struct {
 // [Sink.Migrate] to create the tables. The pool stays the caller's to close.
 func New(pool *pgxpool.Pool, cfg Config) (*Sink, error) {
 	if pool == nil {
-		return nil, fmt.Errorf("%w: nil pool", sink.ErrInvalid)
+		return nil, fmt.Errorf("%w: postgres.New: the pool is nil, want a *pgxpool.Pool", sink.ErrConfig)
 	}
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -221,9 +222,16 @@ func (s *Sink) Statements() []string {
 	return append(out, s.migrationStatements()...)
 }
 
-// Tables returns the specs of the tables the sink writes, defaults filled in: a processor
-// builds its windows with the aggregate spec's exact limit and checks its state rows and
-// attributes against them before they reach a write.
+// Tables implements [sink.TableDescriber]: it returns the specs of the tables the sink
+// writes, defaults filled in, so that a consumer builds its windows with the aggregate
+// spec's exact limit and checks its state rows and attributes before they reach a write.
 func (s *Sink) Tables() (sink.AggregateSpec, []sink.StateSpec) {
 	return s.cfg.Aggregates, slices.Clone(s.cfg.States)
 }
+
+var (
+	_ sink.Sink              = (*Sink)(nil)
+	_ sink.Reader            = (*Sink)(nil)
+	_ sink.GatedWindowWriter = (*Sink)(nil)
+	_ sink.TableDescriber    = (*Sink)(nil)
+)

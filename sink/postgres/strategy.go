@@ -20,9 +20,9 @@ type rowSet interface {
 }
 
 // unnestChunk bounds the rows of one unnest statement. A statement's column arrays and its
-// Bind message are built whole in memory while it is sent: at 100x the end-to-end bench
-// caught about 100 MB of them live during 60,000-row upserts. Past a few thousand rows a
-// statement gains nothing more from its size.
+// Bind message are built whole in memory while it is sent, several times the rows' size, so
+// an unbounded statement would hold a large upsert's rows several times over. Past a few
+// thousand rows a statement gains nothing more from its size.
 const unnestChunk = 8192
 
 // writeRows sends rs through u with strategy st inside tx.

@@ -24,15 +24,15 @@
 // are final; a call's batches are written together or not at all; concurrent writers against a
 // single writer; progress that never goes back; readiness; attribute COALESCE; the
 // last-write-wins guard (also under concurrent writers); that times are stored and compared at
-// [sink.Precision]; and that invalid input writes nothing.
-// Its tables ([Aggregates], [Latest]) name every column and its clock is fixed ([Now]), so
-// every column is compared.
+// [sink.Precision]; that invalid input writes nothing; a [sink.GatedWindowWriter] commits
+// only what its gate lets through; and that a [sink.TableDescriber] declares the tables it was built
+// with. Its tables name every column and its clock is fixed, so every column is compared.
 //
 // # Memory
 //
 // [Memory] has the same semantics as the SQL implementations (all of them plan their close
-// writes with package fold, and it passes the same suite), records every successful write
-// ([Memory.Closes], [Memory.Upserts]) and fails the next calls on request
-// ([Memory.FailNext]) without writing anything, so that a processor's tests can check that
-// a failed write is never treated as durable.
+// writes with the same planner, and it passes the same suite), records every successful
+// write ([Memory.Closes], [Memory.Upserts]) and fails the next calls on request
+// ([Memory.FailNext]) without writing anything, so that a consumer's tests can check that a
+// failed write is never treated as durable.
 package sinktest

@@ -18,17 +18,25 @@ import (
 	"github.com/streamledger/streamledger/sink/internal/specs"
 )
 
-// MemoryConfig configures a [Memory]. Zero fields take the defaults of the sink package.
+// MemoryConfig configures a [Memory]. In every field, zero means the default the field
+// states; a negative value is accepted only where the field says what it means, and
+// [NewMemory] refuses it anywhere else with an error wrapping [sink.ErrConfig] that names the
+// field.
 type MemoryConfig struct {
+	// Aggregates describes the merged rows (see [sink.AggregateSpec] for its defaults).
 	Aggregates sink.AggregateSpec
-	States     []sink.StateSpec
-	// Clock stamps computed_at and places the pruning horizon [time.Now].
+	// States are the last-write-wins tables the sink may upsert into.
+	States []sink.StateSpec
+	// Clock stamps computed_at and places the pruning horizon. Nil means time.Now (the
+	// default).
 	Clock func() time.Time
-	// Horizon is how long a folded window is kept after it was folded (see package fold):
-	// zero means 7 days, negative keeps folded windows forever.
+	// Horizon is how long a folded window is kept after it was folded (see package sink,
+	// Complete windows and merged rows). Zero means 7 days (the default); negative means
+	// folded windows are kept forever.
 	Horizon time.Duration
-	// SourceRetention is how far back the source can redeliver; a Horizon shorter than it
-	// is refused with [sink.ErrHorizon].
+	// SourceRetention is how far back the source can redeliver; a Horizon shorter than it is
+	// refused with an error wrapping [sink.ErrHorizon]. Zero declares nothing (the default);
+	// negative means the source keeps records forever, which only a negative Horizon covers.
 	SourceRetention time.Duration
 }
 
@@ -38,10 +46,10 @@ type Upsert struct {
 	Rows  []sink.StateRow
 }
 
-// Memory is an in-memory [sink.Sink] and [sink.Reader] with the same semantics as the SQL
-// implementations (all plan their close writes with package fold), for the unit
-// tests of packages that write through a sink. It records every successful write and can be
-// told to fail the next ones. It is safe for concurrent use.
+// Memory is an in-memory [sink.Sink], [sink.Reader], [sink.GatedWindowWriter] and
+// [sink.TableDescriber] with the same semantics as the SQL implementations (all plan their
+// close writes with the same planner), for the unit tests of packages that write through a
+// sink. It records every successful write and can be told to fail the next ones. It is safe for concurrent use.
 type Memory struct {
 	mu     sync.Mutex
 	agg    sink.AggregateSpec
@@ -71,7 +79,7 @@ type memState struct {
 // NewMemory returns an empty Memory.
 func NewMemory(cfg MemoryConfig) (*Memory, error) {
 	agg := specs.WithDefaults(cfg.Aggregates)
-	if err := specs.CheckAggregate(agg); err != nil {
+	if err := specs.CheckAggregate("MemoryConfig.Aggregates", agg); err != nil {
 		return nil, err
 	}
 	h, err := horizon.Resolve(cfg.Horizon, cfg.SourceRetention, "MemoryConfig.Horizon", "MemoryConfig.SourceRetention")
@@ -99,12 +107,12 @@ func NewMemory(cfg MemoryConfig) (*Memory, error) {
 	if m.clock == nil {
 		m.clock = time.Now
 	}
-	for _, st := range cfg.States {
-		if err := specs.CheckState(st); err != nil {
+	for i, st := range cfg.States {
+		if err := specs.CheckState(fmt.Sprintf("MemoryConfig.States[%d]", i), st); err != nil {
 			return nil, err
 		}
 		if _, dup := m.states[st.Table]; dup {
-			return nil, fmt.Errorf("%w: state table %q declared twice", sink.ErrInvalid, st.Table)
+			return nil, fmt.Errorf("%w: MemoryConfig.States[%d]: state table %q declared twice", sink.ErrConfig, i, st.Table)
 		}
 		m.states[st.Table] = &memState{spec: st, rows: make(map[any]sink.StateRow)}
 	}
@@ -112,7 +120,7 @@ func NewMemory(cfg MemoryConfig) (*Memory, error) {
 }
 
 // FailNext makes the next len(errs) writes (WriteClose or UpsertLatest calls) return these
-// errors, in order, without writing anything: a processor's tests use it to check that a
+// errors, in order, without writing anything: a consumer's tests use it to check that a
 // failed write is never treated as durable.
 func (m *Memory) FailNext(errs ...error) {
 	m.mu.Lock()
@@ -156,8 +164,8 @@ func (m *Memory) WriteCloseGated(ctx context.Context, gate func(context.Context)
 	return m.WriteClose(ctx, batches...)
 }
 
-// WriteClose implements [sink.WindowWriter]: it plans the call with package fold from the
-// stored rows and applies the plan. Every batch of the call is written, or none.
+// WriteClose implements [sink.WindowWriter]: it plans the call from the stored rows and
+// applies the plan. Every batch of the call is written, or none.
 func (m *Memory) WriteClose(ctx context.Context, batches ...sink.CloseBatch) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -488,12 +496,14 @@ func (m *Memory) Latest(ctx context.Context, table string, key ...any) (sink.Sta
 }
 
 var (
-	_ sink.Sink   = (*Memory)(nil)
-	_ sink.Reader = (*Memory)(nil)
+	_ sink.Sink              = (*Memory)(nil)
+	_ sink.Reader            = (*Memory)(nil)
+	_ sink.GatedWindowWriter = (*Memory)(nil)
+	_ sink.TableDescriber    = (*Memory)(nil)
 )
 
-// Tables returns the specs of the tables the sink writes, defaults filled in (see
-// postgres.Sink.Tables).
+// Tables implements [sink.TableDescriber]: it returns the specs of the tables Memory
+// writes, defaults filled in, the state tables ordered by name.
 func (m *Memory) Tables() (sink.AggregateSpec, []sink.StateSpec) {
 	out := make([]sink.StateSpec, 0, len(m.states))
 	for _, st := range m.states {

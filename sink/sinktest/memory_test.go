@@ -44,7 +44,9 @@ func TestMemoryFailNextWritesNothing(t *testing.T) {
 
 func TestMemoryRejectsBadConfig(t *testing.T) {
 	_, err := sinktest.NewMemory(sinktest.MemoryConfig{Aggregates: sink.AggregateSpec{Quantile: 2}})
-	assert.ErrorIs(t, err, sink.ErrInvalid)
+	assert.ErrorIs(t, err, sink.ErrConfig)
+	assert.ErrorContains(t, err, "MemoryConfig.Aggregates.Quantile")
 	_, err = sinktest.NewMemory(sinktest.MemoryConfig{States: []sink.StateSpec{{Table: "x"}}})
-	assert.ErrorIs(t, err, sink.ErrInvalid)
+	assert.ErrorIs(t, err, sink.ErrConfig)
+	assert.ErrorContains(t, err, "MemoryConfig.States[0]")
 }

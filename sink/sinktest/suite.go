@@ -91,6 +91,7 @@ func Run(t *testing.T, f Factory, feat Features) {
 		{"InvalidLatestWritesNothing", testInvalidLatest},
 		{"LatestTablesInOneCall", testLatestTables},
 		{"TimePrecision", testPrecision},
+		{"Tables", testTables},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, f, feat) })
@@ -132,26 +133,26 @@ func testLatestGuard(t *testing.T, f Factory, _ Features) {
 		require.True(t, ok, id)
 		return r
 	}
-	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{stateRow("bus-1", at, "t1", 12.5, 3)}))
-	assert.Equal(t, stateRow("bus-1", at, "t1", 12.5, 3), latest("bus-1"))
+	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{stateRow("e-1", at, "t1", 12.5, 3)}))
+	assert.Equal(t, stateRow("e-1", at, "t1", 12.5, 3), latest("e-1"))
 
-	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{stateRow("bus-1", at.Add(-time.Second), "old", 0, 1)}))
-	assert.Equal(t, stateRow("bus-1", at, "t1", 12.5, 3), latest("bus-1"), "an older row never replaces a newer one")
+	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{stateRow("e-1", at.Add(-time.Second), "old", 0, 1)}))
+	assert.Equal(t, stateRow("e-1", at, "t1", 12.5, 3), latest("e-1"), "an older row never replaces a newer one")
 
-	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{stateRow("bus-1", at, "same-time", 1, 4)}))
-	assert.Equal(t, stateRow("bus-1", at, "same-time", 1, 4), latest("bus-1"), "the guard is >=: an equal time replaces")
+	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{stateRow("e-1", at, "same-time", 1, 4)}))
+	assert.Equal(t, stateRow("e-1", at, "same-time", 1, 4), latest("e-1"), "the guard is >=: an equal time replaces")
 
 	// One batch holding a newer and then an older row for the same key: the newer stays.
 	later := at.Add(time.Minute)
 	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{
-		stateRow("bus-1", later, "new", 2, 5),
-		stateRow("bus-2", later, "x", 3, 1),
-		stateRow("bus-1", at.Add(30*time.Second), "stale", 9, 9),
+		stateRow("e-1", later, "new", 2, 5),
+		stateRow("e-2", later, "x", 3, 1),
+		stateRow("e-1", at.Add(30*time.Second), "stale", 9, 9),
 	}))
-	assert.Equal(t, stateRow("bus-1", later, "new", 2, 5), latest("bus-1"))
-	assert.Equal(t, stateRow("bus-2", later, "x", 3, 1), latest("bus-2"))
+	assert.Equal(t, stateRow("e-1", later, "new", 2, 5), latest("e-1"))
+	assert.Equal(t, stateRow("e-2", later, "x", 3, 1), latest("e-2"))
 
-	_, ok, err := s.Latest(ctx, sinkfixture.StateTable, "bus-9")
+	_, ok, err := s.Latest(ctx, sinkfixture.StateTable, "e-9")
 	require.NoError(t, err)
 	assert.False(t, ok)
 	require.NoError(t, s.UpsertLatest(ctx, nil), "an empty batch is a no-op")
@@ -163,9 +164,9 @@ func testLatestReordered(t *testing.T, f Factory, _ Features) {
 	var rows []sink.StateRow
 	want := map[string]sink.StateRow{}
 	for v := range 20 {
-		id := fmt.Sprintf("veh-%02d", v)
+		id := fmt.Sprintf("e-%02d", v)
 		for i := range 10 {
-			row := stateRow(id, sinkfixture.Start().Add(time.Duration(r.IntN(100000))*time.Second+time.Duration(i)), fmt.Sprintf("trip-%d", i), float64(r.IntN(600)), int64(i))
+			row := stateRow(id, sinkfixture.Start().Add(time.Duration(r.IntN(100000))*time.Second+time.Duration(i)), fmt.Sprintf("label-%d", i), float64(r.IntN(600)), int64(i))
 			row.ObservedAt = row.ObservedAt.Truncate(time.Second).Add(time.Duration(i) * time.Hour * 24 * 30)
 			rows = append(rows, row)
 			if w, ok := want[id]; !ok || row.ObservedAt.After(w.ObservedAt) {
@@ -214,7 +215,7 @@ func testLatestConcurrent(t *testing.T, f Factory, feat Features) {
 				batch := make([]sink.StateRow, 0, entities)
 				for _, v := range r.Perm(entities) {
 					at := sinkfixture.Start().Add(time.Duration(round*writers+w) * time.Second)
-					batch = append(batch, stateRow(fmt.Sprintf("veh-%02d", v), at, fmt.Sprintf("w%d", w), float64(round), int64(round*writers+w)))
+					batch = append(batch, stateRow(fmt.Sprintf("e-%02d", v), at, fmt.Sprintf("w%d", w), float64(round), int64(round*writers+w)))
 				}
 				if err := s.UpsertLatest(ctx, batch); err != nil {
 					errs[w] = err
@@ -227,7 +228,7 @@ func testLatestConcurrent(t *testing.T, f Factory, feat Features) {
 	require.NoError(t, errors.Join(errs...))
 	last := (rounds-1)*writers + writers - 1
 	for v := range entities {
-		id := fmt.Sprintf("veh-%02d", v)
+		id := fmt.Sprintf("e-%02d", v)
 		got, ok, err := s.Latest(ctx, sinkfixture.StateTable, id)
 		require.NoError(t, err)
 		require.True(t, ok)
@@ -247,19 +248,19 @@ func testLatestTables(t *testing.T, f Factory, _ Features) {
 	at := sinkfixture.Start()
 	inSecond := func(r sink.StateRow) sink.StateRow { r.Table = second.Table; return r }
 	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{
-		inSecond(stateRow("bus-1", at, "second", 2, 2)), stateRow("bus-1", at, "first", 1, 1),
+		inSecond(stateRow("e-1", at, "second", 2, 2)), stateRow("e-1", at, "first", 1, 1),
 	}))
 	for table, want := range map[string]string{sinkfixture.StateTable: "first", second.Table: "second"} {
-		got, ok, err := s.Latest(ctx, table, "bus-1")
+		got, ok, err := s.Latest(ctx, table, "e-1")
 		require.NoError(t, err)
 		require.True(t, ok, table)
 		assert.Equal(t, table, got.Table)
 		assert.Equal(t, want, got.Values[0], table)
 	}
-	bad := inSecond(stateRow("bus-2", at, "second", 2, 2))
+	bad := inSecond(stateRow("e-2", at, "second", 2, 2))
 	bad.Values = bad.Values[:1]
-	require.ErrorIs(t, s.UpsertLatest(ctx, []sink.StateRow{stateRow("bus-2", at, "first", 1, 1), bad}), sink.ErrInvalid)
-	_, ok, err := s.Latest(ctx, sinkfixture.StateTable, "bus-2")
+	require.ErrorIs(t, s.UpsertLatest(ctx, []sink.StateRow{stateRow("e-2", at, "first", 1, 1), bad}), sink.ErrInvalid)
+	_, ok, err := s.Latest(ctx, sinkfixture.StateTable, "e-2")
 	require.NoError(t, err)
 	assert.False(t, ok, "nothing of a refused call is written")
 }

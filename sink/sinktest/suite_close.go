@@ -20,7 +20,7 @@ import (
 	"github.com/streamledger/streamledger/sink/internal/merge"
 )
 
-// register registers the partitions in one call, as a processor does at assignment.
+// register registers the partitions in one call, as a consumer does at assignment.
 func register(t *testing.T, ctx context.Context, s Subject, tps ...sink.TopicPartition) {
 	t.Helper()
 	bs := make([]sink.CloseBatch, len(tps))
@@ -397,7 +397,7 @@ func testReplayIgnored(t *testing.T, f Factory, _ Features) {
 	require.NoError(t, s.WriteClose(ctx, first...))
 	want := rowsOf(t, ctx, s, 0)
 	require.Len(t, want, 1)
-	// A replay of a final window, even with other stats or keys (a processor that decided
+	// A replay of a final window, even with other stats or keys (a consumer that decided
 	// differently would be a bug elsewhere), changes nothing.
 	require.NoError(t, s.WriteClose(ctx, closeOf(0, end, partial(t, 0, "line", "1", 50), partial(t, 0, "line", "new", 1))))
 	require.NoError(t, s.WriteClose(ctx, first...))
@@ -485,8 +485,9 @@ func testCallAtomic(t *testing.T, f Factory, _ Features) {
 }
 
 // testGatedClose checks a sink.GatedWindowWriter: nothing of the call is visible while its
-// gate runs, a refusal writes nothing and is not retried, and a call the gate lets through
-// is written.
+// gate runs, a refusal writes nothing and is not retried, a call the gate lets through is
+// written, and a gate may write state through the same sink and read it back, as a
+// consumer's gate waits for the state flushes of its tick.
 func testGatedClose(t *testing.T, f Factory, _ Features) {
 	ctx := ctxT(t)
 	s := f(t, defaultSetup())
@@ -513,6 +514,28 @@ func testGatedClose(t *testing.T, f Factory, _ Features) {
 	got, err := s.ClosedThrough(ctx, tp(0))
 	require.NoError(t, err)
 	assert.Equal(t, end, got[tp(0)])
+
+	// A state write and a read under the gate: they must not wait for the gated write's lock,
+	// or this call waits until its deadline.
+	bounded, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	row := stateRow("gated", end, "under the gate", 1, 1)
+	_, later := win(1)
+	err = g.WriteCloseGated(bounded, func(ctx context.Context) error {
+		if err := s.UpsertLatest(ctx, []sink.StateRow{row}); err != nil {
+			return err
+		}
+		_, _, err := s.Latest(ctx, sinkfixture.StateTable, "gated")
+		return err
+	}, closeOf(0, later, partial(t, 1, "line", "1", 2)))
+	require.NoError(t, err, "a gate may write state through the same sink")
+	got, err = s.ClosedThrough(ctx, tp(0))
+	require.NoError(t, err)
+	assert.Equal(t, later, got[tp(0)])
+	stored, ok, err := s.Latest(ctx, sinkfixture.StateTable, "gated")
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, row, stored)
 }
 
 func testConcurrentWriters(t *testing.T, f Factory, feat Features) {
@@ -531,7 +554,7 @@ func testConcurrentWriters(t *testing.T, f Factory, feat Features) {
 		for w := range writers {
 			wg.Go(func() {
 				// Each writer owns every writers-th partition and writes one call per
-				// window holding all of them, as a processor's tick does.
+				// window holding all of them, as a consumer's tick does.
 				for win := range windows {
 					var call []sink.CloseBatch
 					for p := w; p < partitions; p += writers {
@@ -571,7 +594,7 @@ func testProgress(t *testing.T, f Factory, _ Features) {
 	assert.Equal(t, map[sink.TopicPartition]time.Time{tp(0): end2, tp(1): end0}, got, "progress never goes back")
 }
 
-// testStaleBatch is a zombie's write: a processor that lost its partition (paused past its
+// testStaleBatch is a zombie's write: a consumer that lost its partition (paused past its
 // session timeout) writes a close it made before, after the partition's new owner wrote
 // further. Its rewritten partial is identical (a replay decides alike), so nothing changes:
 // closed_through does not move back, readiness does not regress, and the merged rows equal

@@ -22,7 +22,7 @@ func testPrecision(t *testing.T, f Factory, _ Features) {
 	at := sinkfixture.Start().Add(30 * time.Second)
 	latest := func() sink.StateRow {
 		t.Helper()
-		r, ok, err := s.Latest(ctx, sinkfixture.StateTable, "bus-1")
+		r, ok, err := s.Latest(ctx, sinkfixture.StateTable, "e-1")
 		require.NoError(t, err)
 		require.True(t, ok)
 		return r
@@ -30,14 +30,14 @@ func testPrecision(t *testing.T, f Factory, _ Features) {
 	// Within one batch, two rows of a key a few hundred nanoseconds apart are a tie: the
 	// later row in the batch wins, although its time is the earlier one.
 	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{
-		stateRow("bus-1", at.Add(700*time.Nanosecond), "a", 1, 1),
-		stateRow("bus-1", at.Add(300*time.Nanosecond), "b", 2, 2),
+		stateRow("e-1", at.Add(700*time.Nanosecond), "a", 1, 1),
+		stateRow("e-1", at.Add(300*time.Nanosecond), "b", 2, 2),
 	}))
-	assert.Equal(t, stateRow("bus-1", at, "b", 2, 2), latest(), "observed_at is stored at sink.Precision")
-	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{stateRow("bus-1", at.Add(999*time.Nanosecond), "c", 3, 3)}))
-	assert.Equal(t, stateRow("bus-1", at, "c", 3, 3), latest(), "the guard compares at sink.Precision: an equal time replaces")
-	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{stateRow("bus-1", at.Add(-time.Nanosecond), "d", 4, 4)}))
-	assert.Equal(t, stateRow("bus-1", at, "c", 3, 3), latest(), "a time in the microsecond before is older")
+	assert.Equal(t, stateRow("e-1", at, "b", 2, 2), latest(), "observed_at is stored at sink.Precision")
+	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{stateRow("e-1", at.Add(999*time.Nanosecond), "c", 3, 3)}))
+	assert.Equal(t, stateRow("e-1", at, "c", 3, 3), latest(), "the guard compares at sink.Precision: an equal time replaces")
+	require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{stateRow("e-1", at.Add(-time.Nanosecond), "d", 4, 4)}))
+	assert.Equal(t, stateRow("e-1", at, "c", 3, 3), latest(), "a time in the microsecond before is older")
 
 	start := sinkfixture.Start().Add(400 * time.Nanosecond)
 	end := start.Add(sinkfixture.WindowSize)

@@ -15,13 +15,15 @@
 // Every method is safe for concurrent use. The consumer calls OnMessage from its worker
 // goroutines, several at once (each partition's messages in offset order), and its other
 // hooks from the polling goroutine; the sink reports from the goroutines that write
-// through it; the producer reports deliveries from its delivery goroutine. OnMessage, the per-message path, takes no lock and allocates nothing once a
-// topic has been seen.
+// through it; the producer reports deliveries from its delivery goroutine. OnMessage, the
+// per-message path, takes no lock and allocates nothing once a topic has been seen.
 //
 // # Names and sources
 //
-// Metric names keep the processor_ prefix of the seed (processor_uncommitted_messages,
-// processor_consumer_lag...), whatever the package that reports them. Each metric has one
+// Every metric name has the prefix processor_ (processor_uncommitted_messages,
+// processor_consumer_lag...), whatever the package that reports it: the names are what
+// dashboards and alerts select on, so they keep that prefix though the Go packages
+// say consumer. The packages it observes know no metric name. Each metric has one
 // source, the layer that owns what it counts: the consumer reports what works with any sink
 // or dead-letterer (decisions, commits, each sink write with its result, rows and duration,
 // each dead letter's outcome, the gauges); the sink and the dead-letter producer report only

@@ -36,11 +36,11 @@ const (
 
 // Codec encodes and decodes blobs ([Codec.Encode], [Codec.Decode]). A blob past a size is
 // compressed with zstd: the stats of a window's keys (sorted values as varint deltas,
-// digests) have little repetition for LZ77 alone, but their bytes are far from uniform, and
-// zstd's entropy stage roughly halves them at a cost below the merge's. A Codec is safe for
-// concurrent use (it only compresses and decompresses whole buffers, which keeps no state
-// between calls), so a sink makes one and shares it between its writes. The zero Codec is
-// not usable; make one with [NewCodec].
+// digests) have little repetition for LZ77 alone, but their bytes are far from uniform, which
+// zstd's entropy stage takes advantage of. A Codec is safe for concurrent use (it only
+// compresses and decompresses whole buffers, which keeps no state between calls), so
+// a sink makes one and shares it between its writes. The zero Codec is not usable; make one
+// with [NewCodec].
 type Codec struct {
 	enc *zstd.Encoder
 	dec *zstd.Decoder

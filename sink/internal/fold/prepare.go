@@ -182,8 +182,8 @@ func checkPartial(spec sink.AggregateSpec, attrs map[string]bool, closedThrough 
 }
 
 // attrValues hands out the entries' attribute values, one pointer per distinct value up to
-// maxSharedValues of them: attributes are few values over many keys (an operator over its
-// lines), so sharing saves a small allocation per entry. The values are never written
+// maxSharedValues of them: attributes are few values over many keys (a region over its
+// devices), so sharing saves a small allocation per entry. The values are never written
 // through.
 type attrValues map[string]*string
 

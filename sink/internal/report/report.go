@@ -8,7 +8,7 @@ import (
 	"github.com/streamledger/streamledger/sink"
 )
 
-// Check returns an error wrapping sink.ErrInvalid, naming field and the index, for a hook
+// Check returns an error wrapping sink.ErrConfig, naming field and the index, for a hook
 // that implements none of sink.HookWriteClose and sink.HookUpsertLatest: a mistake, such as
 // a method with a pointer receiver on a value, that would otherwise go unnoticed.
 func Check(field string, hooks []sink.Hook) error {
@@ -16,7 +16,7 @@ func Check(field string, hooks []sink.Hook) error {
 		_, wc := h.(sink.HookWriteClose)
 		_, latest := h.(sink.HookUpsertLatest)
 		if !wc && !latest {
-			return fmt.Errorf("%w: %s[%d]: %T implements none of sink.HookWriteClose and sink.HookUpsertLatest", sink.ErrInvalid, field, i, h)
+			return fmt.Errorf("%w: %s[%d]: %T implements none of sink.HookWriteClose and sink.HookUpsertLatest", sink.ErrConfig, field, i, h)
 		}
 	}
 	return nil

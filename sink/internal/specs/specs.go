@@ -53,21 +53,23 @@ func Columns(s sink.AggregateSpec) []string {
 
 // CheckAggregate reports whether s, after [WithDefaults], is usable: a quantile in (0, 1], a
 // known quantile method, an exact limit within window.MaxExactLimit and distinct, non-empty
-// column names. Errors wrap sink.ErrInvalid and name the field.
-func CheckAggregate(s sink.AggregateSpec) error {
+// column names. field names s in the configuration ("Config.Aggregates"); errors wrap
+// sink.ErrConfig and name the field.
+func CheckAggregate(field string, s sink.AggregateSpec) error {
 	s = WithDefaults(s)
 	if math.IsNaN(s.Quantile) || s.Quantile <= 0 || s.Quantile > 1 {
-		return fmt.Errorf("%w: AggregateSpec.Quantile must be in (0, 1], found %v", sink.ErrInvalid, s.Quantile)
+		return fmt.Errorf("%w: %s.Quantile is %v, want a quantile in (0, 1], or zero for the default %v",
+			sink.ErrConfig, field, s.Quantile, DefaultQuantile)
 	}
 	if !s.QuantileMethod.Valid() {
-		return fmt.Errorf("%w: AggregateSpec.QuantileMethod: unknown method %v, want window.Linear or window.NearestRank",
-			sink.ErrInvalid, s.QuantileMethod)
+		return fmt.Errorf("%w: %s.QuantileMethod is %v, want window.Linear or window.NearestRank",
+			sink.ErrConfig, field, s.QuantileMethod)
 	}
 	if s.ExactLimit > window.MaxExactLimit {
-		return fmt.Errorf("%w: AggregateSpec.ExactLimit is %d, want at most window.MaxExactLimit (%d), zero for the default %d, or negative for none",
-			sink.ErrInvalid, s.ExactLimit, window.MaxExactLimit, window.DefaultExactLimit)
+		return fmt.Errorf("%w: %s.ExactLimit is %d, want at most window.MaxExactLimit (%d), zero for the default %d, or negative for none",
+			sink.ErrConfig, field, s.ExactLimit, window.MaxExactLimit, window.DefaultExactLimit)
 	}
-	return distinct("aggregate table "+s.Table, Columns(s))
+	return distinct(fmt.Sprintf("%s: aggregate table %q", field, s.Table), Columns(s))
 }
 
 // StateColumns returns the columns an upsert writes, in order: key, observed-at, values, and
@@ -104,28 +106,31 @@ func Typed(s sink.StateSpec) bool {
 
 // CheckState reports whether s names a table, at least one key column, the observed-at
 // column (of type sink.Timestamp or untyped), distinct, non-empty column names and known
-// column types.
-func CheckState(s sink.StateSpec) error {
+// column types. field names s in the configuration ("Config.States[0]"); errors wrap
+// sink.ErrConfig and name the field.
+func CheckState(field string, s sink.StateSpec) error {
 	if s.Table == "" {
-		return fmt.Errorf("%w: state spec without a table name", sink.ErrInvalid)
+		return fmt.Errorf("%w: %s.Table is empty, want the state table's name", sink.ErrConfig, field)
 	}
 	if len(s.Key) == 0 {
-		return fmt.Errorf("%w: state table %q needs at least one key column, found none", sink.ErrInvalid, s.Table)
+		return fmt.Errorf("%w: %s.Key: state table %q needs at least one key column, found none", sink.ErrConfig, field, s.Table)
 	}
 	if s.ObservedAt.Name == "" {
-		return fmt.Errorf("%w: state table %q needs an observed-at column", sink.ErrInvalid, s.Table)
+		return fmt.Errorf("%w: %s.ObservedAt: state table %q needs an observed-at column, found none", sink.ErrConfig, field, s.Table)
 	}
 	if t := s.ObservedAt.Type; t != sink.Untyped && t != sink.Timestamp {
-		return fmt.Errorf("%w: state table %q: observed-at column %q has type %v, want sink.Timestamp", sink.ErrInvalid, s.Table, s.ObservedAt.Name, t)
+		return fmt.Errorf("%w: %s.ObservedAt: column %q of state table %q has type %v, want sink.Timestamp",
+			sink.ErrConfig, field, s.ObservedAt.Name, s.Table, t)
 	}
 	for _, cs := range [][]sink.Column{s.Key, s.Values} {
 		for _, c := range cs {
 			if !validType(c.Type) {
-				return fmt.Errorf("%w: state table %q: column %q has unknown type %v", sink.ErrInvalid, s.Table, c.Name, c.Type)
+				return fmt.Errorf("%w: %s: column %q of state table %q has type %v, want a sink.ColumnType",
+					sink.ErrConfig, field, c.Name, s.Table, c.Type)
 			}
 		}
 	}
-	return distinct("state table "+s.Table, StateColumns(s))
+	return distinct(fmt.Sprintf("%s: state table %q", field, s.Table), StateColumns(s))
 }
 
 // validType reports whether t is one of the declared column types, sink.Untyped included.
@@ -135,10 +140,10 @@ func distinct(what string, names []string) error {
 	seen := make(map[string]bool, len(names))
 	for _, n := range names {
 		if strings.TrimSpace(n) == "" {
-			return fmt.Errorf("%w: %s has an empty column name in %q", sink.ErrInvalid, what, names)
+			return fmt.Errorf("%w: %s has an empty column name in %q", sink.ErrConfig, what, names)
 		}
 		if seen[n] {
-			return fmt.Errorf("%w: %s names column %q twice", sink.ErrInvalid, what, n)
+			return fmt.Errorf("%w: %s names column %q twice", sink.ErrConfig, what, n)
 		}
 		seen[n] = true
 	}
