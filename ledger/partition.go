@@ -177,9 +177,6 @@ func (p *Partition) Pending() int64 {
 	return p.pending
 }
 
-// Runs returns the number of runs held: the ledger's memory is proportional to it.
-func (p *Partition) Runs() int { return p.runs.n }
-
 // LastAdded returns the highest offset added, or -1.
 func (p *Partition) LastAdded() int64 { return p.lastAdded }
 

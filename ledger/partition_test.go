@@ -71,7 +71,7 @@ func TestAcksOutOfOrderCommitThePrefix(t *testing.T) {
 	for off := int64(0); off < 200; off++ {
 		require.NoError(t, p.Add(off, ledger.Ack()))
 	}
-	assert.Equal(t, 1, p.Runs())
+	assert.Equal(t, 1, ledger.Runs(p))
 	require.NoError(t, p.Ack(1))
 	require.NoError(t, p.Ack(2))
 	assert.EqualValues(t, -1, committable(t, p))
@@ -95,7 +95,7 @@ func TestGapsInOffsets(t *testing.T) {
 	require.NoError(t, p.Add(9, ledger.Flush(1))) // 6-8 compacted away
 	require.NoError(t, p.Add(20, ledger.Ack()))
 	require.NoError(t, p.Add(22, ledger.Ack())) // a gap starts a new ack run
-	assert.Equal(t, 3, p.Runs())
+	assert.Equal(t, 3, ledger.Runs(p))
 	require.NoError(t, p.Flushed(1))
 	assert.EqualValues(t, 10, committable(t, p))
 	require.NoError(t, p.Ack(22))
@@ -122,7 +122,7 @@ func TestImmediateEntries(t *testing.T) {
 	p := ledger.NewPartition()
 	require.NoError(t, p.Add(0, ledger.Condition{}))
 	require.NoError(t, p.Add(1, ledger.Flush(0)))
-	assert.Equal(t, 1, p.Runs(), "Flush(0) is the zero Condition")
+	assert.Equal(t, 1, ledger.Runs(p), "Flush(0) is the zero Condition")
 	assert.EqualValues(t, 2, committable(t, p))
 }
 
@@ -203,7 +203,7 @@ func TestAckRunsSplitWhenTheWatermarkMoves(t *testing.T) {
 	require.NoError(t, p.Add(0, ledger.Ack()))
 	p.SetWatermark(t0.Add(time.Minute))
 	require.NoError(t, p.Add(1, ledger.Ack()))
-	assert.Equal(t, 2, p.Runs())
+	assert.Equal(t, 2, ledger.Runs(p))
 	require.NoError(t, p.Ack(0))
 	assert.EqualValues(t, 1, committable(t, p))
 	cp, _ := p.Checkpoint()

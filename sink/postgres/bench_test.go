@@ -17,7 +17,8 @@ func BenchmarkUpsertLatest(b *testing.B) {
 	for _, st := range strategies {
 		b.Run(st.String(), func(b *testing.B) {
 			ctx := testCtx(b)
-			s, _ := newSink(b, func(c *postgres.Config) { c.Strategy = st; c.Clock = time.Now })
+			s, _ := newSink(b, func(c *postgres.Config) { c.Clock = time.Now })
+			postgres.SetStrategy(s, st)
 			sinkbench.UpsertFleet(ctx, b, s, latestRows, fleet)
 		})
 	}

@@ -33,7 +33,8 @@ func TestStateColumnsRoundTrip(t *testing.T) {
 	for _, st := range strategies {
 		t.Run(st.String(), func(t *testing.T) {
 			ctx := testCtx(t)
-			s, _ := newSink(t, func(c *postgres.Config) { c.Strategy = st; c.States = []sink.StateSpec{spec} })
+			s, _ := newSink(t, func(c *postgres.Config) { c.States = []sink.StateSpec{spec} })
+			postgres.SetStrategy(s, st)
 			require.NoError(t, s.UpsertLatest(ctx, rows))
 			for _, want := range rows {
 				got, ok, err := s.Latest(ctx, spec.Table, want.Key...)
@@ -57,7 +58,8 @@ func TestStateColumnsRoundTrip(t *testing.T) {
 	for _, st := range strategies {
 		t.Run(st.String()+"/converted", func(t *testing.T) {
 			ctx := testCtx(t)
-			s, _ := newSink(t, func(c *postgres.Config) { c.Strategy = st; c.States = []sink.StateSpec{spec} })
+			s, _ := newSink(t, func(c *postgres.Config) { c.States = []sink.StateSpec{spec} })
+			postgres.SetStrategy(s, st)
 			row := sink.StateRow{Table: spec.Table, Key: []any{"d"}, ObservedAt: at,
 				Values: []any{"x", int64(5), int32(6), float32(0.5), nil, nil, nil, nil}}
 			require.NoError(t, s.UpsertLatest(ctx, []sink.StateRow{row}))

@@ -11,42 +11,6 @@ import (
 	"github.com/streamledger/streamledger/sink/internal/specs"
 )
 
-// Strategy is how a batch of state rows reaches its upsert ([Sink.UpsertLatest]). It does
-// not apply to close writes, whose statements are fixed (see the package documentation).
-type Strategy int
-
-const (
-	// StrategyDefault is [StrategyCopy]: COPY streams the rows through one reused buffer,
-	// so an upsert holds that buffer beside the rows however large its batch, at the cost of
-	// a temporary table per transaction in the catalogs (see the package documentation,
-	// Strategies).
-	StrategyDefault Strategy = iota
-	// StrategyUnnest sends INSERT ... SELECT FROM unnest($1::type[], ...) ON CONFLICT
-	// statements with one array parameter per column, of at most 8,192 rows each.
-	StrategyUnnest
-	// StrategyCopy copies the rows into a temporary table (dropped at commit) and upserts
-	// them with one INSERT ... SELECT ... ON CONFLICT.
-	StrategyCopy
-	// StrategyBatch queues one INSERT ... VALUES ... ON CONFLICT per row in a pgx.Batch,
-	// sent as one pipeline.
-	StrategyBatch
-)
-
-func (s Strategy) String() string {
-	switch s {
-	case StrategyDefault:
-		return "default"
-	case StrategyUnnest:
-		return "unnest"
-	case StrategyCopy:
-		return "copy"
-	case StrategyBatch:
-		return "batch"
-	default:
-		return fmt.Sprintf("Strategy(%d)", int(s))
-	}
-}
-
 // Config configures a [Sink]. In every field, zero (or empty) means the default the field
 // states; a negative value is accepted only where the field says what it means, and [New]
 // refuses it anywhere else with an error wrapping [sink.ErrConfig] that names the field.
@@ -67,9 +31,6 @@ type Config struct {
 	ProgressTable string
 	// States are the last-write-wins tables the sink may upsert into.
 	States []sink.StateSpec
-	// Strategy moves batches of state rows. Zero means StrategyDefault (the default); a
-	// value that names no strategy, negative included, is refused.
-	Strategy Strategy
 	// Horizon is how long a folded window is kept after it was folded (by Clock), so that a
 	// partition registered later can still be merged into it. Past it a window's merged rows
 	// are final. Zero means 7 days (the default); negative means folded windows are kept
@@ -104,9 +65,6 @@ func (c Config) withDefaults() Config {
 	if c.ProgressTable == "" {
 		c.ProgressTable = "streamledger_progress"
 	}
-	if c.Strategy == StrategyDefault {
-		c.Strategy = StrategyCopy
-	}
 	c.Retry = retry.Resolve(c.Retry)
 	if c.Clock == nil {
 		c.Clock = time.Now
@@ -121,9 +79,6 @@ func (c Config) validate() error {
 	}
 	if err := report.Check("Config.Hooks", c.Hooks); err != nil {
 		return err
-	}
-	if c.Strategy < StrategyUnnest || c.Strategy > StrategyBatch {
-		return fmt.Errorf("%w: Config.Strategy is %v, want StrategyDefault, StrategyUnnest, StrategyCopy or StrategyBatch", sink.ErrConfig, c.Strategy)
 	}
 	tables := map[string]string{}
 	for _, t := range []struct{ name, role string }{

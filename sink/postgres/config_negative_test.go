@@ -26,7 +26,7 @@ func TestConfigNegativeValues(t *testing.T) {
 		agg, _ := s.Tables()
 		return configcases.Built{Aggregates: agg, Pruner: s.pruner, Retry: s.cfg.Retry}
 	}
-	cases := append([]configtest.Case[Config]{{Field: "Strategy", Refused: true}}, configcases.Sink(built)...)
+	cases := configcases.Sink(built)
 	configtest.Negative(t, Config{}, sink.ErrConfig, build, cases)
 }
 

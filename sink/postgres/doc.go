@@ -78,13 +78,12 @@
 // # Strategies
 //
 // A batch of state rows reaches its upsert through COPY into a temporary table and one
-// INSERT ... SELECT ([StrategyCopy], the default), as INSERT ... SELECT FROM unnest of one
-// array parameter per column, at most 8,192 rows per statement ([StrategyUnnest]), or as one
-// statement per row pipelined in a pgx.Batch ([StrategyBatch]). COPY streams the rows
-// through one reused buffer, where an unnest statement and its Bind message are built whole
-// in memory, several times the rows' size, which is why COPY is the default. What it costs
-// is in the catalog: it creates and drops a temporary table per transaction, which leaves
-// dead rows in the system catalogs. [StrategyUnnest] leaves the catalog alone.
+// INSERT ... SELECT. COPY streams the rows through one reused buffer, so an upsert holds that
+// buffer beside the rows however large its batch; an INSERT from unnest of one array per
+// column, or one statement per row in a pipeline, would build its parameters whole in
+// memory, several times the rows' size. What COPY costs is in the catalog: it creates and
+// drops a temporary table per transaction, which leaves dead rows in the system catalogs
+// for the server's vacuum to reclaim.
 // Columns whose value is the same for a whole batch (write time, computed_at, updated_at)
 // travel once, as scalar parameters.
 //

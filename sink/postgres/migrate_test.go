@@ -186,7 +186,6 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		"state without key":  {postgres.Config{States: []sink.StateSpec{{Table: "s", ObservedAt: sink.Column{Name: "at"}}}}, "Config.States[0].Key"},
 		"state is progress": {postgres.Config{States: []sink.StateSpec{{Table: "streamledger_progress", Key: []sink.Column{{Name: "k"}},
 			ObservedAt: sink.Column{Name: "at"}}}}, "Config.States[0].Table"},
-		"unknown strategy":     {postgres.Config{Strategy: 42}, "Config.Strategy is Strategy(42)"},
 		"state twice the name": {postgres.Config{States: []sink.StateSpec{sinkfixture.Latest(), sinkfixture.Latest()}}, "Config.States[1].Table"},
 	} {
 		_, err := postgres.New(db.Pool, tc.cfg)

@@ -23,6 +23,8 @@ type Sink struct {
 	cfg    Config
 	pruner *fold.Pruner
 	codec  *fold.Codec
+	// strategy moves batches of state rows; the zero value, strategyCopy, in every Sink.
+	strategy strategy
 
 	// closeLock is the key of the advisory lock that serializes the close writes of the
 	// aggregates table: FNV-1a of the schema and the table's name.
@@ -54,7 +56,7 @@ type stateTable struct {
 	spec sink.StateSpec
 	u    *upsert
 	read string
-	mu   sync.Mutex // guards u's column types, discovered for StrategyUnnest
+	mu   sync.Mutex // guards u's column types, discovered for strategyUnnest
 }
 
 // New returns a sink writing through pool with cfg. It does not touch the database; call
@@ -201,7 +203,7 @@ func (s *Sink) newStateTable(spec sink.StateSpec) *stateTable {
 // Statements returns every SQL statement the sink generates for its configuration, for
 // review and for tests: the close writes and reads, the upserts of the state tables in each
 // strategy's form, the readers and the migrations. The unnest form of a state table appears
-// once its column types are known (after its first write with [StrategyUnnest]).
+// once its column types are known (after its first write with strategyUnnest).
 func (s *Sink) Statements() []string {
 	out := s.merged.statements()
 	out = append(out, s.partialsPut, s.partialsDel, s.foldedPut, s.progressPut, s.topicsPut, s.prune, closeLockSQL,

@@ -48,7 +48,7 @@ type upsert struct {
 	ident    pgx.Identifier // the same name unquoted, as CopyFrom takes it
 	cols     string         // quoted column list: varying, then constant
 	conflict string         // ON CONFLICT (...) DO UPDATE SET ... [WHERE ...]
-	tmpName  string         // unquoted name of the temporary table of StrategyCopy
+	tmpName  string         // unquoted name of the temporary table of strategyCopy
 
 	values     string // INSERT ... VALUES ($1, ...) ON CONFLICT ...
 	unnest     string // INSERT ... SELECT *, $k FROM unnest($1::t[], ...) ON CONFLICT ...; "" until types are known

@@ -94,8 +94,9 @@ func TestGeneratedSQL(t *testing.T) {
 		t.Run(st.String(), func(t *testing.T) {
 			db := pgtest.New(t)
 			pool, log := tracedPool(t, db)
-			s, err := postgres.New(pool, postgres.Config{Schema: db.Schema, Aggregates: sinkfixture.Aggregates(), States: sinkfixture.States(), Strategy: st, Clock: sinkfixture.Now})
+			s, err := postgres.New(pool, postgres.Config{Schema: db.Schema, Aggregates: sinkfixture.Aggregates(), States: sinkfixture.States(), Clock: sinkfixture.Now})
 			require.NoError(t, err)
+			postgres.SetStrategy(s, st)
 			require.NoError(t, s.Migrate(ctx))
 
 			const secret = "GVB-value-not-in-sql"

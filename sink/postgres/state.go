@@ -43,13 +43,13 @@ func (s *Sink) upsertLatest(ctx context.Context, groups [][]sink.StateRow) (atte
 			now := sink.AtPrecision(s.cfg.Clock())
 			for _, g := range groups {
 				st := s.states[g[0].Table]
-				if s.cfg.Strategy == StrategyUnnest {
+				if s.strategy == strategyUnnest {
 					if err := st.discoverTypes(ctx, tx, s.cfg.Schema); err != nil {
 						return err
 					}
 				}
 				rs := &stateRows{rows: g, updatedAt: st.spec.UpdatedAt != "", now: now}
-				if err := writeRows(ctx, tx, st.u, rs, s.cfg.Strategy); err != nil {
+				if err := writeRows(ctx, tx, st.u, rs, s.strategy); err != nil {
 					return err
 				}
 			}

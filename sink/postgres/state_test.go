@@ -21,7 +21,8 @@ func TestUpsertLatestOfManyRows(t *testing.T) {
 	for _, st := range strategies {
 		t.Run(st.String(), func(t *testing.T) {
 			ctx := testCtx(t)
-			s, db := newSink(t, func(c *postgres.Config) { c.Strategy = st })
+			s, db := newSink(t, nil)
+			postgres.SetStrategy(s, st)
 			at := sinkfixture.Start()
 			rows := func(at time.Time, speed float64) []sink.StateRow {
 				out := make([]sink.StateRow, n)

@@ -7,6 +7,36 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// strategy is how a batch of state rows reaches its upsert. Every Sink uses strategyCopy,
+// the zero value (see the package documentation, Strategies); the others stay so that the
+// package's tests and benchmarks can compare them on the same rows.
+type strategy int
+
+const (
+	// strategyCopy copies the rows into a temporary table (dropped at commit) and upserts
+	// them with one INSERT ... SELECT ... ON CONFLICT.
+	strategyCopy strategy = iota
+	// strategyUnnest sends INSERT ... SELECT FROM unnest($1::type[], ...) ON CONFLICT
+	// statements with one array parameter per column, of at most unnestChunk rows each.
+	strategyUnnest
+	// strategyBatch queues one INSERT ... VALUES ... ON CONFLICT per row in a pgx.Batch,
+	// sent as one pipeline.
+	strategyBatch
+)
+
+func (s strategy) String() string {
+	switch s {
+	case strategyCopy:
+		return "copy"
+	case strategyUnnest:
+		return "unnest"
+	case strategyBatch:
+		return "batch"
+	default:
+		return fmt.Sprintf("strategy(%d)", int(s))
+	}
+}
+
 // rowSet is a batch of rows for one upsert, readable by row (batch, copy) or by column
 // (unnest). Rows hold the varying columns; Consts the constant ones.
 type rowSet interface {
@@ -26,13 +56,13 @@ type rowSet interface {
 const unnestChunk = 8192
 
 // writeRows sends rs through u with strategy st inside tx.
-func writeRows(ctx context.Context, tx pgx.Tx, u *upsert, rs rowSet, st Strategy) error {
+func writeRows(ctx context.Context, tx pgx.Tx, u *upsert, rs rowSet, st strategy) error {
 	n := rs.Len()
 	if n == 0 {
 		return nil
 	}
 	switch st {
-	case StrategyUnnest:
+	case strategyUnnest:
 		if u.unnest == "" {
 			return fmt.Errorf("postgres: upsert into %s: column types unknown", u.table)
 		}
@@ -42,14 +72,14 @@ func writeRows(ctx context.Context, tx pgx.Tx, u *upsert, rs rowSet, st Strategy
 				return fmt.Errorf("upsert rows %d to %d of %d into %s (unnest): %w", lo, hi-1, n, u.table, err)
 			}
 		}
-	case StrategyCopy:
+	case strategyCopy:
 		if err := copyRows(ctx, tx, u, rs); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, u.fromTemp, rs.Consts()...); err != nil {
 			return fmt.Errorf("upsert %d rows into %s (copy): %w", n, u.table, err)
 		}
-	case StrategyBatch:
+	case strategyBatch:
 		b := &pgx.Batch{}
 		consts := rs.Consts()
 		for i := range n {
