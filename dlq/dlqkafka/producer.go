@@ -40,22 +40,22 @@ type Config struct {
 	// ([ErrTopicMissing]) naming the topic to create. Either way the broker is never asked to
 	// auto-create a topic: it would use its default partition count.
 	CreateTopics bool
-	// ReplicationFactor of created topics. Zero means the broker's default
-	// (default.replication.factor); a negative value is refused.
+	// ReplicationFactor of created topics. Zero means the broker's default.replication.factor
+	// (the default); a negative value is refused.
 	ReplicationFactor int
 	// TopicConfig is the configuration of created topics (retention.ms...). Nil means none.
 	TopicConfig map[string]string
 	// Retry bounds the produce attempts of one dead letter, the first included, and the waits
 	// between them. Zero means 5 attempts, waiting 50 ms before the second and doubling up to
-	// 2 s; a negative field means what [sink.RetryPolicy] says (one attempt, no wait, no
-	// longest wait). librdkafka retries within an attempt until message.timeout.ms; an attempt
-	// ends with a failed delivery report.
+	// 2 s (the default); a negative field means what [sink.RetryPolicy] says (one attempt, no
+	// wait, no longest wait). librdkafka retries within an attempt until message.timeout.ms;
+	// an attempt ends with a failed delivery report.
 	Retry sink.RetryPolicy
 	// MetadataTimeout bounds one lookup or creation of a topic, within Send's context: a
-	// lookup is always bounded. Zero means 10 s; a negative value is refused.
+	// lookup is always bounded. Zero means 10 s (the default); a negative value is refused.
 	MetadataTimeout time.Duration
 	// MaxErrorMessage bounds the error message header in bytes (see [dlq.TruncateMessage]).
-	// Zero means 4096 bytes; negative means no bound.
+	// Zero means 4096 bytes (the default); negative means no bound.
 	MaxErrorMessage int
 	// Clock gives the time of failure. Nil means time.Now.
 	Clock func() time.Time

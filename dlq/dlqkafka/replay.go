@@ -57,20 +57,22 @@ type ReplayConfig struct {
 	KeepTimestamp bool
 	// Retry bounds the produce attempts of one message and the waits between them, as
 	// [Config.Retry] does. Zero means 5 attempts, waiting 50 ms before the second and doubling
-	// up to 2 s; a negative field means what [sink.RetryPolicy] says (one attempt, no wait, no
-	// longest wait). A message still unconfirmed after them ends the replay with an error.
+	// up to 2 s (the default); a negative field means what [sink.RetryPolicy] says (one
+	// attempt, no wait, no longest wait). A message still unconfirmed after them ends the
+	// replay with an error.
 	Retry sink.RetryPolicy
-	// MetadataTimeout bounds one metadata, offset or commit request. Zero means 10 s; a
-	// negative value is refused.
+	// MetadataTimeout bounds one metadata, offset or commit request. Zero means 10 s (the
+	// default); a negative value is refused.
 	MetadataTimeout time.Duration
 	// CommitInterval is how often confirmed progress is committed while replaying; progress
-	// is always committed at the end. Zero means 1 s; a negative value is refused.
+	// is always committed at the end. Zero means 1 s (the default); a negative value is
+	// refused.
 	CommitInterval time.Duration
-	// MaxInFlight bounds the messages produced but not yet confirmed. Zero means 1000; a
-	// negative value is refused.
+	// MaxInFlight bounds the messages produced but not yet confirmed. Zero means 1000 (the
+	// default); a negative value is refused.
 	MaxInFlight int
 	// ShutdownTimeout bounds the wait for deliveries once ctx is done, and the close of the
-	// clients. Zero means 10 s; a negative value is refused.
+	// clients. Zero means 10 s (the default); a negative value is refused.
 	ShutdownTimeout time.Duration
 	// OnEntry is called for every message of the topic the replay decides on, in each partition's
 	// order, from Replay's goroutine. A dry run uses it to list the letters. Nil means none.
