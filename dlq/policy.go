@@ -38,7 +38,7 @@ func (d Decision) String() string {
 // states; a negative value is refused ([Policy.Validate]).
 type Policy struct {
 	// MaxReplays refuses a letter whose ReplayCount is MaxReplays or more: a replay without a
-	// limit can loop forever on a message that always fails. Zero means 3; a negative value is
+	// limit can loop forever on a message that always fails. Zero means 3 (the default); a negative value is
 	// refused.
 	MaxReplays int
 	// FailedFrom selects letters with FailedAt at or after it; zero means no lower bound.

@@ -36,7 +36,7 @@ type ReplayConfig struct {
 	// enable.auto.offset.store=false and enable.partition.eof=true on the consumer and the
 	// settings of [Config].Kafka on the producer.
 	Kafka kafka.ConfigMap
-	// Topic is the dead-letter topic to read, for example "dlq.arrivals".
+	// Topic is the dead-letter topic to read, for example "dlq.orders".
 	Topic string
 	// Group is the consumer group whose committed offsets say how far earlier replays got.
 	// The group is a cursor: every letter before its committed offset was replayed, skipped,
