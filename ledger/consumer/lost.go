@@ -155,8 +155,8 @@ func (p *processor[K]) lostAtAssign(ctx context.Context, as []assignment) {
 // its log (the client, with auto.offset.reset=error, stopped fetching it). The event does not
 // name the partition, so every owned partition whose next offset to decide is below its log
 // start, asked of the broker, loses the range between; under LostContinue it is fetched again
-// from the log start, dropping any records of the range it had fetched and not yet decided,
-// so that the reported range is exactly the offsets never decided. A partition whose next
+// from the log start (refetch), dropping any records of the range it had fetched and not yet
+// decided, so that the reported range is exactly the offsets never decided. A partition whose next
 // offset is past its log end stops Run (beyondEnd).
 func (c *Consumer[K]) outOfRange(kc *kafka.Consumer, ev kafka.Error) {
 	p := c.p
@@ -167,6 +167,7 @@ func (c *Consumer[K]) outOfRange(kc *kafka.Consumer, ev kafka.Error) {
 	ctx, cancel := context.WithTimeout(c.work, c.s.AssignTimeout)
 	defer cancel()
 	found := false
+	var skipped []*part[K]
 	for _, pt := range slices.Clone(p.order) {
 		next := pt.resumeAt()
 		if next < 0 || pt.ended {
@@ -187,13 +188,53 @@ func (c *Consumer[K]) outOfRange(kc *kafka.Consumer, ev kafka.Error) {
 			found = true
 			p.lost(c.work, pt, next, lo, LostAtFetch)
 			if p.s.LostRecords == LostContinue {
-				p.skipTo(pt, lo)
+				pt.nextDispatch = lo // anything below still fetched is dropped (dispatch)
+				if pt.seekTo >= 0 {
+					pt.seekTo = lo
+				}
+				skipped = append(skipped, pt)
 			}
 		}
 	}
 	if !found {
-		p.log.Warn("out-of-range fetch reported, and no owned partition is below its log start or past its end",
-			"error", ev)
+		// Whichever partition it was stays unfetched until it is assigned again.
+		p.log.Warn("out-of-range fetch reported, and no owned partition is below its log start or past its end; "+
+			"fetching every partition again from where it stands", "error", ev)
+		skipped = slices.Clone(p.order)
+	}
+	if len(skipped) > 0 && !p.stop.any.Load() {
+		c.refetch(kc, skipped)
+	}
+}
+
+// refetch makes the client fetch pts again from their resume offsets: a partition whose fetch
+// answered out of range is stopped in the client (auto.offset.reset=error), where a seek is
+// refused, so it is assigned again. An eager assignment is replaced whole, every owned
+// partition at its resume offset; a cooperative one gives up and takes back pts alone. A
+// failure stops Run: a partition the client does not fetch would stall without a word.
+func (c *Consumer[K]) refetch(kc *kafka.Consumer, pts []*part[K]) {
+	at := func(pts []*part[K]) []kafka.TopicPartition {
+		out := make([]kafka.TopicPartition, len(pts))
+		for i, pt := range pts {
+			out[i] = pt.ktp
+			out[i].Offset = kafka.OffsetStored
+			if off := pt.resumeAt(); off >= 0 {
+				out[i].Offset = kafka.Offset(off)
+			}
+		}
+		return out
+	}
+	var err error
+	if kc.GetRebalanceProtocol() == "COOPERATIVE" {
+		if err = kc.IncrementalUnassign(at(pts)); err == nil {
+			err = kc.IncrementalAssign(at(pts))
+		}
+	} else {
+		err = kc.Assign(at(c.p.order))
+	}
+	if err != nil {
+		c.p.stop.setFatal(fmt.Errorf("%w: assigning partitions again after an out-of-range fetch: %w", ErrAssign, err))
+		c.s.Logger.Error("assigning partitions again after an out-of-range fetch failed; stopping", "error", err)
 	}
 }
 
@@ -208,14 +249,4 @@ func (pt *part[K]) resumeAt() int64 {
 		return pt.nextDispatch
 	}
 	return pt.start
-}
-
-// skipTo moves pt's fetch position to off, past a lost range: at once, or, for a paused
-// partition, when it resumes. Messages below off still fetched are dropped (dispatch).
-func (p *processor[K]) skipTo(pt *part[K], off int64) {
-	pt.nextDispatch = off
-	pt.seekTo = off
-	if pt.paused == 0 {
-		p.seek(pt)
-	}
 }
