@@ -105,7 +105,7 @@ func (c *Consumer[K]) aborted() bool {
 // (see [Config.ShutdownTimeout]). After a fatal error or an Abort it returns once the client
 // is closed, within a quarter of ShutdownTimeout. It returns nil after a graceful shutdown, and an
 // error if the consumer cannot go on (ErrAssign, ErrUndecodable, a fatal client error,
-// ErrInternal, or ErrEffect after the graceful shutdown) or the shutdown was cut short
+// ErrInternal, or ErrEffect or ErrLostRecords after the graceful shutdown) or the shutdown was cut short
 // (ErrAborted, ErrCloseTimeout).
 //
 // Run may be called once.

@@ -164,13 +164,22 @@ func (g *gate) handler(m *kafka.Message) (Event[string], error) {
 // start: every offset of the partition is decided or lost, never both. Under LostStop Run stops
 // with ErrLostRecords.
 func TestKafkaOutOfRangeFetchIsReported(t *testing.T) {
-	for _, policy := range []LostPolicy{LostStop, LostContinue} {
-		t.Run(policy.String(), func(t *testing.T) {
+	for _, tc := range []struct {
+		policy   LostPolicy
+		assignor string // the cooperative one takes the partition back alone, the eager one all of them
+	}{
+		{LostStop, ""},
+		{LostContinue, ""},
+		{LostContinue, "cooperative-sticky"},
+	} {
+		policy := tc.policy
+		group := "g-" + policy.String() + tc.assignor
+		t.Run(policy.String()+" "+tc.assignor, func(t *testing.T) {
 			c := kafkatest.Start(t, kafkatest.Config{Topics: map[string]int32{"of": 1, "dlq.of": 1}})
 			p0 := ledger.TopicPartition{Topic: "of", Partition: 0}
 			produceEach(t, c, "of", 0, events(0, 40), nil)
 			g := &gate{at: 10, reached: make(chan struct{}), open: make(chan struct{})}
-			kc := clientConfig(c, "g-"+policy.String(), "")
+			kc := clientConfig(c, group, tc.assignor)
 			// One record batch a fetch, and no fetch while a message waits: the client holds
 			// little beyond the message the handler blocks on.
 			kc["max.partition.fetch.bytes"], kc["queued.min.messages"], kc["queued.max.messages.kbytes"] = 1, 1, 1
@@ -198,11 +207,11 @@ func TestKafkaOutOfRangeFetchIsReported(t *testing.T) {
 			if policy == LostStop {
 				err := in.stop(t)
 				require.ErrorIs(t, err, ErrLostRecords)
-				assert.LessOrEqual(t, c.Committed(t, "g-stop", "of")[0].Offset, lost[0].From)
+				assert.LessOrEqual(t, c.Committed(t, group, "of")[0].Offset, lost[0].From)
 				return
 			}
 			waitDecided(t, map[ledger.TopicPartition]int64{p0: 39}, in)
-			eventually(t, "committed through the end", func() bool { return c.Committed(t, "g-continue", "of")[0].Offset == 40 })
+			eventually(t, "committed through the end", func() bool { return c.Committed(t, group, "of")[0].Offset == 40 })
 			require.NoError(t, in.stop(t))
 			in.chk.verify(t)
 			decided := in.chk.decisionsOf(p0)
