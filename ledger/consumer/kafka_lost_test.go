@@ -101,7 +101,7 @@ func TestKafkaTruncatedLogIsReported(t *testing.T) {
 			})
 			want := LostInfo{TopicPartition: p0, From: 20, To: 30, Reason: LostAtAssign, Policy: policy}
 			if policy == LostStop {
-				err := again.wait(t)
+				err := again.waitReturn(t)
 				require.ErrorIs(t, err, ErrLostRecords)
 				assert.Contains(t, err.Error(), "offsets [20, 30) are below the log start")
 				assert.Equal(t, []LostInfo{want}, again.chk.lostRanges())
@@ -232,7 +232,7 @@ func TestKafkaCommittedBeyondTheLogEndStops(t *testing.T) {
 	produceEach(t, c, "be", 0, events(0, 5), nil)
 	c.Commit(t, "g-be", "be", 0, 50, "")
 	in := start(t, "beyond", clientConfig(c, "g-be", ""), newMemory(t), []string{"be"}, nil)
-	err := in.wait(t)
+	err := in.waitReturn(t)
 	require.ErrorIs(t, err, ErrLostRecords)
 	assert.Contains(t, err.Error(), "the log ends at offset 5, below the consumer's position 50")
 }
@@ -279,16 +279,4 @@ func TestKafkaCompactedGapsAreNotLost(t *testing.T) {
 	// the decisions are compared with the records kept instead.
 	assert.Equal(t, after, slices.Sorted(maps.Keys(again.chk.decisionsOf(p0))), "exactly the records compaction kept")
 	assert.NotContains(t, again.logs.String(), "records lost")
-}
-
-// wait waits for Run to return on its own.
-func (in *instance) wait(t *testing.T) error {
-	t.Helper()
-	select {
-	case in.result = <-in.done:
-		in.ended = true
-	case <-time.After(kafkatest.Timeout):
-		t.Fatalf("%s: Run did not return within %s", in.name, kafkatest.Timeout)
-	}
-	return in.result
 }
