@@ -375,7 +375,7 @@ func TestLostLetter(t *testing.T) {
 	d := dlq.NewDeadLetter(dlq.Record{Topic: "arrivals", Partition: 2, Offset: 100}, fmt.Errorf("consumer: %w", cause), "c1", failedAt)
 	require.Equal(t, dlq.ClassLost, d.ErrorClass)
 	require.Equal(t, int64(250), d.LostEnd)
-	require.Contains(t, d.ErrorMessage, "150 records of arrivals/2 lost before they were read: offsets [100, 250)")
+	require.Contains(t, d.ErrorMessage, "arrivals/2 offsets [100, 250) (150 records) were deleted before they were read: committed offset below the log start")
 	hs, err := d.Headers()
 	require.NoError(t, err)
 	v, ok := header(hs, dlq.HeaderLostEnd)

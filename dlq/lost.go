@@ -22,8 +22,8 @@ type LostError struct {
 }
 
 func (e *LostError) Error() string {
-	return fmt.Sprintf("%d records of %s/%d lost before they were read: offsets [%d, %d) are below the log start (%s)",
-		e.To-e.From, e.Topic, e.Partition, e.From, e.To, e.Reason)
+	return fmt.Sprintf("%s/%d offsets [%d, %d) (%d records) were deleted before they were read: %s",
+		e.Topic, e.Partition, e.From, e.To, e.To-e.From, e.Reason)
 }
 
 // ErrorClass implements [Classifier]: [ClassLost].

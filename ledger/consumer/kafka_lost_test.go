@@ -103,7 +103,7 @@ func TestKafkaTruncatedLogIsReported(t *testing.T) {
 			if policy == LostStop {
 				err := again.waitReturn(t)
 				require.ErrorIs(t, err, ErrLostRecords)
-				assert.Contains(t, err.Error(), "offsets [20, 30) are below the log start")
+				assert.Contains(t, err.Error(), "records lost before they were read: lt/0 offsets [20, 30) (10 records) were deleted before they were read")
 				assert.Equal(t, []LostInfo{want}, again.chk.lostRanges())
 				assert.Equal(t, int64(20), c.Committed(t, group, "lt")[0].Offset, "nothing committed past the lost range")
 				assert.Empty(t, again.chk.decisionsOf(p0), "nothing of the partition decided")
