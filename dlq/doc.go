@@ -19,7 +19,7 @@
 // reserved prefix [HeaderPrefix] ("__streamledger.dlq."), modelled on Kafka Connect's
 // `__connect.errors.*`: [HeaderVersion], [HeaderTopic], [HeaderPartition], [HeaderOffset],
 // [HeaderTimestamp], [HeaderErrorClass], [HeaderErrorMessage], [HeaderConsumer],
-// [HeaderFailedAt] and [HeaderReplayCount]. Values are text, readable with any Kafka tool.
+// [HeaderFailedAt], [HeaderReplayCount] and, on a letter of [ClassLost], [HeaderLostEnd]. Values are text, readable with any Kafka tool.
 // [Decode] reads them back; it never panics on garbage and says which header was wrong and what
 // it found ([*HeaderError], [ErrNotDeadLetter]).
 //
@@ -33,6 +33,15 @@
 // [ErrorClass] names the cause of a failure for grouping: an error (anywhere in the chain) that
 // implements [Classifier] names its own class; otherwise the class is the Go type of the
 // underlying error, looking through [fmt.Errorf] wrapping.
+//
+// # Lost records
+//
+// A letter of [ClassLost] holds no message: it records that the records of a range of offsets
+// were deleted (by retention or DeleteRecords) before the consumer read them, so that an
+// operator finds the loss later where the consumer's other failures are. It goes to the
+// dead-letter topic of the source, in the source's partition, with [HeaderOffset] the range's
+// first offset and [HeaderLostEnd] one past its last; its cause is a [*LostError]. A replay
+// skips it.
 //
 // # Replay
 //

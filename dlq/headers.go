@@ -42,6 +42,10 @@ const (
 	// Unlike the other reserved headers it travels with a replayed message, so that a message
 	// failing again is dead-lettered with its count and [Policy] can stop a poison loop.
 	HeaderReplayCount = HeaderPrefix + "replay.count"
+	// HeaderLostEnd is, on a letter of [ClassLost], one past the last lost offset, in decimal:
+	// the letter stands for the offsets from [HeaderOffset] up to it. Absent on the letter of a
+	// message.
+	HeaderLostEnd = HeaderPrefix + "lost.end"
 )
 
 // Version is the header layout written by this package.
@@ -104,6 +108,9 @@ func (d DeadLetter) Headers() ([]Header, error) {
 	if d.ReplayCount > 0 {
 		add(HeaderReplayCount, func(b []byte) []byte { return strconv.AppendInt(b, int64(d.ReplayCount), 10) })
 	}
+	if d.LostEnd > 0 {
+		add(HeaderLostEnd, func(b []byte) []byte { return strconv.AppendInt(b, d.LostEnd, 10) })
+	}
 	return hs, nil
 }
 
@@ -115,6 +122,8 @@ func (d DeadLetter) validate() error {
 		return fmt.Errorf("%w: expected a partition >= 0, found %d", ErrInvalid, d.Partition)
 	case d.Offset < 0:
 		return fmt.Errorf("%w: expected an offset >= 0, found %d", ErrInvalid, d.Offset)
+	case d.LostEnd != 0 && d.LostEnd <= d.Offset:
+		return fmt.Errorf("%w: expected a lost range's end above its first offset %d, found %d", ErrInvalid, d.Offset, d.LostEnd)
 	case d.ReplayCount < 0:
 		return fmt.Errorf("%w: expected a replay count >= 0, found %d", ErrInvalid, d.ReplayCount)
 	case !encodable(d.Timestamp):
@@ -211,6 +220,11 @@ func Decode(key, value []byte, headers []Header) (DeadLetter, error) {
 		}
 		d.ReplayCount = int(n)
 	}
+	if seen[hLostEnd] > 0 {
+		if d.LostEnd, err = parseInt(HeaderLostEnd, raw[hLostEnd], 64, "an offset"); err != nil {
+			return DeadLetter{}, err
+		}
+	}
 	if seen[hTimestamp] > 0 {
 		if d.Timestamp, err = parseTime(HeaderTimestamp, raw[hTimestamp]); err != nil {
 			return DeadLetter{}, err
@@ -230,7 +244,7 @@ func Decode(key, value []byte, headers []Header) (DeadLetter, error) {
 // known lists the reserved headers Decode understands; the h* constants index it.
 var known = [...]string{
 	HeaderVersion, HeaderTopic, HeaderPartition, HeaderOffset, HeaderTimestamp,
-	HeaderErrorClass, HeaderErrorMessage, HeaderConsumer, HeaderFailedAt, HeaderReplayCount,
+	HeaderErrorClass, HeaderErrorMessage, HeaderConsumer, HeaderFailedAt, HeaderReplayCount, HeaderLostEnd,
 }
 
 const (
@@ -244,6 +258,7 @@ const (
 	hConsumer
 	hFailedAt
 	hReplayCount
+	hLostEnd
 )
 
 // parseInt accepts only canonical non-negative decimal: no sign, no leading zeros, no spaces,

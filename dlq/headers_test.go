@@ -2,6 +2,7 @@ package dlq_test
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -91,12 +92,14 @@ func TestHeadersOmitUnknowns(t *testing.T) {
 
 func TestHeadersRejectInvalidLetters(t *testing.T) {
 	for name, mutate := range map[string]func(*dlq.DeadLetter){
-		"empty topic":           func(d *dlq.DeadLetter) { d.Topic = "" },
-		"negative partition":    func(d *dlq.DeadLetter) { d.Partition = -1 },
-		"negative offset":       func(d *dlq.DeadLetter) { d.Offset = -1 },
-		"negative replay count": func(d *dlq.DeadLetter) { d.ReplayCount = -1 },
-		"timestamp after 9999":  func(d *dlq.DeadLetter) { d.Timestamp = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) },
-		"failed before year 0":  func(d *dlq.DeadLetter) { d.FailedAt = time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC) },
+		"empty topic":            func(d *dlq.DeadLetter) { d.Topic = "" },
+		"negative partition":     func(d *dlq.DeadLetter) { d.Partition = -1 },
+		"negative offset":        func(d *dlq.DeadLetter) { d.Offset = -1 },
+		"negative replay count":  func(d *dlq.DeadLetter) { d.ReplayCount = -1 },
+		"lost end at the offset": func(d *dlq.DeadLetter) { d.LostEnd = d.Offset },
+		"negative lost end":      func(d *dlq.DeadLetter) { d.LostEnd = -1 },
+		"timestamp after 9999":   func(d *dlq.DeadLetter) { d.Timestamp = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) },
+		"failed before year 0":   func(d *dlq.DeadLetter) { d.FailedAt = time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := sampleLetter()
@@ -125,6 +128,8 @@ func TestDecodeRoundTrip(t *testing.T) {
 			Record:     dlq.Record{Topic: "a.b-c_d", Partition: 2147483647, Offset: 9223372036854775807},
 			ErrorClass: "*strconv.NumError", FailedAt: failedAt,
 		},
+		"lost range": dlq.NewDeadLetter(dlq.Record{Topic: "t", Partition: 3, Offset: 40},
+			&dlq.LostError{Topic: "t", Partition: 3, From: 40, To: 95, Reason: "fetch out of range"}, "c", failedAt),
 	} {
 		t.Run(name, func(t *testing.T) {
 			hs, err := d.Headers()
@@ -363,4 +368,27 @@ func TestNewDeadLetter(t *testing.T) {
 
 func TestRecordString(t *testing.T) {
 	require.Equal(t, "arrivals/7@123456789012", sampleLetter().Record.String())
+}
+
+func TestLostLetter(t *testing.T) {
+	cause := &dlq.LostError{Topic: "arrivals", Partition: 2, From: 100, To: 250, Reason: "committed offset below the log start"}
+	d := dlq.NewDeadLetter(dlq.Record{Topic: "arrivals", Partition: 2, Offset: 100}, fmt.Errorf("consumer: %w", cause), "c1", failedAt)
+	require.Equal(t, dlq.ClassLost, d.ErrorClass)
+	require.Equal(t, int64(250), d.LostEnd)
+	require.Contains(t, d.ErrorMessage, "arrivals/2 offsets [100, 250) (150 records) were deleted before they were read: committed offset below the log start")
+	hs, err := d.Headers()
+	require.NoError(t, err)
+	v, ok := header(hs, dlq.HeaderLostEnd)
+	require.True(t, ok)
+	require.Equal(t, "250", v)
+	_, ok = header(sampleLetterHeaders(t), dlq.HeaderLostEnd)
+	require.False(t, ok, "a message's letter has no lost end")
+	require.Equal(t, dlq.Skip, dlq.Policy{Classes: []string{dlq.ClassLost}}.Decide(d, 0), "a lost range is never replayed")
+}
+
+func sampleLetterHeaders(t *testing.T) []dlq.Header {
+	t.Helper()
+	hs, err := sampleLetter().Headers()
+	require.NoError(t, err)
+	return hs
 }

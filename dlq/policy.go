@@ -76,14 +76,15 @@ func (p Policy) maxReplays() int {
 }
 
 // Decide returns what to do with d when replayed letters have been replayed so far. Its order:
-// [Stop] once the Limit is reached, then [Skip] for a letter the filters do not select, then
+// [Stop] once the Limit is reached, then [Skip] for a letter the filters do not select or a
+// letter of [ClassLost] (it holds no message to republish, whatever the filters say), then
 // [Refuse] for a letter over the replay limit, else [Replay]. It is a pure function of its
 // arguments.
 func (p Policy) Decide(d DeadLetter, replayed int) Decision {
 	if p.Limit > 0 && replayed >= p.Limit {
 		return Stop
 	}
-	if !p.selects(d) {
+	if !p.selects(d) || d.LostEnd > 0 || d.ErrorClass == ClassLost {
 		return Skip
 	}
 	if d.ReplayCount >= p.maxReplays() {

@@ -1,6 +1,7 @@
 package dlq
 
 import (
+	"errors"
 	"strconv"
 	"time"
 )
@@ -34,13 +35,17 @@ type DeadLetter struct {
 	// ReplayCount is how many times the original message had been replayed from a dead-letter
 	// topic before this failure.
 	ReplayCount int
+	// LostEnd is, on a letter of [ClassLost], one past the last lost offset: the letter stands
+	// for the source offsets [Offset, LostEnd), whose records it does not hold. Zero on the
+	// letter of a message.
+	LostEnd int64
 }
 
 // NewDeadLetter builds the dead letter for rec failing with cause. ErrorClass comes from
 // [ErrorClass] and ErrorMessage from cause.Error() (empty for a nil cause). The replay count is
 // read from rec's [HeaderReplayCount] (a malformed one counts as 0) and every reserved header is
-// left out of the letter's Record.Headers; rec itself is not modified. Messages can be long:
-// see [TruncateMessage].
+// left out of the letter's Record.Headers; rec itself is not modified. A cause that is (or
+// wraps) a [*LostError] sets LostEnd. Messages can be long: see [TruncateMessage].
 func NewDeadLetter(rec Record, cause error, consumerID string, failedAt time.Time) DeadLetter {
 	d := DeadLetter{
 		Record:     rec,
@@ -50,6 +55,9 @@ func NewDeadLetter(rec Record, cause error, consumerID string, failedAt time.Tim
 	}
 	if cause != nil {
 		d.ErrorMessage = cause.Error()
+	}
+	if le := (*LostError)(nil); errors.As(cause, &le) {
+		d.LostEnd = le.To
 	}
 	if !rec.Timestamp.IsZero() {
 		d.Timestamp = rec.Timestamp.UTC()

@@ -106,6 +106,7 @@ type runFlags struct {
 	bbox             *string
 	maxDelay         *time.Duration
 	untilCaughtUp    *bool
+	lostRecords      *string
 	bufferLimit      *string
 	logLevel         *string
 	logFormat        *string
@@ -142,6 +143,7 @@ func newRunFlags(stderr io.Writer) (*flags, *runFlags) {
 	o.bbox = f.String("bbox", "OV_BBOX", formatBox(event.Netherlands()), "accepted coordinates: minLat,maxLat,minLon,maxLon")
 	o.maxDelay = f.Duration("max-delay", "OV_MAX_DELAY", event.DefaultMaxDelay, "largest accepted punctuality, early or late")
 	o.untilCaughtUp = f.Bool("until-caught-up", "OV_UNTIL_CAUGHT_UP", false, "a bounded run: consume every partition up to its end as of the start, write every window and exit")
+	o.lostRecords = f.String("lost-records", "OV_LOST_RECORDS", "stop", "records deleted (retention, DeleteRecords) before they were read: stop, or continue (each range goes to the dead-letter topic)")
 	o.bufferLimit = f.String("buffer-limit", "OV_BUFFER_LIMIT", "0", "bound of the memory the processor holds (open windows, unwritten rows, the client's prefetch), in bytes or with KiB, MiB or GiB; 0: 256MiB; negative: no bound")
 	o.logLevel = f.String("log-level", "OV_LOG_LEVEL", "info", "debug, info, warn or error")
 	o.logFormat = f.String("log-format", "OV_LOG_FORMAT", "text", "text or json")
@@ -159,6 +161,7 @@ type runSettings struct {
 	faults      *killpoints.Set
 	box         event.Box
 	bufferLimit int64
+	lost        consumer.LostPolicy
 	log         *slog.Logger
 }
 
@@ -181,6 +184,14 @@ func (o *runFlags) settings(stderr io.Writer) (runSettings, error) {
 	}
 	if st.bufferLimit, err = parseBytes(*o.bufferLimit); err != nil {
 		return st, fmt.Errorf("--buffer-limit: %w", err)
+	}
+	switch *o.lostRecords {
+	case "stop":
+		st.lost = consumer.LostStop
+	case "continue":
+		st.lost = consumer.LostContinue
+	default:
+		return st, fmt.Errorf("--lost-records %q: want stop or continue", *o.lostRecords)
 	}
 	st.log, err = newLogger(stderr, *o.logLevel, *o.logFormat)
 	return st, err
@@ -206,6 +217,7 @@ func (o *runFlags) pipelineConfig(st runSettings, m *prom.Metrics) pipeline.Conf
 		ProcessorID:       *o.processorID,
 		CreateDLQTopics:   *o.createDLQ,
 		BufferLimit:       st.bufferLimit,
+		LostRecords:       st.lost,
 		Until:             consumer.Until{End: *o.untilCaughtUp},
 		Kafka:             st.kafka,
 		Clock:             rateClock(*o.clockRate, time.Now),

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/streamledger/streamledger/ledger/consumer"
 )
 
 func TestParseBytes(t *testing.T) {
@@ -58,5 +60,27 @@ func TestRunFlagsTimeouts(t *testing.T) {
 			cfg := o.pipelineConfig(st, nil)
 			assert.Equal(t, tc.shutdown, cfg.ShutdownTimeout)
 		})
+	}
+}
+
+func TestRunFlagsLostRecords(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want consumer.LostPolicy
+		err  string
+	}{
+		{nil, consumer.LostStop, ""},
+		{[]string{"--lost-records", "continue"}, consumer.LostContinue, ""},
+		{[]string{"--lost-records", "skip"}, 0, `--lost-records "skip": want stop or continue`},
+	} {
+		f, o := newRunFlags(io.Discard)
+		require.NoError(t, f.parse(tc.args))
+		st, err := o.settings(io.Discard)
+		if tc.err != "" {
+			require.EqualError(t, err, tc.err)
+			continue
+		}
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, o.pipelineConfig(st, nil).LostRecords)
 	}
 }

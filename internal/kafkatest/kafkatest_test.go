@@ -110,3 +110,19 @@ func TestCommitAndCommitted(t *testing.T) {
 	require.Equal(t, map[int32]kafkatest.CommittedOffset{1: {Offset: 42, Metadata: "meta;data"}, 2: {Offset: 7}}, c.Committed(t, "g", "t"))
 	require.Empty(t, c.Committed(t, "other", "t"))
 }
+
+func TestDeleteRecords(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Config{Topics: map[string]int32{"d": 1}})
+	recs := make([]*kafkatest.Record, 10)
+	for i := range recs {
+		recs[i] = &kafkatest.Record{Topic: "d", Value: []byte{byte('a' + i)}}
+	}
+	c.Produce(t, recs...)
+	require.Equal(t, int64(0), c.LogStart("d", 0))
+	c.DeleteRecords(t, "d", 0, 6)
+	require.Equal(t, int64(6), c.LogStart("d", 0))
+	got := c.ReadAll(t, "d")
+	require.Len(t, got, 4)
+	require.Equal(t, int64(6), got[0].Offset)
+	require.Equal(t, int64(-1), c.LogStart("missing", 0))
+}

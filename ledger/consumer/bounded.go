@@ -92,35 +92,40 @@ func checkReset(km kafka.ConfigMap, u Until) error {
 	return nil
 }
 
-// startOffsets decides where each newly assigned partition of as starts: at its committed
-// offset; without one, in a bounded run, where auto.offset.reset says, resolved here from the
-// partition's offsets (earliest: its log start, latest: its end) and handed to the client as
-// an explicit offset, so that Run knows a partition with nothing to read below its stop
-// (restore then counts it as having reached its stop at once). A policy of error stops Run
-// with an error wrapping ErrAssign. Outside a bounded run the client's policy decides (start
-// -1).
+// startOffsets decides where each newly assigned partition of as starts, from its offsets
+// read of the broker: at its committed offset, or at its log start when the committed offset
+// is below it (the range between is lost: lostAtAssign reports it, and under LostStop the
+// partition starts at its committed offset, which Run stops before deciding anything past);
+// without a committed offset, where auto.offset.reset says (earliest: its log start; latest or
+// unset: its end; error: Run stops with an error wrapping ErrAssign). Each start is handed to
+// the client as an explicit offset, so that the client's own reset policy (error, see
+// forceResetError) never moves a partition, and Run knows a partition with nothing to read
+// below its stop (restore then counts it as having reached its stop at once). A committed
+// offset past the log end stops Run (beyondEnd).
 func (c *Consumer[K]) startOffsets(ctx context.Context, kc *kafka.Consumer, as []assignment) error {
-	policy, _ := resetPolicy(c.s.kafka)
+	policy := c.s.reset
 	for i := range as {
 		a := &as[i]
-		if a.committed >= 0 {
-			a.start = a.committed
-			continue
-		}
-		if !c.s.Until.bounded() {
-			continue
-		}
-		if slices.Contains(resetError, policy) {
+		if a.committed < 0 && slices.Contains(resetError, policy) {
 			return fmt.Errorf("%w: %s has no committed offset and auto.offset.reset is %s", ErrAssign, a.tp, policy)
 		}
 		lo, hi, err := kc.QueryWatermarkOffsets(a.tp.Topic, a.tp.Partition, timeoutMs(ctx, 10*time.Second))
 		if err != nil {
-			return fmt.Errorf("%w: reading the offsets of %s, which has no committed offset: %w", ErrAssign, a.tp, err)
+			return fmt.Errorf("%w: reading the log start and end of %s: %w", ErrAssign, a.tp, err)
 		}
+		a.logStart = lo
 		switch {
+		case a.committed > hi:
+			return beyondEnd(a.tp, a.committed, hi)
+		case a.committed >= lo:
+			a.start = a.committed
+		case a.committed >= 0 && c.s.LostRecords == LostStop:
+			a.start = a.committed
+		case a.committed >= 0:
+			a.start = lo
 		case slices.Contains(resetEarliest, policy):
 			a.start = lo
-		case slices.Contains(resetLatest, policy):
+		case policy == "" || slices.Contains(resetLatest, policy):
 			a.start = hi
 		default:
 			return fmt.Errorf("%w: %s has no committed offset, and auto.offset.reset %q names no start", ErrAssign, a.tp, policy)

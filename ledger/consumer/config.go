@@ -345,6 +345,27 @@ type Config[K comparable] struct {
 	// context is cancelled.
 	Until Until
 
+	// LostRecords is what the consumer does with records deleted (by retention or
+	// DeleteRecords) before it read them: it finds them when a partition's committed offset is
+	// below its log start at assignment, and when a fetch finds its position below the log
+	// start; gaps between fetched offsets (compacted topics, transaction markers) are not
+	// losses. Every lost range is logged at ERROR with its partition and offsets, passed to
+	// [HookLost] and counted in [Counters].Lost. Zero means [LostStop] (the default): Run
+	// stops with an error wrapping [ErrLostRecords] before anything past the range is decided,
+	// so the committed offset stays below it and every start reports it again until an
+	// operator decides (moves the group's offset, or restarts with LostContinue). That is the
+	// safe default because a consumer that goes on writes windows that lack the lost records
+	// as if they were complete, and nothing in them says so. [LostContinue] records the range
+	// as a dead letter of class [dlq.ClassLost] and goes on from the log start; it needs
+	// DeadLetters. A partition whose log ends below the consumer's position stops Run under
+	// either policy.
+	//
+	// The client gets auto.offset.reset=error so that an out-of-range fetch reaches the
+	// consumer; the auto.offset.reset of Kafka decides only where a partition without a
+	// committed offset starts (earliest: its log start; latest, or unset: its end; error: Run
+	// stops with an error wrapping [ErrAssign]).
+	LostRecords LostPolicy
+
 	// Clock gives the arrival time of messages and measures idleness. Nil means time.Now.
 	Clock func() time.Time
 	// Logger receives the consumer's logs. Nil means slog.Default(). Secrets in Kafka (any
@@ -363,6 +384,7 @@ type settings[K comparable] struct {
 	wm     watermark.Config
 	win    window.Config[K]
 	hooks  hooks
+	reset  string // the auto.offset.reset of Kafka, lower case; "" if unset
 	// workers is the number of worker goroutines; 0 decides on the polling goroutine.
 	workers int
 	// effectBatch bounds a batch of effects; chunk bounds the messages of a chunk (at least
@@ -400,7 +422,7 @@ func (cfg Config[K]) validate() (*settings[K], error) {
 	}
 	s.kafka = km
 	for _, check := range []func() error{
-		s.bufferLimit, s.validateTopics, cfg.Until.validate, func() error { return checkReset(s.kafka, cfg.Until) }, s.durations, s.counts, s.timeouts, s.parts, s.validateHooks,
+		s.bufferLimit, s.validateTopics, cfg.Until.validate, func() error { return checkReset(s.kafka, cfg.Until) }, s.forceResetError, s.checkLost, s.durations, s.counts, s.timeouts, s.parts, s.validateHooks,
 	} {
 		if err := check(); err != nil {
 			return nil, err

@@ -268,3 +268,62 @@ func TestNewRefusesAnUnknownKafkaProperty(t *testing.T) {
 	require.ErrorIs(t, err, ErrConfig, "an invalid fetch size, which the bound reads")
 	assert.Contains(t, err.Error(), `max.partition.fetch.bytes: expected bytes, found "lots"`)
 }
+
+func TestConfigLostRecords(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy LostPolicy
+		dlq    bool
+		err    string
+	}{
+		{"zero is stop", 0, false, ""},
+		{"continue with a dead-letter topic", LostContinue, true, ""},
+		{"continue without one", LostContinue, false, "LostRecords: LostContinue records each lost range as a dead letter, and DeadLetters is nil"},
+		{"no such policy", LostPolicy(7), true, "LostRecords: expected LostStop or LostContinue, found LostPolicy(7)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := validConfig(t)
+			cfg.LostRecords = tc.policy
+			if tc.dlq {
+				cfg.DeadLetters = &fakeDLQ{}
+			}
+			s, err := cfg.validate()
+			if tc.err != "" {
+				require.ErrorIs(t, err, ErrConfig)
+				assert.Contains(t, err.Error(), tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.policy, s.LostRecords)
+		})
+	}
+}
+
+// The client gets auto.offset.reset=error, wherever the configuration set the policy, and the
+// consumer keeps the configured one for partitions without a committed offset.
+func TestConfigResetPolicyIsTheConsumers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		km   kafka.ConfigMap
+		want string
+	}{
+		{"unset", kafka.ConfigMap{}, ""},
+		{"top level", kafka.ConfigMap{"auto.offset.reset": "Earliest"}, "earliest"},
+		{"topic level", kafka.ConfigMap{"default.topic.config": kafka.ConfigMap{"auto.offset.reset": "latest", "x": 1}}, "latest"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := validConfig(t)
+			for k, v := range tc.km {
+				cfg.Kafka[k] = v
+			}
+			s, err := cfg.validate()
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, s.reset)
+			assert.Equal(t, "error", s.kafka["auto.offset.reset"])
+			if dt, ok := s.kafka["default.topic.config"].(kafka.ConfigMap); ok {
+				assert.NotContains(t, dt, "auto.offset.reset")
+				assert.Equal(t, 1, dt["x"], "the rest of the topic configuration passes through")
+			}
+		})
+	}
+}

@@ -105,7 +105,7 @@ func (c *Consumer[K]) aborted() bool {
 // (see [Config.ShutdownTimeout]). After a fatal error or an Abort it returns once the client
 // is closed, within a quarter of ShutdownTimeout. It returns nil after a graceful shutdown, and an
 // error if the consumer cannot go on (ErrAssign, ErrUndecodable, a fatal client error,
-// ErrInternal, or ErrEffect after the graceful shutdown) or the shutdown was cut short
+// ErrInternal, or ErrEffect or ErrLostRecords after the graceful shutdown) or the shutdown was cut short
 // (ErrAborted, ErrCloseTimeout).
 //
 // Run may be called once.
@@ -157,7 +157,7 @@ func (c *Consumer[K]) Run(ctx context.Context) error {
 			ms = min(ms, jobPollMs)
 		}
 		ev := kc.Poll(ms)
-		c.dispatch(ev)
+		c.dispatch(kc, ev)
 		c.burst(kc, ev)
 		if c.aborted() {
 			continue // a hook or an effect aborted: commit nothing more
@@ -215,7 +215,7 @@ func (c *Consumer[K]) burst(kc *kafka.Consumer, first kafka.Event) {
 		if ev == nil {
 			return
 		}
-		c.dispatch(ev)
+		c.dispatch(kc, ev)
 		if _, ok := ev.(*kafka.Message); !ok || c.rebalances.Load() != seen || c.p.stop.any.Load() {
 			return
 		}
@@ -244,7 +244,7 @@ func (c *Consumer[K]) stopping(kc *kafka.Consumer, ctx context.Context) (bool, e
 // jobPollMs bounds a Poll while writes are in flight.
 const jobPollMs = 10
 
-func (c *Consumer[K]) dispatch(ev kafka.Event) {
+func (c *Consumer[K]) dispatch(kc *kafka.Consumer, ev kafka.Event) {
 	switch e := ev.(type) {
 	case nil:
 	case *kafka.Message:
@@ -256,6 +256,10 @@ func (c *Consumer[K]) dispatch(ev kafka.Event) {
 	case kafka.Error:
 		if e.IsFatal() {
 			c.p.stop.setFatal(fmt.Errorf("consumer: fatal client error: %w", e))
+			return
+		}
+		if e.Code() == kafka.ErrAutoOffsetReset {
+			c.outOfRange(kc, e)
 			return
 		}
 		c.s.Logger.Warn("client error", "error", e, "code", e.Code().String())
@@ -361,7 +365,7 @@ func (c *Consumer[K]) onAssign(kc *kafka.Consumer, parts []kafka.TopicPartition)
 		if tp.Topic == nil {
 			continue
 		}
-		a := assignment{tp: ledger.TopicPartition{Topic: *tp.Topic, Partition: tp.Partition}, committed: -1, start: -1, stop: -1}
+		a := assignment{tp: ledger.TopicPartition{Topic: *tp.Topic, Partition: tp.Partition}, committed: -1, start: -1, stop: -1, logStart: -1}
 		if tp.Error == nil && tp.Offset >= 0 {
 			a.committed = int64(tp.Offset)
 		}
@@ -389,6 +393,7 @@ func (c *Consumer[K]) onAssign(kc *kafka.Consumer, parts []kafka.TopicPartition)
 	if err := c.p.assign(ctx, as, all); err != nil {
 		return nil, err
 	}
+	c.p.lostAtAssign(c.work, as)
 	offsets := make([]kafka.TopicPartition, len(as))
 	for i, a := range as {
 		topic := a.tp.Topic

@@ -19,7 +19,9 @@
 //     every message as the first run did, or (for windows already written) as late, so that
 //     a stored window is never rebuilt from a fragment and never misses an admitted event;
 //   - the outcome (sink writes, commits and their metadata) does not depend on the number of
-//     workers ([Config.Workers]).
+//     workers ([Config.Workers]);
+//   - an offset the consumer never decided because its record was deleted first (retention,
+//     DeleteRecords) is never skipped in silence: see Lost records.
 //
 // # Per message
 //
@@ -160,6 +162,30 @@
 // timeouts), except that enable.auto.commit and enable.auto.offset.store are forced to false:
 // a value that contradicts them is an error, not silently overridden. Secrets are never
 // logged.
+//
+// # Lost records
+//
+// Records can be deleted before the consumer reads them: retention or DeleteRecords moves a
+// partition's log start past its committed offset while the group is stopped or behind. The
+// consumer finds such a range exactly in two places: at assignment, where it reads each
+// partition's log start and end beside its committed offset, and at a fetch that answers
+// out of range, for which the client is given auto.offset.reset=error (the configured policy
+// then only decides where a partition without a committed offset starts, which the consumer
+// resolves itself). Gaps between the offsets of fetched batches (compacted topics,
+// transaction markers) are not losses and are never reported. A lost range [from, to) of a
+// partition is logged at ERROR with the topic, partition and range, passed to [HookLost],
+// counted ([Counters].Lost, processor_lost_offsets_total in package prom), and then
+// [Config.LostRecords] applies: [LostStop], the default, stops Run with an error wrapping
+// [ErrLostRecords] before anything past the range is decided, so the committed offset stays
+// below it and the next start reports it again; [LostContinue] sends a dead letter of class
+// [dlq.ClassLost] carrying the range (its offset and [dlq.HeaderLostEnd]) to the partition's
+// dead-letter topic, goes on from the log start, and commits past the range only once that
+// letter's delivery is confirmed: the record of the loss is as durable as the commit that
+// passes it. A fetch that answers out of range does not say which partition it was, so every
+// owned partition whose next undecided offset is below its log start is reported, and
+// records of the range it had fetched but not decided are dropped: the reported range is
+// exactly the offsets never decided. A committed offset (or position) past the log end, left
+// by a log that lost its tail or a topic made again, stops Run under either policy.
 //
 // # Rebalances
 //

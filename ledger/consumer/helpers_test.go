@@ -305,6 +305,7 @@ type checker struct {
 	from      map[ledger.TopicPartition]int64
 	decided   map[ledger.TopicPartition]map[int64]MessageInfo
 	delivered map[ledger.TopicPartition]map[int64]bool
+	lost      []LostInfo    // every lost range reported, in order
 	history   []MessageInfo // every decision, in order
 	assigns   []AssignInfo
 	commits   []CommitInfo
@@ -341,6 +342,29 @@ func (c *checker) OnMessage(m MessageInfo) {
 	c.history = append(c.history, m)
 }
 
+func (c *checker) OnLost(l LostInfo) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lost = append(c.lost, l)
+}
+
+// lostAt returns the lost range of tp holding off, if one was reported.
+func (c *checker) lostAt(tp ledger.TopicPartition, off int64) (LostInfo, bool) {
+	for _, l := range c.lost {
+		if l.TopicPartition == tp && off >= l.From && off < l.To {
+			return l, true
+		}
+	}
+	return LostInfo{}, false
+}
+
+// lostRanges returns the lost ranges reported.
+func (c *checker) lostRanges() []LostInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.lost)
+}
+
 func (c *checker) OnDeadLetter(d DeadLetterInfo) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -369,6 +393,12 @@ func (c *checker) OnCommit(ci CommitInfo) {
 		ct, hasCT := progress[tp]
 		for off := c.from[tp]; off < cm.Offset; off++ {
 			d, ok := c.decided[tp][off]
+			if l, lost := c.lostAt(tp, off); !ok && lost {
+				if !c.delivered[tp][l.To-1] {
+					c.problems = append(c.problems, fmt.Sprintf("commit %v@%d passes lost offset %d, its dead letter not confirmed", tp, cm.Offset, off))
+				}
+				continue
+			}
 			if !ok {
 				c.problems = append(c.problems, fmt.Sprintf("commit %v@%d passes offset %d, never decided", tp, cm.Offset, off))
 				continue

@@ -281,6 +281,7 @@ type hooks struct {
 	revoke     []HookRevoke
 	partition  []HookPartition
 	tick       []HookTick
+	lost       []HookLost
 }
 
 func newHooks(hs []Hook) hooks {
@@ -310,11 +311,14 @@ func newHooks(hs []Hook) hooks {
 		if v, ok := x.(HookTick); ok {
 			h.tick = append(h.tick, v)
 		}
+		if v, ok := x.(HookLost); ok {
+			h.lost = append(h.lost, v)
+		}
 	}
 	return h
 }
 
 func (h hooks) any() bool {
 	return len(h.message)+len(h.deadLetter)+len(h.write)+len(h.commit)+len(h.assign)+len(h.revoke)+
-		len(h.partition)+len(h.tick) > 0
+		len(h.partition)+len(h.tick)+len(h.lost) > 0
 }

@@ -8,15 +8,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamledger/streamledger/internal/kafkatest"
 	"github.com/streamledger/streamledger/ledger"
 )
 
-// waitReturn waits for a bounded run to return by itself, failing the test if it does not.
+// waitReturn waits for Run to return by itself (a bounded run, or one that stops on an error),
+// failing the test if it does not.
 func (in *instance) waitReturn(t *testing.T) error {
 	t.Helper()
 	select {
@@ -28,31 +26,6 @@ func (in *instance) waitReturn(t *testing.T) error {
 	return in.result
 }
 
-// deleteRecords deletes the records of topic's partition below offset, as retention does.
-func deleteRecords(t *testing.T, c *kafkatest.Cluster, topic string, partition int32, offset int64) {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
-	require.NoError(t, err)
-	defer cl.Close()
-	req := kmsg.NewPtrDeleteRecordsRequest()
-	rt := kmsg.NewDeleteRecordsRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewDeleteRecordsRequestTopicPartition()
-	rp.Partition, rp.Offset = partition, offset
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	req.TimeoutMillis = 5000
-	ctx, cancel := context.WithTimeout(context.Background(), kafkatest.Timeout)
-	defer cancel()
-	resp, err := req.RequestWith(ctx, cl)
-	require.NoError(t, err)
-	for _, rt := range resp.Topics {
-		for _, rp := range rt.Partitions {
-			require.NoError(t, kerr.ErrorForCode(rp.ErrorCode))
-		}
-	}
-}
-
 // A bounded run of a group without commits starts each partition where auto.offset.reset
 // says, resolved by Run from the partition's offsets: latest reads nothing and returns, as
 // does earliest on a partition that is empty or whose records were all deleted; error stops
@@ -60,7 +33,7 @@ func deleteRecords(t *testing.T, c *kafkatest.Cluster, topic string, partition i
 func TestKafkaBoundedRunOfANewGroup(t *testing.T) {
 	c := kafkatest.Start(t, kafkatest.Config{Topics: map[string]int32{"n": 3}})
 	c.Produce(t, records("n", [][]string{{"w 1 A 1", "w 2 B 2", "w 6 A 3"}, {}, {"w 1 A 4", "w 2 B 5"}})...)
-	deleteRecords(t, c, "n", 2, 2) // partition 2: offsets 0-1 deleted, its log starts at its end
+	c.DeleteRecords(t, "n", 2, 2) // partition 2: offsets 0-1 deleted, its log starts at its end
 	for i, tc := range []struct {
 		reset    string
 		consumed int64

@@ -160,6 +160,8 @@ type part[K comparable] struct {
 	// Owned by the loop.
 	paused       uint8     // pause reasons
 	seekTo       int64     // where to fetch again after messages were dropped while paused; -1 if none
+	start        int64     // where the client started it at assignment, -1 if unknown
+	lostThrough  int64     // one past the last offset reported lost, 0 if none
 	nextDispatch int64     // offset after the last dispatched message, -1 before the first
 	cur          *chunk[K] // the chunk taking this partition's messages, if any
 	unwritten    []sink.Partial
@@ -215,6 +217,7 @@ type counters struct {
 	dlFail                         atomic.Int64
 	commits, commitFail            atomic.Int64
 	writes, writeFail              atomic.Int64
+	lost                           atomic.Int64
 }
 
 // Counters are the consumer's running totals since Run started.
@@ -232,6 +235,9 @@ type Counters struct {
 	// Writes counts sink calls (a state flush per table, and the close batches of a tick or a
 	// revocation, which go in one call), WriteFailures the failed ones.
 	Writes, WriteFailures int64
+	// Lost counts the offsets reported lost: their records were deleted before the consumer
+	// read them (see [Config.LostRecords]). They are not in Consumed.
+	Lost int64
 }
 
 func (c *counters) snapshot() Counters {
@@ -241,6 +247,7 @@ func (c *counters) snapshot() Counters {
 		DeadLetterFailures: c.dlFail.Load(),
 		Commits:            c.commits.Load(), CommitFailures: c.commitFail.Load(),
 		Writes: c.writes.Load(), WriteFailures: c.writeFail.Load(),
+		Lost: c.lost.Load(),
 	}
 }
 

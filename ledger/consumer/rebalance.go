@@ -22,8 +22,9 @@ type assignment struct {
 	tp        ledger.TopicPartition
 	committed int64 // -1 if none
 	metadata  string
-	start     int64 // where the client starts: committed, or -1 for the reset policy (see startOffsets)
+	start     int64 // where the client starts (see startOffsets)
 	stop      int64 // a bounded run's stop offset, -1 if none
+	logStart  int64 // the partition's log start when it was assigned, -1 if not read
 }
 
 // assign restores the partitions: watermark = max(metadata's, closed_through), windows closed
@@ -162,7 +163,7 @@ func (p *processor[K]) restore(a assignment, progress map[ledger.TopicPartition]
 		handler: h, epoch: p.epoch,
 		led: led, wm: wm, win: win,
 		written: ct, hasWritten: hasCT,
-		committed: a.committed, next: -1, nextDispatch: -1, seekTo: -1, lag: -1, firstAdded: -1,
+		committed: a.committed, start: a.start, next: -1, nextDispatch: -1, seekTo: -1, lag: -1, firstAdded: -1,
 		open: map[int64]openWindow{}, stop: a.stop,
 	}
 	if hasCT {

@@ -80,6 +80,10 @@ type Config struct {
 	// BufferLimit bounds the bytes the runtime holds (see consumer.Config.BufferLimit). Zero
 	// means consumer.DefaultBufferLimit; negative means no bound.
 	BufferLimit int64
+	// LostRecords is what the consumer does with records deleted before it read them (see
+	// consumer.Config.LostRecords); the zero value stops it. Their ranges go to the
+	// dead-letter topics as letters of class dlq.ClassLost.
+	LostRecords consumer.LostPolicy
 	// Clock, Logger and Hooks pass through to the runtime (see consumer.Config); Clock
 	// also stamps computed_at and updated_at.
 	Clock  func() time.Time
@@ -183,6 +187,7 @@ func New(ctx context.Context, cfg Config, db Database) (*Pipeline, error) {
 		WriteConcurrency:  cfg.WriteConcurrency,
 		ShutdownTimeout:   cfg.ShutdownTimeout,
 		BufferLimit:       cfg.BufferLimit,
+		LostRecords:       cfg.LostRecords,
 		Until:             cfg.Until,
 		Clock:             cfg.Clock,
 		Logger:            cfg.Logger,

@@ -42,12 +42,13 @@ const (
 	ScenarioZombie           = "zombie"
 	ScenarioGroupConsumer    = "group-consumer"
 	ScenarioRapidKills       = "rapid-kills"
+	ScenarioRetention        = "retention"
 )
 
 // Scenarios lists every scenario name.
 func Scenarios() []string {
 	return []string{ScenarioKill, ScenarioGroupRange, ScenarioGroupCooperative, ScenarioPostgres, ScenarioIdle, ScenarioFaultPoints,
-		ScenarioBrokerRestart, ScenarioBrokers, ScenarioProtocolErrors, ScenarioZombie, ScenarioGroupConsumer, ScenarioRapidKills}
+		ScenarioBrokerRestart, ScenarioBrokers, ScenarioProtocolErrors, ScenarioZombie, ScenarioGroupConsumer, ScenarioRapidKills, ScenarioRetention}
 }
 
 // The processor's timing in every scenario. Its clock runs ClockRate times faster than the wall
@@ -318,6 +319,8 @@ type scene struct {
 	records, first, later []feed.Record
 	ocfg                  oracle.Config
 	oracle                *oracle.Result
+	// lost are the ranges the retention scenario deleted before any processor read them.
+	lost []oracle.LostRange
 
 	addr       string // bootstrap list of the broker's nodes
 	brokerArgs []string
@@ -352,6 +355,8 @@ type spec struct {
 	// retry stored again (kfake saves the idempotent producer's sequences only when it
 	// stops), so the topics may hold a record twice; that is the processors' input.
 	readBack bool
+	// lostContinue runs every processor with --lost-records continue.
+	lostContinue bool
 }
 
 func specs() map[string]spec {
@@ -371,6 +376,7 @@ func specs() map[string]spec {
 		ScenarioZombie:           {body: (*scene).zombies},
 		ScenarioGroupConsumer:    {body: group(""), protocol: consumerProtocol},
 		ScenarioRapidKills:       {body: (*scene).rapidKills},
+		ScenarioRetention:        {body: (*scene).retention, lostContinue: true},
 	}
 }
 
@@ -429,8 +435,11 @@ func (h *harness) scenario(ctx context.Context, name string, all []feed.Record) 
 func (h *harness) newScene(name string, all []feed.Record, res *Result) (*scene, error) {
 	records := all
 	var later []feed.Record
-	if name == ScenarioIdle {
+	switch name {
+	case ScenarioIdle:
 		records, later = splitIdle(all, h.cfg.Size.Partitions, 0, h.cfg.Size.Feed.Start.Add(h.cfg.Size.Feed.Duration))
+	case ScenarioRetention:
+		records, later = all[:len(all)/2:len(all)/2], all[len(all)/2:]
 	}
 	// What the broker receives, in this order: the idle scenario produces the withheld part
 	// last; every partition keeps its records' order.
@@ -663,6 +672,9 @@ func (s *scene) startProc(ctx context.Context, name string, o procOpts) (*proc, 
 	if o.shutdown > 0 {
 		args = append(args, "--shutdown-timeout", o.shutdown.String())
 	}
+	if s.spec.lostContinue {
+		args = append(args, "--lost-records", "continue")
+	}
 	var env []string
 	if o.fault != "" {
 		env = append(env, killpoints.Env+"="+o.fault)
@@ -775,8 +787,8 @@ func (s *scene) check(ctx context.Context) {
 		}
 		letters, parts = append(letters, l...), append(parts, p...)
 	}
+	letters, parts, mism := s.checkLost(letters, parts)
 	verify.Letters(rep, r, letters, parts)
-	var mism []string
 	for _, m := range rep.Mismatches {
 		mism = append(mism, m.String())
 	}
@@ -787,8 +799,9 @@ func (s *scene) check(ctx context.Context) {
 	// prediction feeds once, sums to the oracle's admitted predictions: a late prediction
 	// admitted by mistake, or an admitted one lost, would change that sum.
 	t := r.Total
-	if t.Consumed != int64(len(s.records)) || t.Admitted+t.Late+t.DeadLettered != t.Consumed {
-		mism = append(mism, fmt.Sprintf("accounting: oracle %+v for %d records", t, len(s.records)))
+	lost, lostMalformed := s.lostOffsets()
+	if t.Consumed+lost != int64(len(s.records)) || t.Admitted+t.Late+t.DeadLettered != t.Consumed {
+		mism = append(mism, fmt.Sprintf("accounting: oracle %+v for %d records, %d of them lost", t, len(s.records), lost))
 	}
 	var admittedPred, latePred, deadPred int64
 	for src, p := range r.Partitions {
@@ -808,6 +821,7 @@ func (s *scene) check(ctx context.Context) {
 			malformed++
 		}
 	}
+	malformed -= int(lostMalformed)
 	if distinct := len(letters) - rep.LetterCopies; distinct != malformed {
 		mism = append(mism, fmt.Sprintf("accounting: %d distinct dead letters, %d malformed records", distinct, malformed))
 	}

@@ -101,6 +101,8 @@ func TestChaosShort(t *testing.T) {
 			assert.GreaterOrEqual(t, r.Rebalances, size.GroupRebalances, "KIP-848 group epochs")
 		case chaos.ScenarioRapidKills:
 			assert.Equal(t, size.RapidKills, r.Kills, "kills")
+		case chaos.ScenarioRetention:
+			assert.Positive(t, r.Faults["deleted"], "records deleted before they were read")
 		}
 	}
 	if ok {

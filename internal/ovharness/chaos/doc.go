@@ -117,6 +117,13 @@
 //     then be stable with both processors within 30 s (3 minutes in the full run). With
 //     "ov chaos --broker-flags=--no-expiry" the broker keeps the members kfake never times
 //     out, and the scenario fails: the group stays in PreparingRebalance.
+//   - retention: one processor consumes the first half of the feed and stops; the second half
+//     is produced while none runs, and DeleteRecords moves the log start of three positions
+//     partitions (those committed through their end) to the middle of what was not read. The
+//     next processor (every processor runs with --lost-records continue) reports each range
+//     at assignment as a dead letter of class streamledger.lost and goes on; the oracle leaves
+//     out exactly the deleted ranges, and the lost letters must report exactly them. The
+//     faults column counts the deleted records.
 //
 // # Figures
 //

@@ -38,6 +38,16 @@ type Config struct {
 	// partition's closed_through, or its commit metadata, once the advance is final). Without
 	// them the oracle assumes that no partition went idle while it still had records to come.
 	Advances []Advance
+	// Lost are ranges of offsets whose records were deleted (retention, DeleteRecords) before
+	// the processor read them: the oracle counts their offsets in a partition's Records and
+	// Lost, and decides nothing of them, as the processor never saw them.
+	Lost []LostRange
+}
+
+// LostRange is the offsets [From, To) of Source, deleted before they were read.
+type LostRange struct {
+	Source   Source
+	From, To int64
 }
 
 // Advance is an idle advance of one partition's watermark, observed: the processor raised
@@ -80,8 +90,9 @@ func (c *Counts) add(o Counts) {
 // Partition is the oracle's account of one partition.
 type Partition struct {
 	Counts
-	// Records is the number of records (the partition's end offset).
-	Records int64
+	// Records is the number of records (the partition's end offset), Lost those of them in
+	// the Config's lost ranges.
+	Records, Lost int64
 	// MaxEventTime is the latest event time seen, zero when no record decoded. Watermark is
 	// wm(P) after the last record: MaxEventTime - lateness, or the highest idle advance (see
 	// [Advance]) when that is higher; zero while unknown.
@@ -266,6 +277,10 @@ func (ps *pass) record(rec feed.Record) error {
 	off := p.Records
 	ps.advanceTo(src, p, off)
 	p.Records++
+	if ps.lost(src, off) {
+		p.Lost++
+		return nil
+	}
 	p.Consumed++
 
 	ev, err := ps.decode(src, rec)
@@ -301,6 +316,16 @@ func (ps *pass) record(rec feed.Record) error {
 		ps.closeThrough(src, p.Watermark.UnixNano())
 	}
 	return nil
+}
+
+// lost reports whether off of src is in one of the Config's lost ranges.
+func (ps *pass) lost(src Source, off int64) bool {
+	for _, l := range ps.cfg.Lost {
+		if l.Source == src && off >= l.From && off < l.To {
+			return true
+		}
+	}
+	return false
 }
 
 // decode decodes rec as an event of src's topic.

@@ -95,6 +95,32 @@ func TestOnePartition(t *testing.T) {
 	assert.Equal(t, map[oracle.Source]int64{src: 7}, r.CommittedOffsets(map[oracle.Source]time.Time{src: t0.Add(10 * time.Minute)}))
 }
 
+// Records in a lost range are counted in Records and Lost and decided not at all: they
+// neither feed a window nor move the watermark, and later offsets keep their own.
+func TestLostRange(t *testing.T) {
+	recs := []feed.Record{
+		pred("GVB:T1", "GVB:17", "GVB", "S1", 3, 60),  // admitted, wm 12:01
+		pred("GVB:T1", "GVB:17", "GVB", "S2", 6, 120), // lost
+		pred("GVB:T1", "GVB:17", "GVB", "S1", 1, 30),  // lost
+		pred("GVB:T1", "GVB:17", "GVB", "S3", 8, 200), // admitted, wm 12:06
+		pred("GVB:T1", "GVB:17", "GVB", "S1", 2, 999), // late
+		{Topic: predTopic, Key: []byte("GVB:T1"), Value: []byte(`{"version":1,`), Timestamp: t0},
+	}
+	src := oracle.Source{Topic: predTopic, Partition: 0}
+	c := cfg(t, 1)
+	c.Lost = []oracle.LostRange{{Source: src, From: 1, To: 3}}
+	r, err := oracle.Compute(c, recs)
+	require.NoError(t, err)
+	p := r.Partitions[src]
+	assert.Equal(t, oracle.Counts{Consumed: 4, Admitted: 2, Late: 1, DeadLettered: 1}, p.Counts)
+	assert.Equal(t, int64(6), p.Records)
+	assert.Equal(t, int64(2), p.Lost)
+	assert.Equal(t, []oracle.Ref{{Source: src, Offset: 4}}, r.Late)
+	require.Len(t, r.DeadLetters, 1)
+	assert.Equal(t, int64(5), r.DeadLetters[0].Offset)
+	assert.Equal(t, "S3", r.Trips["GVB:T1"].Stop)
+}
+
 // keyIn finds a trip id that the partitioner places in partition p of n.
 func keyIn(t *testing.T, prefix string, p, n int32) string {
 	for i := range 1000 {

@@ -15,7 +15,7 @@ type consumerMetrics struct {
 	consumed, admitted, late, decodeErrors *prometheus.CounterVec
 	topics                                 byTopic[*topicCounters]
 
-	deadLetters                         *prometheus.CounterVec
+	deadLetters, lost                   *prometheus.CounterVec
 	commits, commitFailures             prometheus.Counter
 	writes, writeFailures, rows         *prometheus.CounterVec
 	uncommitted, openWindows, watermark prometheus.Gauge
@@ -37,6 +37,9 @@ func (m *consumerMetrics) init(cs []prometheus.Collector) []prometheus.Collector
 	m.late = counterVec(&cs, "processor_late_events_total", "Events whose window had already closed in their partition, by topic.", "topic")
 	m.decodeErrors = counterVec(&cs, "processor_decode_errors_total", "Messages that failed to decode or validate and were dead-lettered, by topic.", "topic")
 	m.deadLetters = counterVec(&cs, "processor_dead_letters_total", "Dead-letter delivery reports, by source topic and result (delivered, failed).", "topic", "result")
+	m.lost = counterVec(&cs, "processor_lost_offsets_total",
+		"Offsets whose records were deleted (retention, DeleteRecords) before the consumer read them, by topic and partition.",
+		"topic", "partition")
 	m.commits = counter(&cs, "processor_commits_total", "Offset commits accepted by the broker.")
 	m.commitFailures = counter(&cs, "processor_commit_failures_total", "Offset commits that failed (retried at the next tick).")
 	m.writes = counterVec(&cs, "processor_sink_writes_total", "Sink writes that committed, by kind (state, close).", "kind")
@@ -85,6 +88,12 @@ func (m *consumerMetrics) OnMessage(i consumer.MessageInfo) {
 // OnDeadLetter implements consumer.HookDeadLetter.
 func (m *consumerMetrics) OnDeadLetter(i consumer.DeadLetterInfo) {
 	m.deadLetters.WithLabelValues(i.Topic, deliveryResult(i.Err)).Inc()
+}
+
+// OnLost implements consumer.HookLost. The series of a partition stays after it is revoked:
+// a loss is counted once, by the consumer that found it.
+func (m *consumerMetrics) OnLost(i consumer.LostInfo) {
+	m.lost.WithLabelValues(i.Topic, partition(i.TopicPartition)).Add(float64(i.To - i.From))
 }
 
 // OnWrite implements consumer.HookWrite.

@@ -38,6 +38,7 @@
 //	processor_late_events_total{topic}           events whose window had closed in their partition
 //	processor_decode_errors_total{topic}         messages that failed to decode or validate (dead-lettered)
 //	processor_dead_letters_total{topic,result}   dead-letter outcomes: delivered or failed (sent again)
+//	processor_lost_offsets_total{topic,partition} offsets deleted (retention, DeleteRecords) before they were read
 //	processor_commits_total                      accepted offset commits
 //	processor_commit_failures_total
 //	processor_sink_writes_total{kind}            state flushes and close batches that committed
@@ -59,8 +60,9 @@
 //
 // Histograms: processor_sink_write_duration_seconds{kind} (the consumer's sink writes, as
 // the consumer times them: a state flush, or a close batch with the duration of the call that
-// wrote it) and processor_tick_duration_seconds. A partition's series are deleted when it is
-// revoked.
+// wrote it) and processor_tick_duration_seconds. A partition's gauges are deleted when it is
+// revoked; its processor_lost_offsets_total stays, as a loss is counted once, by the consumer
+// that found it.
 //
 // # Sink metrics
 //

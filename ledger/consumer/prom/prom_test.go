@@ -46,6 +46,8 @@ func report(m *prom.Metrics) {
 	}
 	m.OnDeadLetter(consumer.DeadLetterInfo{TopicPartition: p0})
 	m.OnDeadLetter(consumer.DeadLetterInfo{TopicPartition: p0, Err: errors.New("broker down")})
+	m.OnLost(consumer.LostInfo{TopicPartition: p1, From: 20, To: 30})
+	m.OnLost(consumer.LostInfo{TopicPartition: p1, From: 40, To: 45})
 	m.OnWrite(consumer.WriteInfo{Kind: consumer.WriteClose, Source: p0, Rows: 40, ClosedThrough: time.Unix(1000, 0), Duration: time.Millisecond})
 	m.OnWrite(consumer.WriteInfo{Kind: consumer.WriteClose, Source: p1, Rows: 2, ClosedThrough: time.Unix(800, 0), Err: errors.New("db down")})
 	m.OnWrite(consumer.WriteInfo{Kind: consumer.WriteState, Table: "vehicle_latest", Rows: 7})
@@ -79,6 +81,7 @@ func TestHooksExport(t *testing.T) {
 		`processor_decode_errors_total{topic="pred"}`:                            1,
 		`processor_dead_letters_total{result="delivered",topic="pred"}`:          1,
 		`processor_dead_letters_total{result="failed",topic="pred"}`:             1,
+		`processor_lost_offsets_total{partition="1",topic="pred"}`:               15,
 		`processor_commits_total`:                                                2,
 		`processor_commit_failures_total`:                                        2,
 		`processor_sink_writes_total{kind="close"}`:                              1,
