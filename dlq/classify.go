@@ -3,7 +3,6 @@ package dlq
 import (
 	"errors"
 	"fmt"
-	"unicode/utf8"
 )
 
 // Classifier is implemented by errors that name their own class. The class groups dead letters
@@ -49,17 +48,4 @@ func ErrorClass(err error) string {
 		}
 		err = next
 	}
-}
-
-// TruncateMessage shortens s to at most max bytes without splitting a UTF-8 sequence, ending a
-// shortened message with "...". A max below 4 or a message that fits returns s unchanged.
-func TruncateMessage(s string, max int) string {
-	if max < 4 || len(s) <= max {
-		return s
-	}
-	cut := max - 3
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
 }

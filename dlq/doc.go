@@ -19,9 +19,10 @@
 // reserved prefix [HeaderPrefix] ("__streamledger.dlq."), modelled on Kafka Connect's
 // `__connect.errors.*`: [HeaderVersion], [HeaderTopic], [HeaderPartition], [HeaderOffset],
 // [HeaderTimestamp], [HeaderErrorClass], [HeaderErrorMessage], [HeaderConsumer],
-// [HeaderFailedAt], [HeaderReplayCount] and, on a letter of [ClassLost], [HeaderLostEnd]. Values are text, readable with any Kafka tool.
-// [Decode] reads them back; it never panics on garbage and says which header was wrong and what
-// it found ([*HeaderError], [ErrNotDeadLetter]).
+// [HeaderFailedAt], [HeaderReplayCount] and, on a letter of [ClassLost], [HeaderLostEnd].
+// Values are text, readable with any Kafka tool. [Decode] reads them back; it never panics on
+// garbage, and its error says which header was wrong and what it found ([ErrBadHeader],
+// [ErrNotDeadLetter]).
 //
 // Reserved headers belong to this package: they are dropped from an original message when it is
 // dead-lettered and never republished by a replay, with one exception. [HeaderReplayCount]

@@ -9,7 +9,8 @@ var (
 	// ErrNotDeadLetter means a message carries no [HeaderVersion]: it was not written by this
 	// package.
 	ErrNotDeadLetter = errors.New("dlq: not a dead letter")
-	// ErrBadHeader is wrapped by every [*HeaderError].
+	// ErrBadHeader means a reserved header is missing, repeated or malformed; the message names
+	// the header, what was expected and what was found.
 	ErrBadHeader = errors.New("dlq: malformed dead-letter header")
 	// ErrInvalid means a value passed to this package cannot be used as it is (an empty topic, a
 	// negative partition, a malformed topic name).
@@ -18,8 +19,8 @@ var (
 	ErrConfig = errors.New("dlq: invalid configuration")
 )
 
-// HeaderError describes a reserved header that is missing, repeated or malformed.
-type HeaderError struct {
+// headerError describes a reserved header that is missing, repeated or malformed.
+type headerError struct {
 	Header string // the header's name
 	Value  []byte // the value found; nil when the header is missing
 	Reason string // what was expected
@@ -28,7 +29,7 @@ type HeaderError struct {
 // maxQuoted bounds how much of a bad header value an error message repeats.
 const maxQuoted = 64
 
-func (e *HeaderError) Error() string {
+func (e *headerError) Error() string {
 	if e.Value == nil && e.Reason == "missing" {
 		return fmt.Sprintf("dlq: header %s is missing", e.Header)
 	}
@@ -41,4 +42,4 @@ func (e *HeaderError) Error() string {
 }
 
 // Unwrap returns [ErrBadHeader].
-func (e *HeaderError) Unwrap() error { return ErrBadHeader }
+func (e *headerError) Unwrap() error { return ErrBadHeader }

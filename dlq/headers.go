@@ -58,8 +58,8 @@ type Header struct {
 	Value []byte
 }
 
-// IsReserved reports whether a header name carries [HeaderPrefix].
-func IsReserved(key string) bool { return strings.HasPrefix(key, HeaderPrefix) }
+// isReserved reports whether a header name carries [HeaderPrefix].
+func isReserved(key string) bool { return strings.HasPrefix(key, HeaderPrefix) }
 
 // timeLayout is RFC 3339 with nanoseconds; times are always formatted in UTC.
 const timeLayout = time.RFC3339Nano
@@ -74,7 +74,7 @@ func (d DeadLetter) Headers() ([]Header, error) {
 	}
 	hs := make([]Header, 0, len(d.Record.Headers)+len(known))
 	for _, h := range d.Record.Headers {
-		if !IsReserved(h.Key) {
+		if !isReserved(h.Key) {
 			hs = append(hs, h)
 		}
 	}
@@ -148,7 +148,7 @@ func encodable(t time.Time) bool {
 func (d DeadLetter) ReplayHeaders() []Header {
 	hs := make([]Header, 0, len(d.Record.Headers)+1)
 	for _, h := range d.Record.Headers {
-		if !IsReserved(h.Key) {
+		if !isReserved(h.Key) {
 			hs = append(hs, h)
 		}
 	}
@@ -160,7 +160,7 @@ func (d DeadLetter) ReplayHeaders() []Header {
 //
 // It never panics, whatever the input. A message without [HeaderVersion] returns an error
 // wrapping [ErrNotDeadLetter]; a reserved header that is missing, repeated or malformed returns a
-// [*HeaderError] (wrapping [ErrBadHeader]) naming the header and the value found. Reserved
+// [*headerError] (wrapping [ErrBadHeader]) naming the header and the value found. Reserved
 // headers this version does not know are ignored, so that a later version can add some.
 func Decode(key, value []byte, headers []Header) (DeadLetter, error) {
 	var d DeadLetter
@@ -169,7 +169,7 @@ func Decode(key, value []byte, headers []Header) (DeadLetter, error) {
 	var seen [len(known)]int
 	var raw [len(known)][]byte
 	for _, h := range headers {
-		if !IsReserved(h.Key) {
+		if !isReserved(h.Key) {
 			if d.Record.Headers == nil {
 				d.Record.Headers = make([]Header, 0, max(len(headers)-len(known), 1))
 			}
@@ -186,22 +186,22 @@ func Decode(key, value []byte, headers []Header) (DeadLetter, error) {
 	}
 	for i, n := range seen {
 		if n > 1 {
-			return DeadLetter{}, &HeaderError{Header: known[i], Value: raw[i], Reason: fmt.Sprintf("appears %d times, expected once", n)}
+			return DeadLetter{}, &headerError{Header: known[i], Value: raw[i], Reason: fmt.Sprintf("appears %d times, expected once", n)}
 		}
 	}
 	if seen[hVersion] == 0 {
 		return DeadLetter{}, fmt.Errorf("%w: no %s header", ErrNotDeadLetter, HeaderVersion)
 	}
 	if v := string(raw[hVersion]); v != Version {
-		return DeadLetter{}, &HeaderError{Header: HeaderVersion, Value: raw[hVersion], Reason: "expected version " + Version}
+		return DeadLetter{}, &headerError{Header: HeaderVersion, Value: raw[hVersion], Reason: "expected version " + Version}
 	}
 	for _, i := range []int{hTopic, hPartition, hOffset} {
 		if seen[i] == 0 {
-			return DeadLetter{}, &HeaderError{Header: known[i], Reason: "missing"}
+			return DeadLetter{}, &headerError{Header: known[i], Reason: "missing"}
 		}
 	}
 	if len(raw[hTopic]) == 0 {
-		return DeadLetter{}, &HeaderError{Header: HeaderTopic, Value: raw[hTopic], Reason: "expected a topic name"}
+		return DeadLetter{}, &headerError{Header: HeaderTopic, Value: raw[hTopic], Reason: "expected a topic name"}
 	}
 	d.Topic = string(raw[hTopic])
 
@@ -265,7 +265,7 @@ const (
 // so that every accepted value re-encodes to the same bytes.
 func parseInt(header string, v []byte, bits int, what string) (int64, error) {
 	bad := func() (int64, error) {
-		return 0, &HeaderError{Header: header, Value: v, Reason: fmt.Sprintf("expected %s in decimal, 0 to %d", what, int64(1)<<(bits-1)-1)}
+		return 0, &headerError{Header: header, Value: v, Reason: fmt.Sprintf("expected %s in decimal, 0 to %d", what, int64(1)<<(bits-1)-1)}
 	}
 	if len(v) == 0 || (len(v) > 1 && v[0] == '0') || v[0] == '+' || v[0] == '-' {
 		return bad()
@@ -280,7 +280,7 @@ func parseInt(header string, v []byte, bits int, what string) (int64, error) {
 func parseTime(header string, v []byte) (time.Time, error) {
 	t, err := time.Parse(timeLayout, string(v))
 	if err != nil {
-		return time.Time{}, &HeaderError{Header: header, Value: v, Reason: "expected an RFC 3339 time"}
+		return time.Time{}, &headerError{Header: header, Value: v, Reason: "expected an RFC 3339 time"}
 	}
 	return t.UTC(), nil
 }

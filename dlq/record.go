@@ -45,7 +45,8 @@ type DeadLetter struct {
 // [ErrorClass] and ErrorMessage from cause.Error() (empty for a nil cause). The replay count is
 // read from rec's [HeaderReplayCount] (a malformed one counts as 0) and every reserved header is
 // left out of the letter's Record.Headers; rec itself is not modified. A cause that is (or
-// wraps) a [*LostError] sets LostEnd. Messages can be long: see [TruncateMessage].
+// wraps) a [*LostError] sets LostEnd. Messages can be long: dlqkafka's producer bounds them
+// (its Config.MaxErrorMessage).
 func NewDeadLetter(rec Record, cause error, consumerID string, failedAt time.Time) DeadLetter {
 	d := DeadLetter{
 		Record:     rec,
@@ -64,7 +65,7 @@ func NewDeadLetter(rec Record, cause error, consumerID string, failedAt time.Tim
 	}
 	reserved := 0
 	for _, h := range rec.Headers {
-		if !IsReserved(h.Key) {
+		if !isReserved(h.Key) {
 			continue
 		}
 		reserved++
@@ -77,7 +78,7 @@ func NewDeadLetter(rec Record, cause error, consumerID string, failedAt time.Tim
 	if reserved > 0 {
 		d.Record.Headers = make([]Header, 0, len(rec.Headers)-reserved)
 		for _, h := range rec.Headers {
-			if !IsReserved(h.Key) {
+			if !isReserved(h.Key) {
 				d.Record.Headers = append(d.Record.Headers, h)
 			}
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/streamledger/streamledger/internal/truncate"
 )
 
 // Report is what a replay (or a dry run of one) read and decided, grouped by error class. The
@@ -110,7 +112,7 @@ func (r *Report) WriteTo(w io.Writer) (int64, error) {
 		fmt.Fprintln(tw, "CLASS\tCOUNT\tREPLAY\tSKIP\tREFUSE\tFIRST FAILED\tLAST FAILED\tEXAMPLE")
 		for _, c := range rows {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%q\n", orDash(c.Class), c.Count, c.Replayed, c.Skipped, c.Refused,
-				formatTime(c.FirstFailed), formatTime(c.LastFailed), TruncateMessage(c.Example, maxExample))
+				formatTime(c.FirstFailed), formatTime(c.LastFailed), truncate.Message(c.Example, maxExample))
 		}
 		tw.Flush()
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/streamledger/streamledger/dlq"
 	"github.com/streamledger/streamledger/internal/kafkarecord"
 	"github.com/streamledger/streamledger/internal/retry"
+	"github.com/streamledger/streamledger/internal/truncate"
 	"github.com/streamledger/streamledger/sink"
 )
 
@@ -54,7 +55,7 @@ type Config struct {
 	// MetadataTimeout bounds one lookup or creation of a topic, within Send's context: a
 	// lookup is always bounded. Zero means 10 s (the default); a negative value is refused.
 	MetadataTimeout time.Duration
-	// MaxErrorMessage bounds the error message header in bytes (see [dlq.TruncateMessage]).
+	// MaxErrorMessage bounds the error message header in bytes (shortened without splitting a UTF-8 sequence, ending in "...").
 	// Zero means 4096 bytes (the default); negative means no bound.
 	MaxErrorMessage int
 	// Clock gives the time of failure. Nil means time.Now.
@@ -200,7 +201,7 @@ func (p *Producer) Send(ctx context.Context, rec dlq.Record, cause error, done f
 func (p *Producer) letter(rec dlq.Record, cause error) dlq.DeadLetter {
 	letter := dlq.NewDeadLetter(rec, cause, p.cfg.ConsumerID, p.cfg.Clock())
 	if p.cfg.MaxErrorMessage > 0 {
-		letter.ErrorMessage = dlq.TruncateMessage(letter.ErrorMessage, p.cfg.MaxErrorMessage)
+		letter.ErrorMessage = truncate.Message(letter.ErrorMessage, p.cfg.MaxErrorMessage)
 	}
 	return letter
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/streamledger/streamledger/dlq"
 	"github.com/streamledger/streamledger/dlq/dlqkafka"
 	"github.com/streamledger/streamledger/examples/ov/feed"
+	"github.com/streamledger/streamledger/internal/truncate"
 )
 
 func runReplayDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -75,7 +76,7 @@ func runReplayDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) 
 				}
 				l := e.Letter
 				fmt.Fprintf(stdout, "%s[%d]@%d  %-7s %s  %-22s %s\n", topic, e.Partition, e.Offset, e.Decision, l.Record,
-					l.ErrorClass, dlq.TruncateMessage(l.ErrorMessage, 120))
+					l.ErrorClass, truncate.Message(l.ErrorMessage, 120))
 			}
 		}
 		report, err := dlqkafka.Replay(ctx, cfg)

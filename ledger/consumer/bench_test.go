@@ -90,7 +90,7 @@ func BenchmarkHandle(b *testing.B) {
 // come one chunk of 256 at a time.
 func BenchmarkHandleEffect(b *testing.B) {
 	ev := Event[string]{Effect: 1}
-	done := applied(DefaultEffectBatch)
+	done := applied(defaultEffectBatch)
 	h := newHarness(b, func(c *Config[string]) {
 		c.Topics = map[string]Handler[string]{"t": func(*kafka.Message) (Event[string], error) { return ev, nil }}
 		c.ApplyEffects = func(_ context.Context, batch []Effect) ([]sink.Result, error) { return done[:len(batch)], nil }

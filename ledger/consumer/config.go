@@ -19,10 +19,10 @@ import (
 	"github.com/streamledger/streamledger/window"
 )
 
-// DefaultEffectBatch is EffectBatch's default, and MaxEffectBatch its bound.
+// defaultEffectBatch is Config.EffectBatch's default, and maxEffectBatch its bound.
 const (
-	DefaultEffectBatch = 256
-	MaxEffectBatch     = 8192
+	defaultEffectBatch = 256
+	maxEffectBatch     = 8192
 )
 
 // DefaultBufferLimit is the BufferLimit of a zero [Config.BufferLimit], 256 MiB: the bound a
@@ -170,8 +170,8 @@ type Config[K comparable] struct {
 	// messages of one partition that a worker holds at once, up to EffectBatch (see the package
 	// documentation, Effects), and a worker holds up to max(256, EffectBatch) messages of a
 	// partition. Larger batches take fewer transactions per effect; a slow stream's batches are
-	// small whatever the bound. Zero means DefaultEffectBatch (256); negative means one effect
-	// per call; more than MaxEffectBatch is refused.
+	// small whatever the bound. Zero means 256 (the default); negative means one effect per call;
+	// more than 8192 is refused.
 	EffectBatch int
 
 	// Series maps a window key to the series it feeds in the sink's aggregates table. Two
@@ -578,12 +578,12 @@ func (s *settings[K]) validateHooks() error {
 // effectBounds checks EffectBatch and sets the batch and chunk sizes.
 func (s *settings[K]) effectBounds() error {
 	switch {
-	case s.EffectBatch > MaxEffectBatch:
-		return configError("EffectBatch: expected at most MaxEffectBatch (%d), found %d", MaxEffectBatch, s.EffectBatch)
+	case s.EffectBatch > maxEffectBatch:
+		return configError("EffectBatch: expected at most %d, found %d", maxEffectBatch, s.EffectBatch)
 	case s.EffectBatch < 0:
 		s.effectBatch = 1
 	case s.EffectBatch == 0:
-		s.effectBatch = DefaultEffectBatch
+		s.effectBatch = defaultEffectBatch
 	default:
 		s.effectBatch = s.EffectBatch
 	}

@@ -179,12 +179,12 @@ func TestConfigEffectBatch(t *testing.T) {
 		batch, want, chunk int
 		err                string
 	}{
-		{batch: 0, want: DefaultEffectBatch, chunk: chunkSize},
+		{batch: 0, want: defaultEffectBatch, chunk: chunkSize},
 		{batch: -1, want: 1, chunk: chunkSize},
 		{batch: 16, want: 16, chunk: chunkSize},
 		{batch: 1000, want: 1000, chunk: 1000},
-		{batch: MaxEffectBatch, want: MaxEffectBatch, chunk: MaxEffectBatch},
-		{batch: MaxEffectBatch + 1, err: "EffectBatch: expected at most MaxEffectBatch"},
+		{batch: maxEffectBatch, want: maxEffectBatch, chunk: maxEffectBatch},
+		{batch: maxEffectBatch + 1, err: "EffectBatch: expected at most 8192"},
 	} {
 		cfg := validConfig(t)
 		cfg.EffectBatch = tc.batch

@@ -99,7 +99,7 @@ func TestKafkaTruncatedLogIsReported(t *testing.T) {
 				cfg.LostRecords = policy
 				cfg.DeadLetters = prod
 			})
-			want := LostInfo{TopicPartition: p0, From: 20, To: 30, Reason: LostAtAssign, Policy: policy}
+			want := LostInfo{TopicPartition: p0, From: 20, To: 30, Reason: lostAtAssign}
 			if policy == LostStop {
 				err := again.waitReturn(t)
 				require.ErrorIs(t, err, ErrLostRecords)
@@ -201,7 +201,7 @@ func TestKafkaOutOfRangeFetchIsReported(t *testing.T) {
 			eventually(t, "a lost range reported", func() bool { return len(in.chk.lostRanges()) > 0 })
 			lost := in.chk.lostRanges()
 			require.Len(t, lost, 1)
-			assert.Equal(t, LostAtFetch, lost[0].Reason)
+			assert.Equal(t, lostAtFetch, lost[0].Reason)
 			assert.Equal(t, int64(30), lost[0].To)
 			assert.Greater(t, lost[0].From, int64(10), "offset 10 was fetched before the deletion")
 			if policy == LostStop {

@@ -44,13 +44,13 @@ func (l LostPolicy) String() string {
 	return fmt.Sprintf("LostPolicy(%d)", uint8(l))
 }
 
-// How a lost range was found (LostInfo.Reason, and the Reason of its [dlq.LostError]).
+// How a lost range was found: LostInfo.Reason, and the Reason of its [dlq.LostError].
 const (
-	// LostAtAssign: the partition's committed offset was below its log start when it was
+	// lostAtAssign: the partition's committed offset was below its log start when it was
 	// assigned.
-	LostAtAssign = "committed offset below the log start at assignment"
-	// LostAtFetch: a fetch found the partition's position below its log start.
-	LostAtFetch = "fetch offset out of range"
+	lostAtAssign = "committed offset below the log start at assignment"
+	// lostAtFetch: a fetch found the partition's position below its log start.
+	lostAtFetch = "fetch offset out of range"
 )
 
 // HookLost is called for each range of offsets whose records were deleted before the consumer
@@ -63,10 +63,9 @@ type HookLost interface {
 type LostInfo struct {
 	ledger.TopicPartition
 	From, To int64
-	// Reason is LostAtAssign or LostAtFetch.
+	// Reason says how the consumer found out: its committed offset was below the log start
+	// when it was assigned the partition, or a fetch found its position below the log start.
 	Reason string
-	// Policy is what the consumer does about it.
-	Policy LostPolicy
 }
 
 // checkLost refuses a LostRecords that names no policy, or LostContinue without a dead-letter
@@ -118,7 +117,7 @@ func (p *processor[K]) lost(ctx context.Context, pt *part[K], from, to int64, re
 	p.log.Error("records lost before they were read: the log start passed the consumer's position",
 		"partition", pt.tp.String(), "topic", pt.tp.Topic, "from", from, "to", to, "records", to-from,
 		"reason", reason, "policy", p.s.LostRecords.String())
-	info := LostInfo{TopicPartition: pt.tp, From: from, To: to, Reason: reason, Policy: p.s.LostRecords}
+	info := LostInfo{TopicPartition: pt.tp, From: from, To: to, Reason: reason}
 	for _, h := range p.s.hooks.lost {
 		h.OnLost(info)
 	}
@@ -146,7 +145,7 @@ func beyondEnd(tp ledger.TopicPartition, pos, hi int64) error {
 func (p *processor[K]) lostAtAssign(ctx context.Context, as []assignment) {
 	for _, a := range as {
 		if pt := p.parts[a.tp]; pt != nil && a.logStart > a.committed && a.committed >= 0 {
-			p.lost(ctx, pt, a.committed, a.logStart, LostAtAssign)
+			p.lost(ctx, pt, a.committed, a.logStart, lostAtAssign)
 		}
 	}
 }
@@ -186,7 +185,7 @@ func (c *Consumer[K]) outOfRange(kc *kafka.Consumer, ev kafka.Error) {
 				"position", next, "log_end", hi)
 		case next < lo:
 			found = true
-			p.lost(c.work, pt, next, lo, LostAtFetch)
+			p.lost(c.work, pt, next, lo, lostAtFetch)
 			if p.s.LostRecords == LostContinue {
 				pt.nextDispatch = lo // anything below still fetched is dropped (dispatch)
 				if pt.seekTo >= 0 {
